@@ -1,0 +1,28 @@
+# Two entry points (see README): `make demo` and `make test`. Both install into ./.venv from this repo.
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTHON ?= python3
+
+.PHONY: demo test install install-test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install --quiet .
+
+install-test: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+
+# Index the bundled sample documents and ask two questions, fully offline.
+demo: install
+	$(BIN)/monjyu index samples --index .monjyu
+	$(BIN)/monjyu search "How does LazyGraphRAG keep indexing cheap?" --index .monjyu --top-k 3
+	$(BIN)/monjyu search "グラフを使った検索はどのように索引を作りますか？" --index .monjyu --top-k 3
+
+test: install-test
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .monjyu .monjyu-eval

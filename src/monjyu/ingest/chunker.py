@@ -1,0 +1,77 @@
+"""Token-based chunking on sentence boundaries with overlap; giant sentences are cut by words."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from ..config import ChunkingConfig
+from ..nlp.tokens import TokenCounter
+from ..types import Document, TextUnit
+from .sentences import split_sentences
+
+_PIECES = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|\S+")  # a CJK character or a word
+
+
+def text_unit_id(document_id: str, chunk_index: int, text: str) -> str:
+    """Stable id: same document, position and text give the same id across rebuilds."""
+    h = hashlib.sha256(f"{document_id}\x00{chunk_index}\x00{text}".encode()).hexdigest()
+    return h[:24]
+
+
+class Chunker:
+    def __init__(self, cfg: ChunkingConfig, counter: TokenCounter | None = None):
+        self.size = cfg.size
+        self.overlap = cfg.overlap
+        self.counter = counter or TokenCounter()
+
+    def _spans(self, text: str) -> list[tuple[int, int, int]]:
+        """Sentence spans with token counts; sentences above `size` are cut into word runs."""
+        out: list[tuple[int, int, int]] = []
+        for start, end in split_sentences(text):
+            n = self.counter.count(text[start:end])
+            if n <= self.size:
+                out.append((start, end, n))
+                continue
+            # One giant sentence: greedy runs of words/characters under the size.
+            piece_start, piece_tokens, last_end = None, 0, start
+            for m in _PIECES.finditer(text, start, end):
+                t = self.counter.count(m.group())
+                if piece_start is not None and piece_tokens + t > self.size:
+                    out.append((piece_start, last_end, piece_tokens))
+                    piece_start, piece_tokens = None, 0
+                if piece_start is None:
+                    piece_start = m.start()
+                piece_tokens += t
+                last_end = m.end()
+            if piece_start is not None:
+                out.append((piece_start, last_end, piece_tokens))
+        return out
+
+    def chunk(self, doc: Document) -> list[TextUnit]:
+        spans = self._spans(doc.text)
+        units: list[TextUnit] = []
+        i = 0
+        while i < len(spans):
+            j, tokens = i, 0
+            while j < len(spans) and (j == i or tokens + spans[j][2] <= self.size):
+                tokens += spans[j][2]
+                j += 1
+            start, end = spans[i][0], spans[j - 1][1]
+            text = doc.text[start:end]
+            idx = len(units)
+            units.append(TextUnit(
+                id=text_unit_id(doc.id, idx, text), document_id=doc.id, chunk_index=idx, text=text,
+                start_char=start, end_char=end, n_tokens=self.counter.count(text), title=doc.title,
+                source_path=doc.source_path, file_type=doc.file_type, date=doc.date, page=doc.page_at(start),
+            ))
+            if j >= len(spans):
+                break
+            # Step back over trailing sentences that fit in the overlap, but only while the next
+            # unit still reaches a new sentence (otherwise it would repeat a subset of this one).
+            back, k, room = 0, j, min(self.overlap, self.size - spans[j][2])
+            while k - 1 > i and back + spans[k - 1][2] <= room:
+                back += spans[k - 1][2]
+                k -= 1
+            i = k
+        return units

@@ -1,0 +1,45 @@
+"""Sentence splitting for English and Japanese with character offsets (pysbd rules)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import pysbd
+
+from ..nlp.lang import detect_language
+
+_PARAGRAPH = re.compile(r"\n\s*\n")
+
+
+@lru_cache(maxsize=4)
+def _segmenter(lang: str) -> pysbd.Segmenter:
+    return pysbd.Segmenter(language=lang, clean=False, char_span=False)
+
+
+def split_sentences(text: str, lang: str | None = None) -> list[tuple[int, int]]:
+    """(start, end) character spans of the sentences of `text`, in order, whitespace trimmed.
+
+    Paragraph breaks always end a sentence (headings and list items have no final stop).
+    """
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for para in _PARAGRAPH.split(text):
+        start = text.find(para, pos) if para else pos
+        if para.strip():
+            seg = _segmenter(lang or detect_language(para))
+            cursor = start
+            for sent in seg.segment(para):
+                s = sent.strip()
+                if not s:
+                    continue
+                found = text.find(s, cursor)
+                if found < 0:  # pysbd altered the text; fall back to the rest of the paragraph
+                    found = cursor
+                    s = text[cursor:start + len(para)].strip()
+                    if not s:
+                        break
+                spans.append((found, found + len(s)))
+                cursor = found + len(s)
+        pos = start + len(para)
+    return spans

@@ -1,0 +1,138 @@
+"""Vector, keyword and hybrid ranking over one index generation held in memory.
+
+LanceDB is the store of record; at query time the vectors sit in one float32 matrix (exact
+cosine by matrix product) and BM25 in bm25s sparse matrices. bench/level0_latency.py measures
+this against LanceDB's own ANN search; exact search stays faster and exact up to 100k units.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..config import SearchConfig
+from ..nlp import Analyzer
+from ..store import LanceStore
+from ..store.bm25 import BM25Index
+from ..types import SearchHit, SearchResults
+from .filters import SearchFilters
+from .fusion import linear_fusion, weighted_rrf
+
+META_COLUMNS = ["id", "document_id", "chunk_index", "text", "title", "source_path", "file_type",
+                "date", "page", "start_char", "end_char"]
+
+
+@dataclass
+class LoadedIndex:
+    """Columns of the text_units table as arrays, row-aligned with the vectors and BM25."""
+
+    columns: dict[str, np.ndarray]
+    vectors: np.ndarray
+    bm25: BM25Index
+
+    @classmethod
+    def load(cls, generation_dir: Path, dim: int) -> "LoadedIndex":
+        table = LanceStore(generation_dir / "lancedb").units(META_COLUMNS + ["vector"])
+        columns = {c: np.array(table[c].to_pylist(), dtype=object) for c in META_COLUMNS}
+        n = table.num_rows
+        flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False) if n else np.zeros(0)
+        vectors = np.ascontiguousarray(flat, dtype=np.float32).reshape(n, dim)
+        return cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"))
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def mask(self, filters: SearchFilters | None) -> np.ndarray | None:
+        if filters is None or not filters.active:
+            return None
+        c = self.columns
+        return filters.mask(c["document_id"], c["file_type"], c["source_path"], c["date"])
+
+
+def _top(scores: np.ndarray, n: int, valid: np.ndarray) -> list[int]:
+    """Indices of the n best valid scores, best first (stable on ties)."""
+    idx = np.flatnonzero(valid)
+    if len(idx) == 0 or n <= 0:
+        return []
+    if len(idx) > n:
+        part = np.argpartition(-scores[idx], n - 1)[:n]
+        idx = idx[part]
+    order = np.lexsort((idx, -scores[idx]))
+    return idx[order].tolist()
+
+
+class Searcher:
+    def __init__(self, index: LoadedIndex, config: SearchConfig, analyzer: Analyzer | None = None):
+        self.index = index
+        self.config = config
+        self.analyzer = analyzer or Analyzer()
+
+    # -- single strategies: (row, score) best first ---------------------------------
+    def vector_ranking(self, query_vector: np.ndarray, n: int, mask: np.ndarray | None,
+                       threshold: float | None = None) -> tuple[list[tuple[int, float]], int]:
+        scores = self.index.vectors @ np.asarray(query_vector, dtype=np.float32)
+        valid = np.ones(len(scores), dtype=bool) if mask is None else mask.copy()
+        if threshold is not None and threshold > -1.0:
+            valid &= scores >= threshold
+        rows = _top(scores, n, valid)
+        return [(r, float(scores[r])) for r in rows], int(valid.sum())
+
+    def keyword_ranking(self, query: str, n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
+        scores = self.index.bm25.scores(self.analyzer.terms(query))
+        valid = scores > 0
+        if mask is not None:
+            valid &= mask
+        rows = _top(scores, n, valid)
+        return [(r, float(scores[r])) for r in rows], int(valid.sum())
+
+    # -- the public entry point --------------------------------------------------------
+    def search(self, query: str, query_vector: np.ndarray | None, mode: str, top_k: int, offset: int = 0,
+               filters: SearchFilters | None = None, threshold: float | None = None) -> SearchResults:
+        cfg = self.config
+        t0 = time.perf_counter()
+        mask = self.index.mask(filters)
+        need = offset + top_k
+        timings: dict[str, float] = {}
+        vec: dict[int, float] = {}
+        kw: dict[int, float] = {}
+        if mode == "vector":
+            ranked, total = self.vector_ranking(query_vector, need, mask, threshold)
+            vec = dict(ranked)
+        elif mode == "keyword":
+            ranked, total = self.keyword_ranking(query, need, mask)
+            kw = dict(ranked)
+        elif mode == "hybrid":
+            n = max(cfg.candidates, need)
+            t = time.perf_counter()
+            v_ranked, _ = self.vector_ranking(query_vector, n, mask, threshold)
+            timings["vector_ms"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            k_ranked, _ = self.keyword_ranking(query, n, mask)
+            timings["keyword_ms"] = (time.perf_counter() - t) * 1000
+            vec, kw = dict(v_ranked), dict(k_ranked)
+            weights = [cfg.vector_weight, 1.0 - cfg.vector_weight]
+            if cfg.fusion == "rrf":
+                ranked = weighted_rrf([[r for r, _ in v_ranked], [r for r, _ in k_ranked]], weights, cfg.rrf_k)
+            else:
+                ranked = linear_fusion([v_ranked, k_ranked], weights)
+            total = len(ranked)
+        else:
+            raise ValueError(f"unknown search mode '{mode}' (vector, keyword, hybrid)")
+        page = ranked[offset:need]
+        hits = [self._hit(row, score, offset + i + 1, vec.get(row), kw.get(row)) for i, (row, score) in enumerate(page)]
+        timings["search_ms"] = (time.perf_counter() - t0) * 1000
+        return SearchResults(query=query, mode=mode, hits=hits, total_count=total, timings_ms=timings)
+
+    def _hit(self, row: int, score: float, rank: int, vector_score: float | None, keyword_score: float | None) -> SearchHit:
+        c = self.index.columns
+        page = c["page"][row]
+        return SearchHit(
+            text_unit_id=c["id"][row], document_id=c["document_id"][row], text=c["text"][row], score=score,
+            rank=rank, chunk_index=int(c["chunk_index"][row]), document_title=c["title"][row],
+            source_path=c["source_path"][row], page=int(page) if page is not None else None,
+            start_char=int(c["start_char"][row]), end_char=int(c["end_char"][row]),
+            vector_score=vector_score, keyword_score=keyword_score,
+        )

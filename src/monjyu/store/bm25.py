@@ -1,0 +1,47 @@
+"""BM25 keyword index (bm25s sparse matrices) over pre-analyzed terms, saved per generation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+_PARAMS = "params.index.json"
+
+
+class BM25Index:
+    def __init__(self, retriever: bm25s.BM25 | None, n_docs: int):
+        self._retriever = retriever  # None when no unit has a single term (bm25s cannot index that)
+        self.n_docs = n_docs
+        self._vocab = retriever.vocab_dict if retriever is not None else {}
+
+    @classmethod
+    def build(cls, corpus_terms: list[list[str]]) -> "BM25Index":
+        if not any(corpus_terms):
+            return cls(None, len(corpus_terms))
+        retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+        retriever.index(corpus_terms, show_progress=False)
+        return cls(retriever, len(corpus_terms))
+
+    def save(self, path: Path) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        if self._retriever is not None:
+            self._retriever.save(str(path), show_progress=False)
+        (path / "n_docs.txt").write_text(str(self.n_docs))
+
+    @classmethod
+    def load(cls, path: Path) -> "BM25Index":
+        path = Path(path)
+        n_docs = int((path / "n_docs.txt").read_text())
+        if not (path / _PARAMS).exists():
+            return cls(None, n_docs)
+        return cls(bm25s.BM25.load(str(path), show_progress=False), n_docs)
+
+    def scores(self, query_terms: list[str]) -> np.ndarray:
+        """BM25 score of every text unit (row order of the text_units table)."""
+        ids = [self._vocab[t] for t in query_terms if t in self._vocab]
+        if not ids or self._retriever is None:
+            return np.zeros(self.n_docs, dtype=np.float32)
+        return np.asarray(self._retriever.get_scores_from_ids(ids), dtype=np.float32)

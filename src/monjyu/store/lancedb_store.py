@@ -1,0 +1,110 @@
+"""LanceDB tables of one index generation: `documents` and `text_units` (GraphRAG-like columns).
+
+A generation is written once into a fresh directory and never modified, so readers of the
+current generation are never disturbed by a build in progress.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from ..types import Document, TextUnit
+
+DOCUMENTS = "documents"
+TEXT_UNITS = "text_units"
+
+
+def units_schema(dim: int) -> pa.Schema:
+    return pa.schema([
+        ("id", pa.string()),
+        ("document_id", pa.string()),
+        ("chunk_index", pa.int32()),
+        ("text", pa.string()),
+        ("n_tokens", pa.int32()),
+        ("start_char", pa.int64()),
+        ("end_char", pa.int64()),
+        ("page", pa.int32()),
+        ("title", pa.string()),
+        ("source_path", pa.string()),
+        ("file_type", pa.string()),
+        ("date", pa.string()),
+        ("terms", pa.list_(pa.string())),  # analyzed BM25 terms, kept so rebuilds need not re-analyze
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
+DOCUMENTS_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("title", pa.string()),
+    ("source_path", pa.string()),
+    ("file_type", pa.string()),
+    ("date", pa.string()),
+    ("text", pa.string()),
+    ("text_unit_ids", pa.list_(pa.string())),
+    ("metadata", pa.string()),  # JSON
+])
+
+
+def units_to_table(units: list[TextUnit], terms: list[list[str]], vectors: np.ndarray, dim: int) -> pa.Table:
+    flat = pa.array(np.asarray(vectors, dtype=np.float32).reshape(-1), type=pa.float32())
+    return pa.table({
+        "id": [u.id for u in units],
+        "document_id": [u.document_id for u in units],
+        "chunk_index": pa.array([u.chunk_index for u in units], pa.int32()),
+        "text": [u.text for u in units],
+        "n_tokens": pa.array([u.n_tokens for u in units], pa.int32()),
+        "start_char": pa.array([u.start_char for u in units], pa.int64()),
+        "end_char": pa.array([u.end_char for u in units], pa.int64()),
+        "page": pa.array([u.page for u in units], pa.int32()),
+        "title": [u.title for u in units],
+        "source_path": [u.source_path for u in units],
+        "file_type": [u.file_type for u in units],
+        "date": [u.date for u in units],
+        "terms": pa.array(terms, pa.list_(pa.string())),
+        "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
+    }, schema=units_schema(dim))
+
+
+def documents_to_table(docs: list[Document], unit_ids: dict[str, list[str]]) -> pa.Table:
+    return pa.table({
+        "id": [d.id for d in docs],
+        "title": [d.title for d in docs],
+        "source_path": [d.source_path for d in docs],
+        "file_type": [d.file_type for d in docs],
+        "date": [d.date for d in docs],
+        "text": [d.text for d in docs],
+        "text_unit_ids": pa.array([unit_ids.get(d.id, []) for d in docs], pa.list_(pa.string())),
+        "metadata": [json.dumps(d.metadata, ensure_ascii=False, default=str) for d in docs],
+    }, schema=DOCUMENTS_SCHEMA)
+
+
+class LanceStore:
+    """The tables of one generation directory."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._db = lancedb.connect(str(self.path))
+
+    def write(self, documents: pa.Table, units: pa.Table) -> None:
+        # Create empty then add: creating with data makes lance log a warning on every build.
+        for name, table in ((DOCUMENTS, documents), (TEXT_UNITS, units)):
+            created = self._db.create_table(name, schema=table.schema)
+            if table.num_rows:
+                created.add(table)
+
+    def _read(self, name: str, columns: list[str] | None) -> pa.Table:
+        table = self._db.open_table(name)
+        if columns is None:
+            return table.to_arrow()
+        return table.search().select(columns).limit(max(1, table.count_rows())).to_arrow()
+
+    def units(self, columns: list[str] | None = None) -> pa.Table:
+        return self._read(TEXT_UNITS, columns)
+
+    def documents(self, columns: list[str] | None = None) -> pa.Table:
+        return self._read(DOCUMENTS, columns)

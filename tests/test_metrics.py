@@ -1,0 +1,32 @@
+"""Metrics on a tiny set checked by hand."""
+
+import pytest
+
+from monjyu.eval import retrieval_metrics
+from monjyu.eval.beir import rank_documents
+
+QRELS = {"q1": {"a": 1, "b": 1}, "q2": {"c": 1}, "q3": {"d": 1}}
+RUN = {
+    "q1": ["x", "a", "y", "z", "b"],  # hits at ranks 2 and 5
+    "q2": ["c"],  # hit at rank 1
+    # q3 retrieved nothing
+}
+
+
+def test_hand_checked_values():
+    m = retrieval_metrics(QRELS, RUN)
+    assert m["recall@2"] == pytest.approx((0.5 + 1 + 0) / 3)
+    assert m["recall@5"] == pytest.approx((1 + 1 + 0) / 3)
+    assert m["mrr@10"] == pytest.approx((1 / 2 + 1 + 0) / 3)
+    assert m["precision@5"] == pytest.approx((2 / 5 + 1 / 5 + 0) / 3)
+    # q1: DCG = 1/log2(3) + 1/log2(6); IDCG = 1 + 1/log2(3)
+    import math
+    ndcg_q1 = (1 / math.log2(3) + 1 / math.log2(6)) / (1 + 1 / math.log2(3))
+    assert m["ndcg@10"] == pytest.approx((ndcg_q1 + 1 + 0) / 3)
+    assert m["complete@2"] == pytest.approx(1 / 3)  # only q2
+    assert m["complete@5"] == pytest.approx(2 / 3)
+    assert m["queries"] == 3
+
+
+def test_units_collapse_to_documents():
+    assert rank_documents(["a", "a", "b", "a", "c", "d"], 3) == ["a", "b", "c"]
