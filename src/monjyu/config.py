@@ -61,6 +61,13 @@ class SearchConfig(BaseModel):
     rrf_k: int = Field(60, ge=1)
     vector_weight: float = Field(0.5, ge=0.0, le=1.0, description="weight of the vector list; keyword gets 1 - this")
     candidates: int = Field(100, ge=1, description="hits taken from each list before fusion")
+    # Hybrid feedback round (pseudo-relevance feedback): the best first-round passage is added to
+    # the query and both retrievers run again; this reaches passages that share few words with
+    # the question, the second hop of multi-hop questions. The first `feedback_keep` hits of the
+    # first round keep their places. bench/level0_quality.py measures it on and off.
+    feedback: bool = True
+    feedback_keep: int = Field(3, ge=0, le=100)
+    feedback_weight: float = Field(2.0, ge=0.0, le=10.0, description="weight of each feedback list (vector, keyword) vs the first round (1.0)")
 
 
 class MonjyuConfig(BaseSettings):

@@ -80,8 +80,9 @@ class Searcher:
         rows = _top(scores, n, valid)
         return [(r, float(scores[r])) for r in rows], int(valid.sum())
 
-    def keyword_ranking(self, query: str, n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
-        scores = self.index.bm25.scores(self.analyzer.terms(query))
+    def keyword_ranking(self, query: str | list[str], n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
+        terms = self.analyzer.terms(query) if isinstance(query, str) else query
+        scores = self.index.bm25.scores(terms)
         valid = scores > 0
         if mask is not None:
             valid &= mask
@@ -118,6 +119,10 @@ class Searcher:
                 ranked = weighted_rrf([[r for r, _ in v_ranked], [r for r, _ in k_ranked]], weights, cfg.rrf_k)
             else:
                 ranked = linear_fusion([v_ranked, k_ranked], weights)
+            if cfg.feedback and ranked:
+                t = time.perf_counter()
+                ranked = self._feedback_round(query, query_vector, ranked, n, mask, threshold)
+                timings["feedback_ms"] = (time.perf_counter() - t) * 1000
             total = len(ranked)
         else:
             raise ValueError(f"unknown search mode '{mode}' (vector, keyword, hybrid)")
@@ -125,6 +130,28 @@ class Searcher:
         hits = [self._hit(row, score, offset + i + 1, vec.get(row), kw.get(row)) for i, (row, score) in enumerate(page)]
         timings["search_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResults(query=query, mode=mode, hits=hits, total_count=total, timings_ms=timings)
+
+    def _feedback_round(self, query: str, query_vector: np.ndarray, first: list[tuple[int, float]], n: int,
+                        mask: np.ndarray | None, threshold: float | None) -> list[tuple[int, float]]:
+        """Search again with the best passage added to the query (vector: sum of the two unit
+        vectors; keyword: both term lists), fuse with the first round, keep its top hits in place."""
+        cfg = self.config
+        best = first[0][0]
+        q2 = np.asarray(query_vector, dtype=np.float32) + self.index.vectors[best]
+        q2 /= max(float(np.linalg.norm(q2)), 1e-12)
+        v2, _ = self.vector_ranking(q2, n, mask, threshold)
+        c = self.index.columns
+        passage = f"{c['title'][best]}\n{c['text'][best]}" if c["title"][best] else c["text"][best]
+        k2, _ = self.keyword_ranking(self.analyzer.terms(query) + self.analyzer.terms(passage), n, mask)
+        fused = weighted_rrf([[r for r, _ in first], [r for r, _ in v2], [r for r, _ in k2]],
+                             [1.0, cfg.feedback_weight, cfg.feedback_weight], cfg.rrf_k)
+        kept = first[:cfg.feedback_keep]
+        kept_rows = {r for r, _ in kept}
+        rest = [(r, s) for r, s in fused if r not in kept_rows]
+        if kept and rest:  # rescale so scores keep falling with rank below the kept hits
+            scale = min(1.0, 0.999 * kept[-1][1] / rest[0][1])
+            rest = [(r, s * scale) for r, s in rest]
+        return kept + rest
 
     def _hit(self, row: int, score: float, rank: int, vector_score: float | None, keyword_score: float | None) -> SearchHit:
         c = self.index.columns
