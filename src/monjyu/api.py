@@ -19,7 +19,7 @@ from .retrieval import LoadedIndex, SearchFilters, Searcher
 from .types import SearchResults
 
 DEFAULT_INDEX_DIR = ".monjyu"
-MODES = ("vector", "keyword", "hybrid")
+MODES = ("vector", "keyword", "hybrid", "graph")
 
 
 class Monjyu:
@@ -84,6 +84,6 @@ class Monjyu:
         if offset < 0 or top_k < 1:
             raise MonjyuError("top_k must be >= 1 and offset >= 0")
         manifest, searcher = self._searcher()
-        vector = self._embed_query(manifest, query) if mode in ("vector", "hybrid") else None
+        vector = self._embed_query(manifest, query) if mode in ("vector", "hybrid", "graph") else None
         threshold = self.config.search.threshold if threshold is None else threshold
         return searcher.search(query, vector, mode, top_k, offset, filters, threshold)

@@ -54,7 +54,7 @@ class EmbeddingConfig(BaseModel):
 
 
 class SearchConfig(BaseModel):
-    mode: Literal["vector", "keyword", "hybrid"] = "hybrid"
+    mode: Literal["vector", "keyword", "hybrid", "graph"] = "hybrid"
     top_k: int = Field(10, ge=1, le=1000)
     threshold: float = Field(0.0, ge=-1.0, le=1.0, description="minimum cosine similarity for vector hits")
     fusion: Literal["rrf", "linear"] = "rrf"
@@ -65,9 +65,24 @@ class SearchConfig(BaseModel):
     # the query and both retrievers run again; this reaches passages that share few words with
     # the question, the second hop of multi-hop questions. The first `feedback_keep` hits of the
     # first round keep their places. bench/level0_quality.py measures it on and off.
+    graph_weight: float = Field(0.3, ge=0.0, le=1.0, description="weight of the graph list in hybrid fusion (needs Level 1)")
+    graph_dense_seeds: int = Field(5, ge=0, le=100, description="best vector hits that also seed the graph walk")
+    graph_damping: float = Field(0.5, gt=0.0, lt=1.0)
     feedback: bool = True
     feedback_keep: int = Field(3, ge=0, le=100)
     feedback_weight: float = Field(2.0, ge=0.0, le=10.0, description="weight of each feedback list (vector, keyword) vs the first round (1.0)")
+
+
+class GraphConfig(BaseModel):
+    """Level 1: noun-phrase graph and hierarchical communities, built with NLP only."""
+
+    enabled: bool = True
+    max_cluster_size: int = Field(10, ge=2, description="Leiden splits communities larger than this")
+    seed: int = 0xDEADBEEF
+    min_edge_units: int = Field(1, ge=1, description="co-occurrence edges need at least this many shared units")
+    max_phrase_share: float = Field(0.05, gt=0, le=1, description="phrases in a larger share of units are hubs and pruned")
+    min_hub_units: int = Field(50, ge=1, description="never prune phrases found in fewer units than this")
+    processes: int = Field(1, ge=1, le=64, description="spaCy worker processes")
 
 
 class MonjyuConfig(BaseSettings):
@@ -77,6 +92,7 @@ class MonjyuConfig(BaseSettings):
     ingest: IngestConfig = IngestConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     search: SearchConfig = SearchConfig()
+    graph: GraphConfig = GraphConfig()
     cache_dir: str = ""  # embedding cache; default <index>/cache
 
     @classmethod

@@ -1,51 +1,34 @@
-"""Vectors cached by content hash in SQLite, so re-indexing embeds only text it has not seen.
-
-SQLite transactions make the cache safe when a build is killed: a batch is either stored or not.
-"""
+"""Vectors cached by content hash in SQLite, so re-indexing embeds only text it has not seen."""
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
-import threading
 from pathlib import Path
 
 import numpy as np
 
+from ..store.kv import SqliteKV
 from .base import Embedder
 
 
 class EmbeddingCache:
+    """float32 vectors keyed by sha256(embedder id, role, text)."""
+
     def __init__(self, path: str | Path):
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
-        self._db.commit()
-        self._lock = threading.Lock()
+        self._kv = SqliteKV(path, "vectors")
 
     @staticmethod
     def key(embedder_id: str, role: str, text: str) -> str:
         return hashlib.sha256(f"{embedder_id}\x00{role}\x00{text}".encode()).hexdigest()
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        with self._lock:
-            for i in range(0, len(keys), 500):
-                part = keys[i:i + 500]
-                marks = ",".join("?" * len(part))
-                for k, blob in self._db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", part):
-                    found[k] = np.frombuffer(blob, dtype=np.float32)
-        return found
+        return {k: np.frombuffer(v, dtype=np.float32) for k, v in self._kv.get_many(keys).items()}
 
     def put_many(self, items: list[tuple[str, np.ndarray]]) -> None:
-        with self._lock, self._db:
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
-                                 [(k, np.asarray(v, np.float32).tobytes()) for k, v in items])
+        self._kv.put_many([(k, np.asarray(v, np.float32).tobytes()) for k, v in items])
 
     def close(self) -> None:
-        self._db.close()
+        self._kv.close()
 
 
 class CachedEmbedder:

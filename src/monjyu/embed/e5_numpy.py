@@ -28,7 +28,7 @@ QK = 32                      # Q4_0 block size (weights per fp16 scale)
 _BLOCK_BYTES = 2 + QK // 2   # fp16 scale + 16 bytes of packed nibbles
 META = "\u2581"              # SentencePiece metaspace
 _F32 = struct.Struct("<f")
-_TOKEN_BUDGET = 8192         # padded tokens per forward batch: big GEMMs, bounded activation memory
+_TOKEN_BUDGET = 2048         # padded tokens per batch: GEMMs large enough, ~35 MB activations per worker
 
 
 def default_model_path() -> str:
@@ -82,7 +82,7 @@ class E5Weights:
         if bytes(raw[:4]) != b"E5S1":
             raise ValueError(f"{path}: not an E5S1 model file")
         off = 8                                                   # magic + version
-        (self.H, self.NL, self.NH, self.FF, self.VOC, self.MAXP, self.TVS) = struct.unpack_from("<7i", raw, off)
+        self.H, self.NL, self.NH, self.FF, self.VOC, self.MAXP, self.TVS = struct.unpack_from("<7i", raw, off)
         off += 28
         self.eps, qk = struct.unpack_from("<fi", raw, off)
         off += 8
@@ -99,9 +99,9 @@ class E5Weights:
         off += 4 * (n_pieces + 1)
         self.scores = np.frombuffer(raw, dtype="<f4", count=n_pieces, offset=off).copy()
         off += 4 * n_pieces
-        blob = bytes(raw[off:off + bloblen])
+        self.piece_blob = bytes(raw[off:off + bloblen])            # piece i = blob[offs[i]:offs[i+1]]
+        self.piece_offsets = offs
         off += bloblen
-        self.pieces = [blob[offs[i]:offs[i + 1]] for i in range(n_pieces)]
 
         # normalization map: n entries of (u32 codepoint, u8 count, count x u32 replacement codepoints)
         n_norm, nm_bytes = struct.unpack_from("<iI", raw, off)
@@ -155,7 +155,7 @@ class E5Weights:
         for i in range(self.NL):
             g = lambda s: f"l{i}.{s}"  # noqa: E731
             self.layers.append(_Layer(
-                qkv_w=np.ascontiguousarray(np.hstack([q4(g("q.w"), H, H), q4(g("k.w"), H, H), q4(g("v.w"), H, H)])),
+                qkv_w=np.hstack([q4(g("q.w"), H, H), q4(g("k.w"), H, H), q4(g("v.w"), H, H)]),
                 qkv_b=np.concatenate([f32(g("q.b")), f32(g("k.b")), f32(g("v.b"))]),
                 ao_w=q4(g("ao.w"), H, H), ao_b=f32(g("ao.b")),
                 aln_w=f32(g("aln.w")), aln_b=f32(g("aln.b")),
@@ -177,24 +177,27 @@ class E5Weights:
 class E5Tokenizer:
     """The SentencePiece-unigram tokenizer of `tok_content` in e5.c, reproduced exactly: per-codepoint
     normalization map, runs of spaces collapsed, a leading metaspace unless the text starts with a space,
-    spaces -> U+2581, then Viterbi over pieces (ties resolved as in C: earliest start, then shortest piece;
-    sums rounded to float32) with an unknown-character fallback scored min(score) - 10."""
+    spaces -> U+2581, then Viterbi over pieces (same visiting order and strict comparisons as C, so ties
+    resolve identically; path scores rounded to float32 as in C) with an unknown-character fallback
+    scored min(score) - 10."""
 
     def __init__(self, w: E5Weights):
         self.bos, self.eos, self.unk = w.bos, w.eos, w.unk
-        self._norm_table = {cp: out for cp, out in w.norm.items()}
-        self._pieces: dict[str, tuple[int, float]] = {}
-        self._maxlen: dict[str, int] = {}     # longest piece (in chars) per first char: bounds the search
-        scores = w.scores.tolist()             # float32 values, exact as Python floats
-        for i, b in enumerate(w.pieces):
-            if not b or i == w.unk:            # C skips empty pieces and never emits <unk> as a match
+        self._norm_table = dict(w.norm)                   # codepoint -> replacement, for str.translate
+        self._scores: list[float] = w.scores.tolist()     # float32 values, exact as Python floats
+        self._piece_id: dict[str, int] = {}
+        self._maxlen: dict[str, int] = {}                 # longest piece (chars) by first char
+        blob, offs = w.piece_blob, w.piece_offsets.tolist()
+        for i in range(len(self._scores)):
+            b = blob[offs[i]:offs[i + 1]]
+            if not b or i == w.unk:                       # C skips empty pieces and never matches <unk>
                 continue
             try:
                 s = b.decode("utf-8")
-            except UnicodeDecodeError:         # cannot match at character boundaries of valid text
+            except UnicodeDecodeError:                    # cannot match at character boundaries of valid text
                 continue
-            if s not in self._pieces:          # C's hash probe finds the lowest index first
-                self._pieces[s] = (i, scores[i])
+            if s not in self._piece_id:                   # C's hash probe finds the lowest index first
+                self._piece_id[s] = i
                 if len(s) > self._maxlen.get(s[0], 0):
                     self._maxlen[s[0]] = len(s)
         self.unk_score = float(np.float32(w.scores.min()) - np.float32(10.0))
@@ -213,17 +216,18 @@ class E5Tokenizer:
         best[0] = 0.0
         back_id = [0] * (n + 1)
         back_from = [0] * (n + 1)
-        pieces, maxlen, pack, unpack = self._pieces, self._maxlen, _F32.pack, _F32.unpack
+        piece_id, scores, maxlen = self._piece_id.get, self._scores, self._maxlen
+        pack, unpack = _F32.pack, _F32.unpack
         unk, unk_score = self.unk, self.unk_score
         for i in range(n):
             b = best[i]
             stop = min(n, i + maxlen.get(s[i], 0))
             for e in range(i + 1, stop + 1):
-                hit = pieces.get(s[i:e])
-                if hit is not None:
-                    sc = unpack(pack(b + hit[1]))[0]          # float32 sum, as in C
+                pid = piece_id(s[i:e])
+                if pid is not None:
+                    sc = unpack(pack(b + scores[pid]))[0]     # float32 sum, as in C
                     if sc > best[e]:
-                        best[e], back_id[e], back_from[e] = sc, hit[0], i
+                        best[e], back_id[e], back_from[e] = sc, pid, i
             us = unpack(pack(b + unk_score))[0]
             if us > best[i + 1]:
                 best[i + 1], back_id[i + 1], back_from[i + 1] = us, unk, i
@@ -247,11 +251,38 @@ class E5Tokenizer:
 # --------------------------------------------------------------------------- forward pass
 
 def _gelu_phi_table(lo: float = -8.0, hi: float = 8.0, step: float = 2.0 ** -8):
-    """Normal CDF on a fine grid for linear interpolation: GELU(x) = x * Phi(x) to ~1e-6 absolute,
-    several times cheaper than an erf in numpy (which has none); Phi saturates outside [-8, 8]."""
+    """Normal CDF on a fine grid for linear interpolation: GELU(x) = x * Phi(x) to < 1e-6 absolute.
+    numpy has no erf; scipy's (an undeclared dependency) is ~5x slower than this table. Phi is
+    0 or 1 in float32 outside [-8, 8], where the index is clipped."""
     grid = np.arange(lo, hi + step, step)
     phi = np.array([0.5 * math.erfc(-g / math.sqrt(2.0)) for g in grid])
-    return np.float32(1.0 / step), np.float32(-lo / step), phi[:-1].astype(np.float32), np.diff(phi).astype(np.float32)
+    base, slope = phi[:-1].astype(np.float32), np.diff(phi).astype(np.float32)
+    return np.float32(1.0 / step), np.float32(-lo / step), base, slope
+
+
+def _blas_thread_local_setter():
+    """`openblas_set_num_threads_local` of the OpenBLAS numpy loaded (0.3.27+), or None.
+
+    Worker threads each run whole batches with single-threaded BLAS: data parallelism across
+    batches scales on a busy machine, whereas multi-threaded OpenBLAS on the many small attention
+    GEMMs slows down 10-100x when another process holds the cores (threads spin and wait)."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower() and ".so" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        fn = getattr(lib, "openblas_set_num_threads_local", None)
+        if fn is not None:
+            fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int]
+            return fn
+    return None
 
 
 class E5NumpyModel:
@@ -263,62 +294,49 @@ class E5NumpyModel:
         self.tok = E5Tokenizer(self.w)
         self.dim = self.w.H
         self._gscale, self._goff, self._gbase, self._gslope = _gelu_phi_table()
-        # numpy element-wise kernels are single-threaded; split them over cores in row slices
-        self._threads = max(1, threads or min(4, os.cpu_count() or 1))
-        self._pool = ThreadPoolExecutor(self._threads) if self._threads > 1 else None
+        setter = _blas_thread_local_setter()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        if setter is not None:   # one batch per worker, each with single-threaded BLAS
+            self._threads = max(1, threads or cores)
+            self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(
+                self._threads, thread_name_prefix="e5numpy", initializer=setter, initargs=(1,))
+        else:                    # no per-thread BLAS control: run in the caller, BLAS threads as configured
+            self._threads, self._pool = 1, None
 
-    # -- element-wise helpers (in place, parallel over row slices) --
+    # -- element-wise helpers, in place --
 
-    def _rows_parallel(self, fn, *arrays: np.ndarray) -> None:
-        n = arrays[0].shape[0]
-        if self._pool is None or n < 2 * self._threads:
-            fn(*arrays)
-            return
-        step = -(-n // self._threads)
-        futures = [self._pool.submit(fn, *(a[s:s + step] for a in arrays)) for s in range(0, n, step)]
-        for f in futures:
-            f.result()
-
-    def _gelu_inplace(self, x: np.ndarray) -> None:
-        def run(xs: np.ndarray) -> None:
-            rows = 64
-            t = np.empty((rows, xs.shape[1]), np.float32)
-            idx = np.empty(t.shape, np.intp)
-            g = np.empty_like(t)
-            last = np.float32(len(self._gbase) - 1e-3)
-            for r in range(0, xs.shape[0], rows):
-                v = xs[r:r + rows]
-                k = v.shape[0]
-                tt, ii, gg = t[:k], idx[:k], g[:k]
-                np.multiply(v, self._gscale, out=tt)
-                tt += self._goff
-                np.clip(tt, 0, last, out=tt)
-                np.copyto(ii, tt, casting="unsafe")            # floor (tt >= 0)
-                tt -= ii
-                np.take(self._gslope, ii, out=gg)
-                tt *= gg
-                np.take(self._gbase, ii, out=gg)
-                tt += gg                                         # Phi(x)
-                v *= tt
-        self._rows_parallel(run, x)
+    def _gelu_inplace(self, x: np.ndarray, rows: int = 64) -> None:
+        """x *= Phi(x), by rows so the temporaries stay in cache (int32 indices: numpy's take is
+        about twice as fast with them as with intp)."""
+        t = np.empty((rows, x.shape[1]), np.float32)
+        idx = np.empty(t.shape, np.int32)
+        g = np.empty_like(t)
+        last = np.float32(len(self._gbase) - 1e-3)
+        for r in range(0, x.shape[0], rows):
+            v = x[r:r + rows]
+            k = v.shape[0]
+            tt, ii, gg = t[:k], idx[:k], g[:k]
+            np.multiply(v, self._gscale, out=tt)
+            tt += self._goff
+            np.clip(tt, 0, last, out=tt)
+            np.copyto(ii, tt, casting="unsafe")            # floor, since tt >= 0
+            np.copyto(gg, ii)
+            tt -= gg                                         # fractional position in the cell
+            np.take(self._gslope, ii, out=gg)
+            tt *= gg
+            np.take(self._gbase, ii, out=gg)
+            tt += gg                                         # Phi(x)
+            v *= tt
 
     def _add_layernorm(self, x: np.ndarray, y: np.ndarray | None, w: np.ndarray, b: np.ndarray) -> None:
-        """x = LayerNorm(x + y) in place, two-pass variance like e5.c."""
-        eps = np.float32(self.w.eps)
-
-        def run(xs: np.ndarray, ys: np.ndarray | None = None) -> None:
-            if ys is not None:
-                xs += ys
-            xs -= xs.mean(axis=-1, keepdims=True)
-            var = np.einsum("ij,ij->i", xs, xs)[:, None] / np.float32(xs.shape[1])
-            xs *= 1.0 / np.sqrt(var + eps)
-            xs *= w
-            xs += b
-
-        if y is None:
-            self._rows_parallel(run, x)
-        else:
-            self._rows_parallel(run, x, y)
+        """x = LayerNorm(x + y) in place, with the two-pass variance of e5.c."""
+        if y is not None:
+            x += y
+        x -= x.mean(axis=-1, keepdims=True)
+        var = np.einsum("ij,ij->i", x, x)[:, None] / np.float32(x.shape[1])
+        x *= 1.0 / np.sqrt(var + np.float32(self.w.eps))
+        x *= w
+        x += b
 
     # -- encoder --
 
@@ -329,49 +347,86 @@ class E5NumpyModel:
         H, NH, hd = w.H, w.NH, w.hd
         T = B * L
         valid = np.arange(L)[None, :] < lengths[:, None]                       # [B, L]
-        key_bias = np.where(valid, np.float32(0.0), np.float32(-1e30))[:, None, None, :].astype(np.float32)
+        key_bias = np.where(valid, np.float32(0.0), np.float32(-1e30)).astype(np.float32)[:, None, None, :]
+        # attention in groups of sequences so the [b, NH, L, L] scores stay ~8 MB
+        group = max(1, (8 << 20) // (NH * L * L * 4))
 
         x = w.word_rows(ids).reshape(T, H)
         x += np.tile(w.pos[:L] + w.type0, (B, 1))
         self._add_layernorm(x, None, w.eln_w, w.eln_b)
 
+        # activation buffers allocated once per batch and reused by all layers (out=)
+        qkv = np.empty((T, 3 * H), np.float32)
+        qkv5 = qkv.reshape(B, L, 3, NH, hd)
+        ctx = np.empty((B, L, NH, hd), np.float32)
+        h_out = np.empty((T, H), np.float32)
+        mid = np.empty((T, w.FF), np.float32)
+        scores = np.empty(min(group, B) * NH * L * L, np.float32)
         scale = np.float32(1.0 / math.sqrt(hd))
         for ly in w.layers:
-            qkv = x @ ly.qkv_w
+            np.matmul(x, ly.qkv_w, out=qkv)
             qkv += ly.qkv_b
-            qkv = qkv.reshape(B, L, 3, NH, hd)
-            q = qkv[:, :, 0].transpose(0, 2, 1, 3)                             # [B, NH, L, hd]
-            k = qkv[:, :, 1].transpose(0, 2, 3, 1)                             # [B, NH, hd, L]
-            v = qkv[:, :, 2].transpose(0, 2, 1, 3)
-            scores = np.matmul(q * scale, k)                                   # [B, NH, L, L]
-            self._rows_parallel(self._softmax_inplace, scores, np.broadcast_to(key_bias, scores.shape))
-            ctx = np.matmul(scores, v).transpose(0, 2, 1, 3).reshape(T, H)
-            ao = ctx @ ly.ao_w
-            ao += ly.ao_b
-            self._add_layernorm(x, ao, ly.aln_w, ly.aln_b)
+            qkv5[:, :, 0] *= scale
+            for a in range(0, B, group):
+                sl = slice(a, a + group)
+                q = qkv5[sl, :, 0].transpose(0, 2, 1, 3)                        # [b, NH, L, hd]
+                k = qkv5[sl, :, 1].transpose(0, 2, 3, 1)                        # [b, NH, hd, L]
+                v = qkv5[sl, :, 2].transpose(0, 2, 1, 3)
+                s = scores[:q.shape[0] * NH * L * L].reshape(q.shape[0], NH, L, L)
+                np.matmul(q, k, out=s)
+                s += key_bias[sl]
+                s -= s.max(axis=-1, keepdims=True)
+                np.exp(s, out=s)
+                out = ctx[sl].transpose(0, 2, 1, 3)                             # [b, NH, L, hd]
+                np.matmul(s, v, out=out)
+                out /= s.sum(axis=-1, keepdims=True)   # softmax denominator, on L*hd not L*L values
+            np.matmul(ctx.reshape(T, H), ly.ao_w, out=h_out)
+            h_out += ly.ao_b
+            self._add_layernorm(x, h_out, ly.aln_w, ly.aln_b)
 
-            mid = x @ ly.fi_w
+            np.matmul(x, ly.fi_w, out=mid)
             mid += ly.fi_b
             self._gelu_inplace(mid)
-            fo = mid @ ly.fo_w
-            fo += ly.fo_b
-            self._add_layernorm(x, fo, ly.oln_w, ly.oln_b)
+            np.matmul(mid, ly.fo_w, out=h_out)
+            h_out += ly.fo_b
+            self._add_layernorm(x, h_out, ly.oln_w, ly.oln_b)
 
-        x = x.reshape(B, L, H)
-        pooled = np.einsum("bl,blh->bh", valid.astype(np.float32), x)
+        pooled = np.einsum("bl,blh->bh", valid.astype(np.float32), x.reshape(B, L, H))
         return pooled / lengths[:, None].astype(np.float32)
-
-    @staticmethod
-    def _softmax_inplace(s: np.ndarray, bias: np.ndarray) -> None:
-        s += bias
-        s -= s.max(axis=-1, keepdims=True)
-        np.exp(s, out=s)
-        s /= s.sum(axis=-1, keepdims=True)
 
     # -- texts -> vectors --
 
+    def _plan(self, windows: list[tuple[int, list[int]]]) -> list[list[int]]:
+        """Group windows of similar length (sorted) into padded batches under a token budget, sized so
+        that every worker thread gets at least one batch."""
+        order = sorted(range(len(windows)), key=lambda j: len(windows[j][1]))
+        total = sum(len(c) + 2 for _, c in windows)
+        budget = max(self.w.MAXP, min(_TOKEN_BUDGET, -(-total // self._threads)))
+        batches, cur = [], []
+        for j in order:
+            if cur and (len(cur) + 1) * (len(windows[j][1]) + 2) > budget:
+                batches.append(cur)
+                cur = []
+            cur.append(j)
+        if cur:
+            batches.append(cur)
+        return batches
+
+    def _run_batch(self, batch: list[tuple[int, list[int]]]) -> np.ndarray:
+        L = max(len(c) for _, c in batch) + 2
+        ids = np.full((len(batch), L), self.w.pad, dtype=np.int64)
+        lengths = np.empty(len(batch), dtype=np.int64)
+        for r, (_, content) in enumerate(batch):
+            ids[r, 0] = self.tok.bos
+            ids[r, 1:len(content) + 1] = content
+            ids[r, len(content) + 1] = self.tok.eos
+            lengths[r] = len(content) + 2
+        return self.forward(ids, lengths)
+
     def embed(self, texts: list[str], is_query: bool) -> np.ndarray:
-        """L2-normalised [n, H] float32 vectors, windowing long texts exactly as e5.c's embed_n."""
+        """L2-normalised [n, H] float32 vectors, windowing long texts exactly as e5.c's embed_n: windows
+        of MAXP-2 content tokens, each run as <s> window </s>, combined as the content-token-weighted
+        mean of the window means."""
         H, wmax = self.w.H, self.w.MAXP - 2
         windows: list[tuple[int, list[int]]] = []          # (text index, content ids of one window)
         for i, text in enumerate(texts):
@@ -379,30 +434,16 @@ class E5NumpyModel:
             nwin = max(1, -(-len(content) // wmax))
             windows.extend((i, content[a * wmax:(a + 1) * wmax]) for a in range(nwin))
 
+        batches = [[windows[j] for j in b] for b in self._plan(windows)]
+        runner = map if self._pool is None else self._pool.map
+        results = runner(self._run_batch, batches)
         acc = np.zeros((len(texts), H), dtype=np.float64)
         wsum = np.zeros(len(texts), dtype=np.float64)
-        order = sorted(range(len(windows)), key=lambda j: len(windows[j][1]))
-        start = 0
-        while start < len(order):
-            # grow the batch while the padded size stays within budget (lengths ascend, so the last is max)
-            end = start + 1
-            while end < len(order) and (end + 1 - start) * (len(windows[order[end]][1]) + 2) <= _TOKEN_BUDGET:
-                end += 1
-            batch = [windows[j] for j in order[start:end]]
-            L = len(batch[-1][1]) + 2
-            ids = np.full((len(batch), L), self.w.pad, dtype=np.int64)
-            lengths = np.empty(len(batch), dtype=np.int64)
-            for r, (_, content) in enumerate(batch):
-                ids[r, 0] = self.tok.bos
-                ids[r, 1:len(content) + 1] = content
-                ids[r, len(content) + 1] = self.tok.eos
-                lengths[r] = len(content) + 2
-            means = self.forward(ids, lengths)
+        for batch, means in zip(batches, results):
             for r, (i, content) in enumerate(batch):
                 weight = max(len(content), 1)               # content tokens in the window
                 acc[i] += weight * means[r]
                 wsum[i] += weight
-            start = end
         return normalize(acc / np.maximum(wsum, 1.0)[:, None])
 
 

@@ -29,7 +29,12 @@ from ..ingest import Chunker, iter_source_files, load_file
 from ..nlp import Analyzer
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
-from ..store.lancedb_store import documents_to_table, units_to_table
+from ..nlp.noun_phrases import NounPhraseExtractor
+from ..store.kv import SqliteKV
+from ..store.sparse import save_incidence
+from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
+                                   units_to_table)
+from .level1 import Level1Result, PhraseCache, build_level1
 from ..types import Document, TextUnit
 from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
 
@@ -49,6 +54,7 @@ class BuildReport:
     embedded: int = 0  # units embedded in this run (cache misses)
     seconds: dict[str, float] = field(default_factory=dict)
     generation: str = ""
+    level1: dict[str, int] = field(default_factory=dict)  # phrases, hubs, edges, communities
 
     @property
     def nothing_changed(self) -> bool:
@@ -99,9 +105,8 @@ class IndexBuilder:
 
     def embedder(self) -> CachedEmbedder:
         if self._embedder is None:
-            cache_dir = Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"
             self._embedder = CachedEmbedder(create_embedder(self.config.embedding),
-                                            EmbeddingCache(cache_dir / "embeddings.sqlite"))
+                                            EmbeddingCache(self._cache_dir() / "embeddings.sqlite"))
         return self._embedder
 
     # ------------------------------------------------------------------ build
@@ -159,7 +164,8 @@ class IndexBuilder:
         report.added = [k for k in to_load if k not in report.changed]
         report.unchanged = len(sources)
 
-        if previous and report.nothing_changed and not report.failures and reuse:
+        levels = [0, 1] if self.config.graph.enabled else [0]
+        if previous and report.nothing_changed and not report.failures and reuse and previous.levels == levels:
             report.generation = previous.generation
             report.documents, report.text_units = previous.counts.get("documents", 0), previous.counts.get("text_units", 0)
             report.seconds["total"] = time.perf_counter() - t0
@@ -225,12 +231,20 @@ class IndexBuilder:
         generation = self._next_generation(previous)
         gen_dir = generation_dir(self.index_dir, generation)
         gen_dir.mkdir(parents=True)
-        LanceStore(gen_dir / "lancedb").write(docs_table, units_table)
+        store = LanceStore(gen_dir / "lancedb")
+        store.write({DOCUMENTS: docs_table, TEXT_UNITS: units_table})
         report.seconds["write"] = time.perf_counter() - t_write
 
         t_bm25 = time.perf_counter()
         BM25Index.build(units_table["terms"].to_pylist()).save(gen_dir / "bm25")
         report.seconds["bm25"] = time.perf_counter() - t_bm25
+
+        if self.config.graph.enabled:
+            level1 = self._build_level1(units_table)
+            store.write({ENTITIES: level1.entities, RELATIONSHIPS: level1.relationships, COMMUNITIES: level1.communities})
+            save_incidence(gen_dir, level1.incidence)
+            report.seconds.update({f"level1_{k}": v for k, v in level1.seconds.items()})
+            report.level1 = level1.stats
 
         # 5. Commit: flush the generation, then atomically point the manifest at it.
         t_commit = time.perf_counter()
@@ -241,7 +255,9 @@ class IndexBuilder:
         manifest = Manifest(
             generation=generation, embedder_id=embedder.id, embedder_dim=int(dim),
             config_hash=self.config.index_hash(), token_counter=chunker.counter.name,
-            counts={"documents": report.documents, "text_units": report.text_units, "sources": len(sources)},
+            counts={"documents": report.documents, "text_units": report.text_units, "sources": len(sources),
+                    **report.level1},
+            levels=levels,
             built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             build_seconds={k: round(v, 3) for k, v in report.seconds.items()}, sources=sources,
         )
@@ -250,6 +266,22 @@ class IndexBuilder:
             shutil.rmtree(generation_dir(self.index_dir, previous.generation), ignore_errors=True)
         report.seconds["commit"] = time.perf_counter() - t_commit
         return report
+
+    def _build_level1(self, units_table: pa.Table) -> Level1Result:
+        t0 = time.perf_counter()
+        titles, texts = units_table["title"].to_pylist(), units_table["text"].to_pylist()
+        inputs = [f"{t}.\n{x}" if t and t[-1:].isalnum() else f"{t}\n{x}" for t, x in zip(titles, texts)]
+        cache = PhraseCache(SqliteKV(self._cache_dir() / "phrases.sqlite", "phrases"))
+        self.progress("phrases", 0, len(inputs))
+        phrases = cache.extract(inputs, NounPhraseExtractor(n_process=self.config.graph.processes),
+                                progress=lambda n: self.progress("phrases", n, None))
+        t1 = time.perf_counter()
+        result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
+        result.seconds["noun_phrases"] = t1 - t0
+        return result
+
+    def _cache_dir(self) -> Path:
+        return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"
 
     def _next_generation(self, previous: Manifest | None) -> str:
         n = int(previous.generation[1:]) + 1 if previous else 1

@@ -36,6 +36,7 @@ class Manifest:
     built_at: str = ""
     build_seconds: dict[str, float] = field(default_factory=dict)
     sources: dict[str, SourceRecord] = field(default_factory=dict)
+    levels: list[int] = field(default_factory=lambda: [0])
     format_version: int = FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:

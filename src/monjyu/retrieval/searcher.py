@@ -14,12 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from ..config import SearchConfig
+from ..errors import MonjyuError
 from ..nlp import Analyzer
+from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..types import SearchHit, SearchResults
 from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
+from .graph import PhraseGraph
 
 META_COLUMNS = ["id", "document_id", "chunk_index", "text", "title", "source_path", "file_type",
                 "date", "page", "start_char", "end_char"]
@@ -32,6 +35,7 @@ class LoadedIndex:
     columns: dict[str, np.ndarray]
     vectors: np.ndarray
     bm25: BM25Index
+    graph: PhraseGraph | None = None
 
     @classmethod
     def load(cls, generation_dir: Path, dim: int) -> "LoadedIndex":
@@ -40,7 +44,8 @@ class LoadedIndex:
         n = table.num_rows
         flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False) if n else np.zeros(0)
         vectors = np.ascontiguousarray(flat, dtype=np.float32).reshape(n, dim)
-        return cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"))
+        return cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"),
+                   graph=PhraseGraph.load(generation_dir))
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -69,6 +74,7 @@ class Searcher:
         self.index = index
         self.config = config
         self.analyzer = analyzer or Analyzer()
+        self._np_extractor: NounPhraseExtractor | None = None
 
     # -- single strategies: (row, score) best first ---------------------------------
     def vector_ranking(self, query_vector: np.ndarray, n: int, mask: np.ndarray | None,
@@ -89,6 +95,31 @@ class Searcher:
         rows = _top(scores, n, valid)
         return [(r, float(scores[r])) for r in rows], int(valid.sum())
 
+    def graph_ranking(self, query: str, query_vector: np.ndarray | None, n: int,
+                      mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
+        """Personalised PageRank from the query's phrases and its best vector hits."""
+        graph = self.index.graph
+        if graph is None:
+            raise MonjyuError("this index has no Level 1 graph: rebuild it without `--level 0` to use graph search")
+        cfg = self.config
+        seeds = graph.match(query, self._extractor())
+        unit_seeds: dict[int, float] = {}
+        if cfg.graph_dense_seeds and query_vector is not None:
+            dense, _ = self.vector_ranking(query_vector, cfg.graph_dense_seeds, mask)
+            scale = sum(seeds.values()) or 1.0
+            unit_seeds = {row: scale / rank for rank, (row, _) in enumerate(dense, start=1)}
+        scores = graph.personalized_pagerank(seeds, unit_seeds, damping=cfg.graph_damping)
+        valid = scores > 0
+        if mask is not None:
+            valid &= mask
+        rows = _top(scores, n, valid)
+        return [(r, float(scores[r])) for r in rows], int(valid.sum())
+
+    def _extractor(self) -> NounPhraseExtractor:
+        if self._np_extractor is None:
+            self._np_extractor = NounPhraseExtractor()
+        return self._np_extractor
+
     # -- the public entry point --------------------------------------------------------
     def search(self, query: str, query_vector: np.ndarray | None, mode: str, top_k: int, offset: int = 0,
                filters: SearchFilters | None = None, threshold: float | None = None) -> SearchResults:
@@ -105,6 +136,8 @@ class Searcher:
         elif mode == "keyword":
             ranked, total = self.keyword_ranking(query, need, mask)
             kw = dict(ranked)
+        elif mode == "graph":
+            ranked, total = self.graph_ranking(query, query_vector, need, mask)
         elif mode == "hybrid":
             n = max(cfg.candidates, need)
             t = time.perf_counter()
@@ -114,18 +147,25 @@ class Searcher:
             k_ranked, _ = self.keyword_ranking(query, n, mask)
             timings["keyword_ms"] = (time.perf_counter() - t) * 1000
             vec, kw = dict(v_ranked), dict(k_ranked)
+            lists = [v_ranked, k_ranked]
             weights = [cfg.vector_weight, 1.0 - cfg.vector_weight]
+            if cfg.graph_weight > 0 and self.index.graph is not None:
+                t = time.perf_counter()
+                g_ranked, _ = self.graph_ranking(query, query_vector, n, mask)
+                timings["graph_ms"] = (time.perf_counter() - t) * 1000
+                lists.append(g_ranked)
+                weights = [w * (1 - cfg.graph_weight) for w in weights] + [cfg.graph_weight]
             if cfg.fusion == "rrf":
-                ranked = weighted_rrf([[r for r, _ in v_ranked], [r for r, _ in k_ranked]], weights, cfg.rrf_k)
+                ranked = weighted_rrf([[r for r, _ in lst] for lst in lists], weights, cfg.rrf_k)
             else:
-                ranked = linear_fusion([v_ranked, k_ranked], weights)
+                ranked = linear_fusion(lists, weights)
             if cfg.feedback and ranked:
                 t = time.perf_counter()
                 ranked = self._feedback_round(query, query_vector, ranked, n, mask, threshold)
                 timings["feedback_ms"] = (time.perf_counter() - t) * 1000
             total = len(ranked)
         else:
-            raise ValueError(f"unknown search mode '{mode}' (vector, keyword, hybrid)")
+            raise MonjyuError(f"unknown search mode '{mode}' (vector, keyword, hybrid, graph)")
         page = ranked[offset:need]
         hits = [self._hit(row, score, offset + i + 1, vec.get(row), kw.get(row)) for i, (row, score) in enumerate(page)]
         timings["search_ms"] = (time.perf_counter() - t0) * 1000

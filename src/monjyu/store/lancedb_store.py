@@ -17,6 +17,9 @@ from ..types import Document, TextUnit
 
 DOCUMENTS = "documents"
 TEXT_UNITS = "text_units"
+ENTITIES = "entities"  # Level 1 noun phrases
+RELATIONSHIPS = "relationships"
+COMMUNITIES = "communities"
 
 
 def units_schema(dim: int) -> pa.Schema:
@@ -90,21 +93,24 @@ class LanceStore:
         self.path = Path(path)
         self._db = lancedb.connect(str(self.path))
 
-    def write(self, documents: pa.Table, units: pa.Table) -> None:
+    def write(self, tables: dict[str, pa.Table]) -> None:
         # Create empty then add: creating with data makes lance log a warning on every build.
-        for name, table in ((DOCUMENTS, documents), (TEXT_UNITS, units)):
+        for name, table in tables.items():
             created = self._db.create_table(name, schema=table.schema)
             if table.num_rows:
                 created.add(table)
 
-    def _read(self, name: str, columns: list[str] | None) -> pa.Table:
+    def has(self, name: str) -> bool:
+        return (self.path / f"{name}.lance").exists()
+
+    def read(self, name: str, columns: list[str] | None = None) -> pa.Table:
         table = self._db.open_table(name)
         if columns is None:
             return table.to_arrow()
         return table.search().select(columns).limit(max(1, table.count_rows())).to_arrow()
 
     def units(self, columns: list[str] | None = None) -> pa.Table:
-        return self._read(TEXT_UNITS, columns)
+        return self.read(TEXT_UNITS, columns)
 
     def documents(self, columns: list[str] | None = None) -> pa.Table:
-        return self._read(DOCUMENTS, columns)
+        return self.read(DOCUMENTS, columns)

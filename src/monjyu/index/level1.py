@@ -1,0 +1,176 @@
+"""Level 1: noun-phrase graph and hierarchical Leiden communities over the text units, no LLM.
+
+Tables (GraphRAG vocabulary): `entities` (noun phrases), `relationships` (co-occurrence edges),
+`communities` (hierarchy with level/parent/children). Noun phrases are cached by content hash,
+so a rebuild after adding documents only runs NLP on new text; graph and communities are then
+recomputed over the whole collection (cheap, measured in bench/level1_build.py), which keeps
+communities consistent instead of appending new ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import scipy.sparse as sp
+
+from ..config import GraphConfig
+from ..nlp.noun_phrases import EXTRACTOR_VERSION, NounPhraseExtractor
+from ..store.kv import SqliteKV
+
+ENTITIES_SCHEMA = pa.schema([
+    ("id", pa.int32()), ("title", pa.string()), ("frequency", pa.int32()), ("degree", pa.int32()),
+    ("text_unit_ids", pa.list_(pa.string())), ("is_hub", pa.bool_()),
+])
+RELATIONSHIPS_SCHEMA = pa.schema([
+    ("source", pa.int32()), ("target", pa.int32()), ("weight", pa.int32()), ("npmi", pa.float32()),
+])
+COMMUNITIES_SCHEMA = pa.schema([
+    ("id", pa.int32()), ("level", pa.int32()), ("parent", pa.int32()), ("children", pa.list_(pa.int32())),
+    ("entity_ids", pa.list_(pa.int32())), ("text_unit_ids", pa.list_(pa.string())), ("size", pa.int32()),
+    ("title", pa.string()),  # representative phrases
+])
+
+
+@dataclass
+class Level1Result:
+    entities: pa.Table
+    relationships: pa.Table
+    communities: pa.Table
+    incidence: sp.csr_matrix  # text units x phrases, rows in text_units table order
+    seconds: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+class PhraseCache:
+    def __init__(self, kv: SqliteKV):
+        self._kv = kv
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(f"{EXTRACTOR_VERSION}\x00{text}".encode()).hexdigest()
+
+    def extract(self, texts: list[str], extractor: NounPhraseExtractor, progress=None) -> list[list[str]]:
+        keys = [self.key(t) for t in texts]
+        found = {k: json.loads(v) for k, v in self._kv.get_many(keys).items()}
+        todo = [i for i, k in enumerate(keys) if k not in found]
+        if progress:
+            progress(len(texts) - len(todo))
+        for start in range(0, len(todo), 256):
+            idx = todo[start:start + 256]
+            phrases = extractor.extract([texts[i] for i in idx])
+            self._kv.put_many([(keys[i], json.dumps(p, ensure_ascii=False).encode()) for i, p in zip(idx, phrases)])
+            for i, p in zip(idx, phrases):
+                found[keys[i]] = p
+            if progress:
+                progress(len(idx))
+        return [found[k] for k in keys]
+
+
+def build_level1(unit_ids: list[str], unit_phrases: list[list[str]], cfg: GraphConfig) -> Level1Result:
+    t0 = time.perf_counter()
+    vocab: dict[str, int] = {}
+    rows, cols = [], []
+    for u, phrases in enumerate(unit_phrases):
+        for p in phrases:
+            rows.append(u)
+            cols.append(vocab.setdefault(p, len(vocab)))
+    n_units, n_phr = len(unit_ids), len(vocab)
+    incidence = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_units, n_phr))
+    incidence.data[:] = 1.0
+    df = np.asarray(incidence.sum(axis=0)).ravel().astype(np.int64)
+    hub_limit = max(cfg.min_hub_units, int(cfg.max_phrase_share * n_units))
+    is_hub = df > hub_limit
+
+    # Co-occurrence within a text unit, among non-hub phrases found in >= 2 units.
+    linkable = (~is_hub) & (df >= 2)
+    sub = incidence[:, linkable]
+    sub_ids = np.flatnonzero(linkable)
+    co = (sub.T @ sub).tocoo()
+    keep = (co.row < co.col) & (co.data >= cfg.min_edge_units)
+    src, dst, cnt = sub_ids[co.row[keep]], sub_ids[co.col[keep]], co.data[keep].astype(np.int64)
+    p_xy = cnt / n_units
+    p_x, p_y = df[src] / n_units, df[dst] / n_units
+    with np.errstate(divide="ignore", invalid="ignore"):
+        npmi = np.where(p_xy < 1.0, np.log(p_xy / (p_x * p_y)) / -np.log(p_xy), 1.0)
+    degree = np.bincount(np.concatenate([src, dst]), minlength=n_phr) if len(src) else np.zeros(n_phr, np.int64)
+    t_graph = time.perf_counter()
+
+    communities = _communities(src, dst, cnt, npmi, cfg)
+    t_leiden = time.perf_counter()
+
+    phrases = [None] * n_phr
+    for p, i in vocab.items():
+        phrases[i] = p
+    inc_csc = incidence.tocsc()
+    unit_arr = np.array(unit_ids, dtype=object)
+    entity_units = [unit_arr[inc_csc.indices[inc_csc.indptr[i]:inc_csc.indptr[i + 1]]].tolist() for i in range(n_phr)]
+    entities = pa.table({
+        "id": pa.array(np.arange(n_phr), pa.int32()), "title": phrases, "frequency": pa.array(df, pa.int32()),
+        "degree": pa.array(degree, pa.int32()), "text_unit_ids": pa.array(entity_units, pa.list_(pa.string())),
+        "is_hub": pa.array(is_hub),
+    }, schema=ENTITIES_SCHEMA)
+    relationships = pa.table({
+        "source": pa.array(src, pa.int32()), "target": pa.array(dst, pa.int32()),
+        "weight": pa.array(cnt, pa.int32()), "npmi": pa.array(npmi, pa.float32()),
+    }, schema=RELATIONSHIPS_SCHEMA)
+    community_table = _community_table(communities, entity_units, phrases, df)
+    t_end = time.perf_counter()
+    return Level1Result(
+        entities=entities, relationships=relationships, communities=community_table, incidence=incidence,
+        seconds={"graph": t_graph - t0, "leiden": t_leiden - t_graph, "tables": t_end - t_leiden},
+        stats={"phrases": n_phr, "hubs": int(is_hub.sum()), "edges": int(len(src)),
+               "communities": community_table.num_rows},
+    )
+
+
+def _communities(src: np.ndarray, dst: np.ndarray, cnt: np.ndarray, npmi: np.ndarray,
+                 cfg: GraphConfig) -> list[tuple[int, int, int, int | None]]:
+    """(node, cluster, level, parent_cluster) from hierarchical Leiden, deterministic for a seed.
+    Edge weight: co-occurrence count scaled by positive NPMI, so chance co-occurrence of common
+    phrases weighs less than specific pairs."""
+    if len(src) == 0:
+        return []
+    from graspologic_native import hierarchical_leiden
+
+    weights = cnt * np.clip(npmi, 0.05, 1.0)
+    order = np.lexsort((dst, src))  # a fixed edge order: same input, same communities
+    edges = [(str(int(src[i])), str(int(dst[i])), float(weights[i])) for i in order]
+    clusters = hierarchical_leiden(edges, max_cluster_size=cfg.max_cluster_size, seed=cfg.seed)
+    return [(int(c.node), int(c.cluster), int(c.level),
+             int(c.parent_cluster) if c.parent_cluster is not None else None) for c in clusters]
+
+
+def _community_table(assignments, entity_units: list[list[str]], phrases: list[str], df: np.ndarray) -> pa.Table:
+    members: dict[int, list[int]] = {}
+    level: dict[int, int] = {}
+    parent: dict[int, int] = {}
+    for node, cluster, lvl, par in assignments:
+        members.setdefault(cluster, []).append(node)
+        level[cluster] = lvl
+        if par is not None:
+            parent[cluster] = par
+    children: dict[int, list[int]] = {}
+    for c, p in parent.items():
+        children.setdefault(p, []).append(c)
+    ids = sorted(members)
+    rows = {"id": [], "level": [], "parent": [], "children": [], "entity_ids": [], "text_unit_ids": [],
+            "size": [], "title": []}
+    for c in ids:
+        nodes = sorted(set(members[c]))
+        units = sorted({u for n in nodes for u in entity_units[n]})
+        top = sorted(nodes, key=lambda n: (-df[n], phrases[n]))[:5]
+        rows["id"].append(c)
+        rows["level"].append(level[c])
+        rows["parent"].append(parent.get(c, -1))
+        rows["children"].append(sorted(children.get(c, [])))
+        rows["entity_ids"].append(nodes)
+        rows["text_unit_ids"].append(units)
+        rows["size"].append(len(nodes))
+        rows["title"].append(", ".join(phrases[n] for n in top))
+    return pa.table(rows, schema=COMMUNITIES_SCHEMA)
+

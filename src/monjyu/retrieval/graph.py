@@ -1,0 +1,97 @@
+"""Graph retrieval without an LLM: query phrases -> phrase nodes -> personalised PageRank over the
+phrase / text-unit bipartite graph (HippoRAG-style) -> ranked text units.
+
+Seeds are the query's phrases found in the graph (weighted by inverse unit frequency, so rare
+names count most) plus, optionally, the best dense-retrieval units. PageRank spreads from them to
+units that share phrases with the seeds: the second hop of a multi-hop question.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..nlp.noun_phrases import MAX_WORDS, NounPhraseExtractor, normalize_phrase
+from ..store import LanceStore
+from ..store.lancedb_store import ENTITIES
+from ..store.sparse import load_incidence
+
+_WORDS = re.compile(r"[\w][\w'’\-\.]*|[^\s\w]")
+
+
+@dataclass
+class PhraseGraph:
+    """Units x phrases incidence (row order = text_units table), phrase strings and hub flags."""
+
+    incidence: sp.csr_matrix
+    phrases: list[str]
+    is_hub: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.vocab = {p: i for i, p in enumerate(self.phrases)}
+        n_units = self.incidence.shape[0]
+        df = np.asarray((self.incidence > 0).sum(axis=0)).ravel()
+        self.idf = np.log((n_units + 1) / (df + 1)).astype(np.float32)
+        usable = sp.diags((~self.is_hub).astype(np.float32))
+        inc = (self.incidence > 0).astype(np.float32) @ usable
+        # Column-stochastic transitions: unit -> its phrases, phrase -> its units (uniform).
+        unit_deg = np.asarray(inc.sum(axis=1)).ravel()
+        phrase_deg = np.asarray(inc.sum(axis=0)).ravel()
+        self._u2p = (sp.diags(1.0 / np.maximum(unit_deg, 1)) @ inc).T.tocsr()  # phrases x units
+        self._p2u = (inc @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr()  # units x phrases
+
+    @classmethod
+    def load(cls, generation_dir: Path) -> "PhraseGraph | None":
+        """The graph of a generation, or None when it was built without Level 1."""
+        incidence = load_incidence(generation_dir)
+        if incidence is None:
+            return None
+        entities = LanceStore(generation_dir / "lancedb").read(ENTITIES, ["title", "is_hub"])
+        return cls(incidence, entities["title"].to_pylist(), np.array(entities["is_hub"].to_pylist(), dtype=bool))
+
+    # ------------------------------------------------------------------ query
+    def match(self, query: str, extractor: NounPhraseExtractor | None = None) -> dict[int, float]:
+        """Phrase nodes named in the query: every word n-gram of the query that is a node, plus the
+        query's own normalised noun phrases. Weight = idf; hubs never seed."""
+        words = [w.lower() for w in _WORDS.findall(query)]
+        found: dict[int, float] = {}
+        for n in range(1, MAX_WORDS + 1):
+            for i in range(len(words) - n + 1):
+                node = self.vocab.get(normalize_phrase(words[i:i + n]))
+                if node is not None:
+                    found[node] = float(self.idf[node])
+        if extractor is not None:
+            for phrase in extractor.extract([query])[0]:
+                node = self.vocab.get(phrase)
+                if node is not None:
+                    found[node] = float(self.idf[node])
+        # A phrase inside a longer matched phrase ("wayne" in "lil wayne") adds little: keep the longest.
+        longest = {n: w for n, w in found.items()
+                   if not any(o != n and f" {self.phrases[n]} " in f" {self.phrases[o]} " for o in found)}
+        return {n: w for n, w in longest.items() if not self.is_hub[n]}
+
+    def personalized_pagerank(self, phrase_seeds: dict[int, float], unit_seeds: dict[int, float] | None = None,
+                              damping: float = 0.5, iterations: int = 20) -> np.ndarray:
+        """Scores of every text unit. The walk alternates units and phrases; restarts go to seeds."""
+        n_units, n_phr = self.incidence.shape
+        restart_p = np.zeros(n_phr, np.float32)
+        restart_u = np.zeros(n_units, np.float32)
+        for node, w in phrase_seeds.items():
+            restart_p[node] += w
+        for row, w in (unit_seeds or {}).items():
+            restart_u[row] += w
+        total = restart_p.sum() + restart_u.sum()
+        if total <= 0:
+            return np.zeros(n_units, np.float32)
+        restart_p /= total
+        restart_u /= total
+        p, u = restart_p.copy(), restart_u.copy()
+        for _ in range(iterations):
+            p_next = damping * (self._u2p @ u) + (1 - damping) * restart_p
+            u_next = damping * (self._p2u @ p) + (1 - damping) * restart_u
+            p, u = p_next, u_next
+        return u

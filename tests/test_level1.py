@@ -1,0 +1,94 @@
+"""Level 1 on real English and Japanese paragraphs: phrases, graph, communities, graph search."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from monjyu import Monjyu
+from monjyu.config import GraphConfig
+from monjyu.index.level1 import build_level1
+from monjyu.nlp.noun_phrases import NounPhraseExtractor
+from monjyu.store import LanceStore
+from monjyu.store.lancedb_store import COMMUNITIES, ENTITIES, RELATIONSHIPS
+
+EN = ("Large language models are trained on web text. The Leiden algorithm detects communities in "
+      "a co-occurrence graph of noun phrases. Marie Curie was born in Warsaw and worked in Paris.")
+JA = "大規模言語モデルを用いた検索拡張生成の研究である。名詞句の共起グラフからコミュニティを検出する。山田太郎さんは東京都に住んでいる。"
+
+
+def test_english_phrases_are_normalised_and_filtered():
+    [phrases] = NounPhraseExtractor().extract([EN])
+    for expected in ("large language model", "web text", "leiden algorithm", "community", "marie curie",
+                     "warsaw", "paris", "noun phrase"):
+        assert expected in phrases, (expected, phrases)
+    assert not {"the", "it", "he"} & set(phrases)  # no determiners or pronouns
+
+
+def test_japanese_noun_runs_keep_compounds():
+    [phrases] = NounPhraseExtractor().extract([JA])
+    for expected in ("大規模言語モデル", "検索拡張生成", "名詞句", "共起グラフ", "山田太郎", "東京都"):
+        assert expected in phrases, (expected, phrases)
+    assert "さん" not in phrases and "の" not in phrases
+
+
+def test_variants_merge_into_one_node():
+    a, b = NounPhraseExtractor().extract(["Language models are useful.", "A language model is useful."])
+    assert "language model" in a and "language model" in b
+
+
+def test_graph_and_communities_are_deterministic():
+    rng = np.random.default_rng(1)
+    topics = [["neural network", "gradient descent", "loss function", "training data"],
+              ["protein folding", "amino acid", "molecular dynamics", "binding site"],
+              ["tokyo", "kyoto", "osaka", "nagoya"]]
+    units = []
+    for i in range(60):
+        topic = topics[i % 3]
+        units.append(list(rng.choice(topic, size=3, replace=False)) + ([topics[(i + 1) % 3][0]] if i % 10 == 0 else []))
+    ids = [f"u{i}" for i in range(60)]
+    a = build_level1(ids, units, GraphConfig(max_cluster_size=4, seed=7))
+    b = build_level1(ids, units, GraphConfig(max_cluster_size=4, seed=7))
+    assert a.communities.equals(b.communities) and a.relationships.equals(b.relationships)
+    # The three topics end up in different top-level communities.
+    top = [c for c in a.communities.to_pylist() if c["level"] == 0]
+    title_of = dict(zip(a.entities["id"].to_pylist(), a.entities["title"].to_pylist()))
+    groups = [{title_of[e] for e in c["entity_ids"]} for c in top]
+    for topic in topics:
+        assert any(set(topic) <= g for g in groups), (topic, groups)
+    by_id = {c["id"]: c for c in a.communities.to_pylist()}
+    for c in by_id.values():
+        assert c["size"] == len(c["entity_ids"]) and c["text_unit_ids"]
+        if c["parent"] >= 0:  # hierarchy links both ways, one level apart
+            parent = by_id[c["parent"]]
+            assert c["id"] in parent["children"] and parent["level"] == c["level"] - 1
+
+
+def test_index_builds_level1_tables_and_graph_search(sample_index):
+    gen = sample_index.index_dir / "generations" / sample_index.status()["generation"] / "lancedb"
+    store = LanceStore(gen)
+    entities = store.read(ENTITIES)
+    titles = set(entities["title"].to_pylist())
+    assert {"leiden algorithm", "bm25", "大規模言語モデル"} <= titles
+    assert store.read(RELATIONSHIPS).num_rows > 0 and store.read(COMMUNITIES).num_rows > 0
+    result = sample_index.search("Which algorithm finds communities in the concept graph?", mode="graph", top_k=3)
+    assert {"papers/community-detection.pdf", "abs-leiden", "papers/lazygraphrag.md"} & {h.document_id for h in result.hits}
+
+
+def test_level0_only_build_and_incremental_graph(tmp_path, make_config):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps({"_id": f"d{i}", "title": f"Doc {i}", "text": t}) for i, t in enumerate([
+        "Marie Curie studied radioactivity in Paris.", "Pierre Curie worked with Marie Curie on radium.",
+        "Radium glows in the dark."])))
+    m0 = Monjyu(tmp_path / "idx", make_config(graph={"enabled": False}))
+    assert m0.index([corpus]).level1 == {}
+    m = Monjyu(tmp_path / "idx", make_config())
+    first = m.index([corpus])  # no file changed, but Level 1 is now wanted
+    assert first.level1["phrases"] > 0 and m.manifest().levels == [0, 1]
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps({"_id": "d9", "title": "Polonium", "text": "Marie Curie discovered polonium."}))
+    second = m.index([corpus, more])
+    assert second.level1["phrases"] > first.level1["phrases"]
+    hits = m.search("polonium discovery", mode="graph", top_k=5).hits
+    assert hits[0].document_id == "d9"
