@@ -92,3 +92,15 @@ def test_level0_only_build_and_incremental_graph(tmp_path, make_config):
     assert second.level1["phrases"] > first.level1["phrases"]
     hits = m.search("polonium discovery", mode="graph", top_k=5).hits
     assert hits[0].document_id == "d9"
+
+
+def test_graph_stats_and_exports(sample_index, tmp_path):
+    import networkx as nx
+
+    stats = sample_index.graph_stats()
+    assert stats["phrases"] > 100 and stats["communities"] >= 1 and stats["top_phrases_by_degree"]
+    graphml = sample_index.export_graph(tmp_path / "g.graphml", "graphml")
+    g = nx.read_graphml(graphml)
+    assert g.number_of_nodes() == stats["phrases"] and g.number_of_edges() == stats["edges"]
+    page = sample_index.export_graph(tmp_path / "g.html", "html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "leiden algorithm" in page

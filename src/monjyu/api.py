@@ -54,6 +54,21 @@ class Monjyu:
             "counts": m.counts, "build_seconds": m.build_seconds,
         }
 
+    def generation_dir(self) -> Path:
+        return generation_dir(self.index_dir, self.manifest().generation)
+
+    def graph_stats(self) -> dict[str, Any]:
+        from .index.graph_export import graph_stats
+
+        return graph_stats(self.generation_dir())
+
+    def export_graph(self, path: str | Path, fmt: str = "html") -> Path:
+        from .index.graph_export import export_graphml, export_html
+
+        if fmt not in ("html", "graphml"):
+            raise MonjyuError(f"unknown graph export format '{fmt}' (html, graphml)")
+        return (export_html if fmt == "html" else export_graphml)(self.generation_dir(), Path(path))
+
     # ------------------------------------------------------------------ search
     def _searcher(self) -> tuple[Manifest, Searcher]:
         with self._lock:

@@ -26,7 +26,8 @@ IndexOpt = Annotated[Path, typer.Option("--index", help="index directory")]
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="monjyu.yaml (default: ./monjyu.yaml if present)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for scripts")]
 
-STAGES = {"load": "Loading and chunking files", "embed": "Embedding text units"}
+STAGES = {"load": "Loading and chunking files", "embed": "Embedding text units",
+          "phrases": "Extracting noun phrases"}
 
 
 def _facade(index: Path, config: Optional[Path]) -> Monjyu:
@@ -63,12 +64,16 @@ def _fail(exc: MonjyuError) -> None:
 def index(
     paths: Annotated[list[Path], typer.Argument(help="files and folders to index")],
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
+    level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph")] = 1,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Index files and folders; runs again process only added, changed and removed files."""
     try:
         m = _facade(index, config)
+        if level not in (0, 1):
+            raise MonjyuError("--level must be 0 or 1")
+        m.config.graph.enabled = level >= 1
         with _progress(not as_json) as progress:
             report = m.index(paths, progress=progress)
     except MonjyuError as exc:
@@ -91,7 +96,7 @@ def index(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="the question or keywords")],
-    mode: Annotated[Optional[str], typer.Option(help="vector | keyword | hybrid")] = None,
+    mode: Annotated[Optional[str], typer.Option(help="vector | keyword | hybrid | graph")] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", help="hits to return")] = None,
     offset: Annotated[int, typer.Option(help="skip this many hits (pagination)")] = 0,
     threshold: Annotated[Optional[float], typer.Option(help="minimum cosine similarity for vector hits")] = None,
@@ -184,6 +189,43 @@ def eval_(
     for k in keys:
         table.add_row(k, *(f"{results[m_][k]:.3f}" for m_ in results))
     out.print(table)
+
+
+graph_app = typer.Typer(help="Level 1 concept graph: statistics and exports.", no_args_is_help=True)
+app.add_typer(graph_app, name="graph")
+
+
+@graph_app.command("stats")
+def graph_stats(index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
+    """Phrases, edges, communities per level and the most connected phrases."""
+    try:
+        stats = _facade(index, config).graph_stats()
+    except MonjyuError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps(stats, ensure_ascii=False, indent=1))
+        return
+    table = Table(show_header=False)
+    for key, value in stats.items():
+        table.add_row(key, json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value))
+    out.print(table)
+
+
+@graph_app.command("export")
+def graph_export(
+    output: Annotated[Path, typer.Argument(help="file to write")],
+    fmt: Annotated[str, typer.Option("--format", help="html | graphml")] = "html",
+    index: IndexOpt = Path(DEFAULT_INDEX_DIR),
+    config: ConfigOpt = None,
+) -> None:
+    """Write the graph as GraphML, or as an HTML picture of communities and phrases."""
+    try:
+        path = _facade(index, config).export_graph(output, fmt)
+    except MonjyuError as exc:
+        _fail(exc)
+        return
+    out.print(f"wrote {path}")
 
 
 def main() -> None:
