@@ -1,6 +1,6 @@
-"""Level 0 retrieval quality on a BEIR set, with plain bm25s measured in the same run as reference.
+"""Retrieval quality (vector, keyword, hybrid, graph) on a BEIR set, with plain bm25s measured in the same run as reference.
 
-    python bench/level0_quality.py --beir ../shared/bench-data/2wiki --index /tmp/idx-2wiki
+    python bench/retrieval_quality.py --beir ../shared/bench-data/2wiki --index /tmp/idx-2wiki --modes vector,keyword,hybrid,graph
 
 Prints Recall@{2,5,10}, nDCG@10, MRR@10, P@5 and complete@{2,5,8,10} per mode. The first run
 embeds the corpus (cached by content hash under the index directory); later runs reuse it.
@@ -49,7 +49,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--beir", required=True, type=Path)
     ap.add_argument("--index", required=True, type=Path)
-    ap.add_argument("--modes", default="vector,keyword,hybrid")
+    ap.add_argument("--modes", default="vector,keyword,hybrid,graph")
     ap.add_argument("--config", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args()

@@ -1,0 +1,63 @@
+"""Level 1 build time on an existing index's text units, split into noun-phrase extraction,
+graph and Leiden, plus the cost of an incremental update (1% more units).
+
+    python bench/level1_build.py --index /tmp/idx-2wiki --processes 2
+
+Noun phrases are extracted with an empty cache (a fresh temporary one), so the figure is the
+cold cost; the incremental run reuses the cache, as `monjyu index` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from monjyu.config import GraphConfig
+from monjyu.index import read_manifest
+from monjyu.index.builder import generation_dir
+from monjyu.index.level1 import PhraseCache, build_level1
+from monjyu.nlp.noun_phrases import NounPhraseExtractor
+from monjyu.store import LanceStore
+from monjyu.store.kv import SqliteKV
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--index", required=True, type=Path)
+    ap.add_argument("--processes", type=int, default=2)
+    args = ap.parse_args()
+    manifest = read_manifest(args.index)
+    units = LanceStore(generation_dir(args.index, manifest.generation) / "lancedb").units(["id", "title", "text"])
+    ids = units["id"].to_pylist()
+    texts = [f"{t}.\n{x}" for t, x in zip(units["title"].to_pylist(), units["text"].to_pylist())]
+    n = len(ids)
+    cfg = GraphConfig(processes=args.processes)
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = PhraseCache(SqliteKV(Path(tmp) / "phrases.sqlite", "phrases"))
+        extractor = NounPhraseExtractor(n_process=args.processes)
+        head = n - max(1, n // 100)
+        t0 = time.perf_counter()
+        phrases = cache.extract(texts[:head], extractor)
+        t_np = time.perf_counter() - t0
+        result = build_level1(ids[:head], phrases, cfg)
+        per10k = 10_000 / head
+        g, lei = result.seconds["graph"], result.seconds["leiden"]
+        print(f"{head} units: noun phrases {t_np:.1f}s ({head / t_np:.0f} units/s, {args.processes} processes), "
+              f"graph {g:.2f}s, Leiden {lei:.2f}s, tables {result.seconds['tables']:.2f}s")
+        print(f"  per 10k units: noun phrases {t_np * per10k:.1f}s, graph + Leiden {(g + lei) * per10k:.2f}s")
+        print("  stats:", json.dumps(result.stats))
+
+        t1 = time.perf_counter()
+        phrases = cache.extract(texts, extractor)  # only the new 1% is extracted
+        t_np2 = time.perf_counter() - t1
+        again = build_level1(ids, phrases, cfg)
+        print(f"incremental (+{n - head} units): noun phrases {t_np2:.2f}s, graph {again.seconds['graph']:.2f}s, "
+              f"Leiden {again.seconds['leiden']:.2f}s, tables {again.seconds['tables']:.2f}s; "
+              f"communities {result.stats['communities']} -> {again.stats['communities']}")
+
+
+if __name__ == "__main__":
+    main()
