@@ -59,7 +59,7 @@ class SearchConfig(BaseModel):
     threshold: float = Field(0.0, ge=-1.0, le=1.0, description="minimum cosine similarity for vector hits")
     fusion: Literal["rrf", "linear"] = "rrf"
     rrf_k: int = Field(60, ge=1)
-    vector_weight: float = Field(0.5, ge=0.0, le=1.0, description="weight of the vector list; keyword gets 1 - this")
+    vector_weight: float = Field(0.5, ge=0.0, le=1.0, description="vector share of the text weight; keyword gets 1 - this; both are scaled by 1 - graph_weight")
     candidates: int = Field(100, ge=1, description="hits taken from each list before fusion")
     # Hybrid feedback round (pseudo-relevance feedback): the best first-round passage is added to
     # the query and both retrievers run again; this reaches passages that share few words with
