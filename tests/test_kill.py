@@ -49,9 +49,13 @@ def test_killed_builds_never_corrupt_the_index(tmp_path, make_config):
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             kills += 1
-        # After every kill the previous index answers exactly as before.
+        # After every kill the index is either the previous one, answering exactly as before, or
+        # (killed after its manifest was committed) the complete new one.
         reader = Monjyu(index_dir, cfg)
-        assert reader.status()["generation"] == first.generation
+        if reader.status()["generation"] != first.generation:
+            assert reader.status()["counts"]["documents"] == first.documents + 80
+            completed = subprocess.run(cmd, env=env, capture_output=True).returncode == 0  # tidies leftovers
+            break
         assert [h.text_unit_id for h in reader.search("Leiden communities", mode="hybrid", top_k=5).hits] == expected
         delay += 0.7
         time.sleep(0.1)
