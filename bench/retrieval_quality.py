@@ -23,14 +23,20 @@ KEYS = ["recall@2", "recall@5", "recall@10", "ndcg@10", "mrr@10", "precision@5",
         "latency_ms_p50"]
 
 
-def bm25s_reference(dataset: BeirDataset, k: int = 10) -> dict[str, float]:
-    """The reference from the brief: bm25s, English stemmer + stop words, title + text."""
+def corpus_texts(dataset: BeirDataset) -> tuple[list[str], list[str]]:
+    """Corpus ids and "title\ntext" strings, in file order."""
     ids, texts = [], []
     with open(dataset.corpus, encoding="utf-8") as fh:
         for line in fh:
             d = json.loads(line)
             ids.append(d["_id"])
             texts.append(f"{d.get('title', '')}\n{d['text']}")
+    return ids, texts
+
+
+def bm25s_reference(dataset: BeirDataset, k: int = 10) -> dict[str, float]:
+    """The reference from the brief: bm25s, English stemmer + stop words, title + text."""
+    ids, texts = corpus_texts(dataset)
     stemmer = Stemmer.Stemmer("english")
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
@@ -62,7 +68,7 @@ def main() -> None:
           f"{time.perf_counter() - t0:.1f}s {json.dumps({k: round(v, 2) for k, v in report.seconds.items()})}")
 
     results = {"bm25s (reference)": bm25s_reference(dataset)}
-    results.update(evaluate_beir(dataset, lambda q, mode, n: [h.document_id for h in m.search(q, mode=mode, top_k=n).hits],
+    results.update(evaluate_beir(dataset, lambda q, mode, n: [h.document_id for h in m.search(q, mode=mode, top_k=n, answer=False).hits],
                                  args.modes.split(",")))
     width = max(len(k) for k in results) + 2
     print(f"{'':{width}}" + "".join(f"{k:>13}" for k in KEYS))

@@ -27,8 +27,13 @@ def test_index_search_status(tmp_path, cache_dir):
                           "--top-k", "2", "--filter", "type=md"], tmp_path, cache_dir).stdout)
     assert len(res["hits"]) == 2 and all(h["source_path"].endswith(".md") for h in res["hits"])
     assert res["mode"] == "hybrid"
-    text = run(["search", "Leiden", "--index", idx, "--mode", "keyword"], tmp_path, cache_dir).stdout
-    assert "1." in text and "Leiden" in text
+    assert res["answer"]["kind"] == "extractive" and res["answer"]["citations"] and res["usage"]["calls"] == 0
+    assert {"retrieval_ms", "answer_ms"} <= set(res["timings_ms"])
+    text = run(["search", "Which algorithm detects communities?", "--index", idx, "--mode", "keyword"],
+               tmp_path, cache_dir).stdout
+    assert "Answer (extractive" in text and "Leiden" in text and "[1]" in text and "Passages" in text
+    hits_only = json.loads(run(["search", "Leiden", "--index", idx, "--no-answer", "--json"], tmp_path, cache_dir).stdout)
+    assert hits_only["answer"] is None and hits_only["hits"]
     status = json.loads(run(["status", "--index", idx, "--json"], tmp_path, cache_dir).stdout)
     assert status["counts"]["documents"] == 9
 

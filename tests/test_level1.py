@@ -104,3 +104,20 @@ def test_graph_stats_and_exports(sample_index, tmp_path):
     assert g.number_of_nodes() == stats["phrases"] and g.number_of_edges() == stats["edges"]
     page = sample_index.export_graph(tmp_path / "g.html", "html").read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "leiden algorithm" in page
+
+
+def test_neighbours_within_hops(sample_index):
+    one = sample_index.graph_neighbours("leiden algorithm", hops=1, limit=200)
+    two = sample_index.graph_neighbours("leiden algorithm", hops=2, limit=400)
+    assert one and all(n["hop"] == 1 for n in one)
+    assert {n["phrase"] for n in one} < {n["phrase"] for n in two}  # the second hop adds phrases
+    assert "leiden algorithm" not in {n["phrase"] for n in two}
+    assert any(n["hop"] == 2 for n in two)
+
+
+def test_community_search_ranks_the_communities_holding_the_answers(sample_index):
+    ranked = sample_index.search_communities("Leiden community detection in graphs", top_k=5)
+    assert ranked and ranked[0]["matched_units"] >= 1
+    assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
+    level0 = sample_index.search_communities("Leiden community detection in graphs", top_k=50, level=0)
+    assert level0 and all(r["level"] == 0 and r["parent"] == -1 for r in level0)

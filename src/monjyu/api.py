@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
-from .config import MonjyuConfig, load_config
-from .embed import Embedder, create_embedder
-from .errors import EmbedderMismatchError, MonjyuError
+from .config import LazyConfig, MonjyuConfig, load_config
+from .embed import CachedEmbedder, Embedder, EmbeddingCache, create_embedder
+from .engines.answer import AnswerEngine
+from .engines.lazy import LazyConversation, LazySearchEngine
+from .engines.lazy.search import PhaseCallback
+from .engines.relevance import LocalRelevanceScorer
+from .errors import ConfigError, EmbedderMismatchError, MonjyuError
 from .index import BuildReport, IndexBuilder, read_manifest
 from .index.builder import ProgressFn, generation_dir
 from .index.manifest import Manifest
+from .llm import LLM, UsageScope, create_llm, run_sync
+from .nlp.tokens import TokenCounter
 from .retrieval import LoadedIndex, SearchFilters, Searcher
-from .types import SearchResults
+from .retrieval.fusion import weighted_rrf
+from .types import LazySearchResult, SearchResults
 
 DEFAULT_INDEX_DIR = ".monjyu"
 MODES = ("vector", "keyword", "hybrid", "graph")
@@ -36,6 +46,8 @@ class Monjyu:
         self._lock = threading.Lock()
         self._loaded: tuple[str, Searcher] | None = None
         self._query_embedder: Embedder | None = None
+        self._llm: LLM | None = None
+        self._answers: AnswerEngine | None = None
 
     # ------------------------------------------------------------------ indexing
     def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None) -> BuildReport:
@@ -69,6 +81,26 @@ class Monjyu:
             raise MonjyuError(f"unknown graph export format '{fmt}' (html, graphml)")
         return (export_html if fmt == "html" else export_graphml)(self.generation_dir(), Path(path))
 
+    def graph_neighbours(self, text: str, hops: int = 1, limit: int = 30) -> list[dict[str, Any]]:
+        """Phrases within `hops` co-occurrence steps of the phrases named in `text`."""
+        _, searcher = self._searcher()
+        graph = searcher.require_graph()
+        seeds = graph.match(text, searcher.phrase_extractor())
+        return [{"phrase": graph.phrases[n], "hop": hop, "strength": round(w, 4), "units": int(graph.df[n])}
+                for n, hop, w in graph.neighbours(list(seeds), hops, limit)]
+
+    def search_communities(self, query: str, top_k: int = 10, level: int | None = None,
+                           units: int = 50) -> list[dict[str, Any]]:
+        """Communities ranked by how many of the query's best `units` text units (hybrid ranking)
+        they hold, rank-weighted; `level` picks one level of the hierarchy (0 = coarsest)."""
+        manifest, searcher = self._searcher()
+        communities = searcher.index.communities
+        if communities is None:
+            searcher.require_graph()
+        ranked = searcher.search(query, self._embed_query(manifest, query), "hybrid", units)
+        rows = [searcher.row_of(h.text_unit_id) for h in ranked.hits]
+        return [hit.to_dict() for hit in communities.rank(rows, level=level)[:top_k]]
+
     # ------------------------------------------------------------------ search
     def _searcher(self) -> tuple[Manifest, Searcher]:
         with self._lock:
@@ -78,18 +110,43 @@ class Monjyu:
                 self._loaded = (m.generation, Searcher(loaded, self.config.search))
             return m, self._loaded[1]
 
-    def _embed_query(self, manifest: Manifest, query: str) -> np.ndarray:
+    def _embedder(self) -> Embedder:
         if self._query_embedder is None:
             self._query_embedder = create_embedder(self.config.embedding)
-        if self._query_embedder.id != manifest.embedder_id:
+        return self._query_embedder
+
+    def _embed_query(self, manifest: Manifest, query: str) -> np.ndarray:
+        if self._embedder().id != manifest.embedder_id:
             raise EmbedderMismatchError(
                 f"the index at {self.index_dir} was built with embedder '{manifest.embedder_id}' but the "
                 f"configured embedder is '{self._query_embedder.id}'; query with the same embedding settings, "
                 "or rebuild the index with `monjyu index`")
         return self._query_embedder.embed_queries([query])[0]
 
+    def _answer_engine(self) -> AnswerEngine:
+        if self._answers is None:
+            embedder = self._embedder()
+            cache = EmbeddingCache(self._cache_dir() / "embeddings.sqlite")
+            scorer = LocalRelevanceScorer(CachedEmbedder(embedder, cache).embed_passages)
+            self._llm = create_llm(self.config.llm, self._cache_dir())
+            self._answers = AnswerEngine(self.config.answer, self._llm, scorer, TokenCounter().count)
+        return self._answers
+
+    def _cache_dir(self) -> Path:
+        return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"
+
     def search(self, query: str, mode: str | None = None, top_k: int | None = None, offset: int = 0,
-               filters: SearchFilters | None = None, threshold: float | None = None) -> SearchResults:
+               filters: SearchFilters | None = None, threshold: float | None = None, answer: bool = True,
+               expand: bool = False, on_token: Callable[[str], None] | None = None) -> SearchResults:
+        """Ranked text units and (unless answer=False) an answer citing them: written by the configured
+        LLM, or extractive when there is none. expand=True also searches LLM rewrites of the query.
+        on_token receives the answer text as it is generated."""
+        return run_sync(self.asearch(query, mode, top_k, offset, filters, threshold, answer, expand, on_token))
+
+    async def asearch(self, query: str, mode: str | None = None, top_k: int | None = None, offset: int = 0,
+                      filters: SearchFilters | None = None, threshold: float | None = None, answer: bool = True,
+                      expand: bool = False, on_token: Callable[[str], None] | None = None) -> SearchResults:
+        """The async twin of `search`."""
         mode = mode or self.config.search.mode
         if mode not in MODES:
             raise MonjyuError(f"unknown search mode '{mode}'; choose one of {', '.join(MODES)}")
@@ -98,7 +155,77 @@ class Monjyu:
         top_k = top_k or self.config.search.top_k
         if offset < 0 or top_k < 1:
             raise MonjyuError("top_k must be >= 1 and offset >= 0")
-        manifest, searcher = self._searcher()
-        vector = self._embed_query(manifest, query) if mode in ("vector", "hybrid", "graph") else None
         threshold = self.config.search.threshold if threshold is None else threshold
-        return searcher.search(query, vector, mode, top_k, offset, filters, threshold)
+        engine = self._answer_engine() if (answer or expand) else None
+        with UsageScope() as usage:
+            t0 = time.perf_counter()
+            queries = await engine.aexpand(query) if (expand and engine) else [query]
+            t_expand = time.perf_counter()
+            results, vector = await asyncio.to_thread(self._retrieve, queries, mode, top_k, offset, filters, threshold)
+            t_retrieve = time.perf_counter()
+            if answer:
+                if vector is None:  # keyword mode: sentence scoring still compares meanings
+                    vector = (await asyncio.to_thread(self._embedder().embed_queries, [query]))[0]
+                results.answer = await engine.aanswer(query, vector, results.hits, on_token)
+            t_answer = time.perf_counter()
+        if expand:
+            results.timings_ms["expand_ms"] = (t_expand - t0) * 1000
+        results.timings_ms["retrieval_ms"] = (t_retrieve - t_expand) * 1000
+        if answer:
+            results.timings_ms["answer_ms"] = (t_answer - t_retrieve) * 1000
+        results.timings_ms["total_ms"] = (t_answer - t0) * 1000
+        results.usage = usage.to_dict()
+        return results
+
+    def lazy_search(self, query: str, preset: str | None = None, budget: int | None = None,
+                    conversation: LazyConversation | None = None, on_phase: PhaseCallback | None = None,
+                    on_token: Callable[[str], None] | None = None) -> LazySearchResult:
+        """LazyGraphRAG: relevance tests over communities within a budget (preset z100/z500/z1500 or
+        an explicit number of sentence tests), claims, and an answer citing them. Runs with the
+        configured LLM, or fully offline with the local relevance scorer and an extractive answer."""
+        return run_sync(self.alazy_search(query, preset, budget, conversation, on_phase, on_token))
+
+    async def alazy_search(self, query: str, preset: str | None = None, budget: int | None = None,
+                           conversation: LazyConversation | None = None, on_phase: PhaseCallback | None = None,
+                           on_token: Callable[[str], None] | None = None) -> LazySearchResult:
+        """The async twin of `lazy_search`."""
+        if not query or not query.strip():
+            raise MonjyuError("the query is empty")
+        overrides = {k: v for k, v in {"preset": preset, "budget": budget}.items() if v is not None}
+        try:
+            cfg = LazyConfig.model_validate({**self.config.lazy.model_dump(), **overrides})
+        except ValidationError as exc:
+            raise ConfigError(f"lazy search settings: {exc.errors()[0]['msg']} (preset z100|z500|z1500, budget >= 1)") from None
+        manifest, searcher = self._searcher()
+        answers = self._answer_engine()
+        engine = LazySearchEngine(cfg, searcher, lambda q: self._embed_query(manifest, q), answers.scorer, self._llm,
+                                  answers.count_tokens, self.config.answer.prompts_dir or None)
+        t0 = time.perf_counter()
+        with UsageScope() as usage:
+            result = await engine.asearch(query, conversation, on_phase, on_token)
+        result.usage = usage.to_dict()
+        result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
+        return result
+
+    def _retrieve(self, queries: list[str], mode: str, top_k: int, offset: int, filters: SearchFilters | None,
+                  threshold: float) -> tuple[SearchResults, np.ndarray | None]:
+        """One search per query variant; several are fused by RRF over text units (each unit once)."""
+        manifest, searcher = self._searcher()
+        vectors = [self._embed_query(manifest, q) if mode in ("vector", "hybrid", "graph") else None for q in queries]
+        if len(queries) == 1:
+            return searcher.search(queries[0], vectors[0], mode, top_k, offset, filters, threshold), vectors[0]
+        runs = [searcher.search(q, v, mode, offset + top_k, 0, filters, threshold) for q, v in zip(queries, vectors)]
+        by_id = {h.text_unit_id: h for run in reversed(runs) for h in run.hits}
+        ids = list(by_id)
+        row = {u: i for i, u in enumerate(ids)}
+        fused = weighted_rrf([[row[h.text_unit_id] for h in run.hits] for run in runs], [1.0] * len(runs),
+                             self.config.search.rrf_k)
+        hits = []
+        for rank, (i, score) in enumerate(fused[offset:offset + top_k], start=offset + 1):
+            hit = by_id[ids[i]]
+            hit.score, hit.rank = score, rank
+            hits.append(hit)
+        result = SearchResults(query=queries[0], mode=mode, hits=hits, total_count=len(fused),
+                               timings_ms={"search_ms": sum(r.timings_ms.get("search_ms", 0.0) for r in runs)},
+                               expanded_queries=queries)
+        return result, vectors[0]

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -96,36 +97,103 @@ def index(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="the question or keywords")],
-    mode: Annotated[Optional[str], typer.Option(help="vector | keyword | hybrid | graph")] = None,
+    mode: Annotated[Optional[str], typer.Option(help="vector | keyword | hybrid | graph | lazy")] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", help="hits to return")] = None,
     offset: Annotated[int, typer.Option(help="skip this many hits (pagination)")] = 0,
     threshold: Annotated[Optional[float], typer.Option(help="minimum cosine similarity for vector hits")] = None,
     filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="doc=ID, type=pdf, path=GLOB, from=DATE, to=DATE")] = None,
+    answer: Annotated[bool, typer.Option("--answer/--no-answer", help="answer with citations, or list hits only")] = True,
+    stream: Annotated[bool, typer.Option("--stream", help="print the answer as it is generated")] = False,
+    expand: Annotated[bool, typer.Option("--expand", help="also search LLM rewrites of the query")] = False,
+    preset: Annotated[Optional[str], typer.Option(help="lazy: z100 | z500 | z1500")] = None,
+    budget: Annotated[Optional[int], typer.Option(help="lazy: relevance tests (sentences) to spend")] = None,
+    trace: Annotated[bool, typer.Option("--trace", help="lazy: show the path through the communities")] = False,
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search the index and print ranked passages."""
+    """Search the index: an answer citing its sources (LLM, or extractive without one), then the
+    ranked passages. --mode lazy runs LazyGraphRAG search."""
+    streamed = stream and answer and not as_json
+
+    def on_token(delta: str) -> None:
+        out.print(delta, end="", highlight=False, markup=False, soft_wrap=True)
+
+    if mode == "lazy":
+        try:
+            lazy = _facade(index, config).lazy_search(query, preset=preset, budget=budget,
+                                                      on_token=on_token if stream and not as_json else None)
+        except MonjyuError as exc:
+            _fail(exc)
+            return
+        if as_json:
+            print(json.dumps(lazy.to_dict(), ensure_ascii=False, indent=1))
+        else:
+            _print_lazy(lazy, stream, trace)
+        return
     try:
         filters = SearchFilters.parse(filter_ or [])
-        result = _facade(index, config).search(query, mode=mode, top_k=top_k, offset=offset,
-                                               filters=filters, threshold=threshold)
+        result = _facade(index, config).search(query, mode=mode, top_k=top_k, offset=offset, filters=filters,
+                                               threshold=threshold, answer=answer, expand=expand,
+                                               on_token=on_token if streamed else None)
     except MonjyuError as exc:
         _fail(exc)
         return
     if as_json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
         return
+    if result.answer:
+        _print_answer(result, streamed)
     if not result.hits:
         out.print("no results")
         return
+    out.print("[bold]Passages[/]")
     for h in result.hits:
-        where = f"{h.source_path}" + (f" p.{h.page}" if h.page else "")
-        out.print(f"[bold]{h.rank}.[/] [cyan]{h.document_title}[/] ({where}) score={h.score:.4f}", highlight=False)
+        out.print(f"[bold]{h.rank}.[/] [cyan]{escape(h.document_title)}[/] ({escape(_where(h))}) score={h.score:.4f}", highlight=False)
         snippet = h.text if len(h.text) <= 400 else h.text[:400] + "…"
-        out.print(f"   {snippet}", highlight=False)
-    out.print(f"[dim]{len(result.hits)} of {result.total_count} candidates, {result.mode}, "
-              f"{result.timings_ms.get('search_ms', 0):.1f} ms[/]")
+        out.print(f"   {snippet}", highlight=False, markup=False)
+    t = result.timings_ms
+    out.print(f"[dim]{len(result.hits)} of {result.total_count} candidates, {result.mode}, retrieval "
+              f"{t.get('retrieval_ms', 0):.0f} ms, answer {t.get('answer_ms', 0):.0f} ms, "
+              f"LLM calls {result.usage.get('calls', 0)}, tokens {result.usage.get('total_tokens', 0)}[/]")
+
+
+def _print_lazy(result, streamed: bool, trace: bool) -> None:
+    _print_answer(result, streamed)
+    if trace:
+        table = Table("depth", "community", "level", "title", "units", "sentences", "relevant", title="Path through the communities")
+        for v in result.communities_visited:
+            table.add_row(str(v["depth"]), str(v["id"]), str(v["level"]), escape(v["title"][:60]),
+                          str(v["units_tested"]), str(v["sentences_tested"]), str(v["relevant"]))
+        out.print(table)
+        if len(result.subqueries) > 1:
+            out.print("subqueries: " + " | ".join(result.subqueries), highlight=False, markup=False)
+    u, t = result.usage, result.timings_ms
+    out.print(f"[dim]lazy ({result.assessor} relevance tests): budget {result.budget_used}/{result.budget_total}, "
+              f"{len(result.relevant_sentences)} relevant sentences, {len(result.claims)} claims, stop: {result.stop_reason}; "
+              f"LLM calls {u.get('calls', 0)}, prompt tokens {u.get('prompt_tokens', 0)}, output tokens "
+              f"{u.get('completion_tokens', 0)}; {t.get('total_ms', 0):.0f} ms[/]", highlight=False)
+
+
+def _where(hit) -> str:
+    return f"{hit.source_path}" + (f" p.{hit.page}" if hit.page else "")
+
+
+def _print_answer(result, streamed: bool) -> None:
+    a = result.answer
+    label = {"llm": "Answer", "extractive": "Answer (extractive: sentences from the sources, no LLM)",
+             "insufficient": "No answer"}.get(a.kind, "Answer")
+    if streamed:
+        out.print()
+    else:
+        out.print(f"[bold green]{label}[/]")
+        out.print(a.text, highlight=False, markup=False)
+    if a.note and a.kind != "extractive":
+        out.print(f"[dim]{a.note}[/]", highlight=False)
+    for c in a.citations:
+        out.print(f"  \\[{c.number}] [cyan]{escape(c.document_title)}[/] ({escape(_where(c))}, "
+                  f"chars {c.start_char}-{c.end_char})", highlight=False)
+    out.print()
 
 
 @app.command()
@@ -172,7 +240,7 @@ def eval_(
             raise MonjyuError(f"indexing {dataset.corpus} failed: {report.failures[0][1]}")
 
         def run(query: str, mode: str, n: int) -> list[str]:
-            return [h.document_id for h in m.search(query, mode=mode, top_k=n).hits]
+            return [h.document_id for h in m.search(query, mode=mode, top_k=n, answer=False).hits]
 
         results = evaluate_beir(dataset, run, modes, top_k)
     except MonjyuError as exc:
@@ -210,6 +278,48 @@ def graph_stats(index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = N
     for key, value in stats.items():
         table.add_row(key, json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value))
     out.print(table)
+
+
+def _print_rows(rows: list[dict], as_json: bool, columns: list[str]) -> None:
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*(f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c]) for c in columns))
+    out.print(table)
+
+
+@graph_app.command("neighbours")
+def graph_neighbours(
+    text: Annotated[str, typer.Argument(help="a phrase, or text naming phrases")],
+    hops: Annotated[int, typer.Option(min=1, max=5, help="co-occurrence steps")] = 1,
+    limit: Annotated[int, typer.Option(min=1, help="phrases to show")] = 30,
+    index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Phrases within N hops of the phrases named in TEXT."""
+    try:
+        rows = _facade(index, config).graph_neighbours(text, hops, limit)
+    except MonjyuError as exc:
+        _fail(exc)
+        return
+    _print_rows(rows, as_json, ["phrase", "hop", "strength", "units"])
+
+
+@graph_app.command("communities")
+def graph_communities(
+    query: Annotated[str, typer.Argument(help="the question")],
+    top_k: Annotated[int, typer.Option("--top-k", min=1)] = 10,
+    level: Annotated[Optional[int], typer.Option(min=0, help="one level of the hierarchy (0 = coarsest)")] = None,
+    index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Communities ranked by how many of the query's best text units they hold."""
+    try:
+        rows = _facade(index, config).search_communities(query, top_k, level)
+    except MonjyuError as exc:
+        _fail(exc)
+        return
+    _print_rows(rows, as_json, ["id", "level", "title", "score", "matched_units", "text_units"])
 
 
 @graph_app.command("export")

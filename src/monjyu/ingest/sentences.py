@@ -10,6 +10,7 @@ import pysbd
 from ..nlp.lang import detect_language
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_WRAPPED = re.compile(r"\n(?=[a-z(])")  # a hard line wrap inside a sentence: the next line goes on in lower case
 
 
 @lru_cache(maxsize=4)
@@ -20,8 +21,10 @@ def _segmenter(lang: str) -> pysbd.Segmenter:
 def split_sentences(text: str, lang: str | None = None) -> list[tuple[int, int]]:
     """(start, end) character spans of the sentences of `text`, in order, whitespace trimmed.
 
-    Paragraph breaks always end a sentence (headings and list items have no final stop).
+    Paragraph breaks always end a sentence (headings and list items have no final stop); a line
+    break followed by a lower-case letter does not (hard-wrapped text).
     """
+    text = _WRAPPED.sub(" ", text)  # same length: offsets stay valid for the original text
     spans: list[tuple[int, int]] = []
     pos = 0
     for para in _PARAGRAPH.split(text):

@@ -34,10 +34,11 @@ class PhraseGraph:
     def __post_init__(self) -> None:
         self.vocab = {p: i for i, p in enumerate(self.phrases)}
         n_units = self.incidence.shape[0]
-        df = np.asarray((self.incidence > 0).sum(axis=0)).ravel()
+        self.df = df = np.asarray((self.incidence > 0).sum(axis=0)).ravel()
         self.idf = np.log((n_units + 1) / (df + 1)).astype(np.float32)
         usable = sp.diags((~self.is_hub).astype(np.float32))
-        inc = (self.incidence > 0).astype(np.float32) @ usable
+        inc = ((self.incidence > 0).astype(np.float32) @ usable).tocsr()
+        self._links = inc  # units x phrases, 1 where a non-hub phrase occurs in a unit
         # Column-stochastic transitions: unit -> its phrases, phrase -> its units (uniform).
         unit_deg = np.asarray(inc.sum(axis=1)).ravel()
         phrase_deg = np.asarray(inc.sum(axis=0)).ravel()
@@ -73,6 +74,29 @@ class PhraseGraph:
         longest = {n: w for n, w in found.items()
                    if not any(o != n and f" {self.phrases[n]} " in f" {self.phrases[o]} " for o in found)}
         return {n: w for n, w in longest.items() if not self.is_hub[n]}
+
+    def neighbours(self, nodes: list[int], hops: int = 1, limit: int = 50) -> list[tuple[int, int, float]]:
+        """Phrases within `hops` co-occurrence steps of `nodes` (hubs neither reached nor crossed):
+        (node, hop, strength) nearest hop first, then by strength = shared text units with the
+        previous hop's frontier, weighted by idf so specific links rank above generic ones."""
+        inc = self._links
+        seen = set(nodes)
+        frontier = np.zeros(inc.shape[1], np.float32)
+        frontier[list(nodes)] = 1.0
+        found: list[tuple[int, int, float]] = []
+        for hop in range(1, hops + 1):
+            units = (inc @ frontier > 0).astype(np.float32)
+            reach = (inc.T @ units) * self.idf
+            reach[list(seen)] = 0.0
+            new = np.flatnonzero(reach > 0)
+            new = new[np.lexsort((new, -reach[new]))]
+            found.extend((int(n), hop, float(reach[n])) for n in new)
+            if len(found) >= limit or len(new) == 0:
+                break
+            seen.update(new.tolist())
+            frontier = np.zeros_like(frontier)
+            frontier[new] = 1.0
+        return found[:limit]
 
     def personalized_pagerank(self, phrase_seeds: dict[int, float], unit_seeds: dict[int, float] | None = None,
                               damping: float = 0.5, iterations: int = 20) -> np.ndarray:

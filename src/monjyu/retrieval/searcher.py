@@ -22,6 +22,7 @@ from ..store.bm25 import BM25Index
 from ..types import SearchHit, SearchResults
 from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
+from .communities import CommunityIndex
 from .graph import PhraseGraph
 
 META_COLUMNS = ["id", "document_id", "chunk_index", "text", "title", "source_path", "file_type",
@@ -36,6 +37,7 @@ class LoadedIndex:
     vectors: np.ndarray
     bm25: BM25Index
     graph: PhraseGraph | None = None
+    communities: CommunityIndex | None = None
 
     @classmethod
     def load(cls, generation_dir: Path, dim: int) -> "LoadedIndex":
@@ -44,8 +46,12 @@ class LoadedIndex:
         n = table.num_rows
         flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False) if n else np.zeros(0)
         vectors = np.ascontiguousarray(flat, dtype=np.float32).reshape(n, dim)
+        graph = PhraseGraph.load(generation_dir)
+        communities = None
+        if graph is not None:
+            communities = CommunityIndex.load(generation_dir, {u: i for i, u in enumerate(columns["id"])})
         return cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"),
-                   graph=PhraseGraph.load(generation_dir))
+                   graph=graph, communities=communities)
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -75,6 +81,7 @@ class Searcher:
         self.config = config
         self.analyzer = analyzer or Analyzer()
         self._np_extractor: NounPhraseExtractor | None = None
+        self._rows: dict[str, int] | None = None
 
     # -- single strategies: (row, score) best first ---------------------------------
     def vector_ranking(self, query_vector: np.ndarray, n: int, mask: np.ndarray | None,
@@ -98,11 +105,9 @@ class Searcher:
     def graph_ranking(self, query: str, query_vector: np.ndarray | None, n: int,
                       mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
         """Personalised PageRank from the query's phrases and its best vector hits."""
-        graph = self.index.graph
-        if graph is None:
-            raise MonjyuError("this index has no Level 1 graph: rebuild it without `--level 0` to use graph search")
+        graph = self.require_graph()
         cfg = self.config
-        seeds = graph.match(query, self._extractor())
+        seeds = graph.match(query, self.phrase_extractor())
         unit_seeds: dict[int, float] = {}
         if cfg.graph_dense_seeds and query_vector is not None:
             dense, _ = self.vector_ranking(query_vector, cfg.graph_dense_seeds, mask)
@@ -115,10 +120,20 @@ class Searcher:
         rows = _top(scores, n, valid)
         return [(r, float(scores[r])) for r in rows], int(valid.sum())
 
-    def _extractor(self) -> NounPhraseExtractor:
+    def require_graph(self) -> PhraseGraph:
+        if self.index.graph is None:
+            raise MonjyuError("this index has no Level 1 graph: rebuild it without `--level 0` to use graph search")
+        return self.index.graph
+
+    def phrase_extractor(self) -> NounPhraseExtractor:
         if self._np_extractor is None:
             self._np_extractor = NounPhraseExtractor()
         return self._np_extractor
+
+    def row_of(self, text_unit_id: str) -> int:
+        if self._rows is None:
+            self._rows = {u: i for i, u in enumerate(self.index.columns["id"])}
+        return self._rows[text_unit_id]
 
     # -- the public entry point --------------------------------------------------------
     def search(self, query: str, query_vector: np.ndarray | None, mode: str, top_k: int, offset: int = 0,
@@ -167,7 +182,7 @@ class Searcher:
         else:
             raise MonjyuError(f"unknown search mode '{mode}' (vector, keyword, hybrid, graph)")
         page = ranked[offset:need]
-        hits = [self._hit(row, score, offset + i + 1, vec.get(row), kw.get(row)) for i, (row, score) in enumerate(page)]
+        hits = [self.hit(row, score, offset + i + 1, vec.get(row), kw.get(row)) for i, (row, score) in enumerate(page)]
         timings["search_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResults(query=query, mode=mode, hits=hits, total_count=total, timings_ms=timings)
 
@@ -193,7 +208,7 @@ class Searcher:
             rest = [(r, s * scale) for r, s in rest]
         return kept + rest
 
-    def _hit(self, row: int, score: float, rank: int, vector_score: float | None, keyword_score: float | None) -> SearchHit:
+    def hit(self, row: int, score: float, rank: int, vector_score: float | None, keyword_score: float | None) -> SearchHit:
         c = self.index.columns
         page = c["page"][row]
         return SearchHit(

@@ -1,0 +1,75 @@
+"""Lazy search without an LLM: evidence recall of the text units it keeps, against hybrid top-k
+with the same number of units, per preset.
+
+    python bench/lazy_evidence.py --beir ../shared/bench-data/2wiki --index /tmp/idx-2wiki --presets z100,z500
+
+For each question, lazy search keeps the units in which a sentence passed the (local) relevance
+test. Evidence recall = share of the gold passages among the kept units' documents; complete =
+all gold passages kept. The hybrid reference takes exactly as many units per question from
+`search --mode hybrid`. Also prints the mean units kept, budget spent and time per question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from monjyu import Monjyu, load_config
+from monjyu.eval import BeirDataset
+
+
+def evidence(gold: set[str], docs: list[str]) -> tuple[float, bool]:
+    found = gold & set(docs)
+    return len(found) / len(gold), found == gold
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--beir", required=True, type=Path)
+    ap.add_argument("--index", required=True, type=Path)
+    ap.add_argument("--presets", default="z100,z500")
+    ap.add_argument("--config", type=Path, default=None)
+    ap.add_argument("--limit", type=int, default=0, help="first N questions only")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+
+    dataset = BeirDataset.load(args.beir)
+    m = Monjyu(args.index, load_config(args.config))
+    m.index([dataset.corpus])  # reuses the index when nothing changed
+    qids = list(dataset.qrels)[:args.limit or None]
+    report = {}
+    for preset in args.presets.split(","):
+        rows = []
+        for qid in qids:
+            gold = {d for d, rel in dataset.qrels[qid].items() if rel > 0}
+            t0 = time.perf_counter()
+            lazy = m.lazy_search(dataset.queries[qid], preset=preset)
+            seconds = time.perf_counter() - t0
+            kept = lazy.kept_text_unit_ids
+            doc_of = {s.text_unit_id: s.document_id for s in lazy.relevant_sentences}
+            lazy_docs = [doc_of[u] for u in kept]
+            n = max(1, len(kept))
+            hybrid_docs = [h.document_id for h in m.search(dataset.queries[qid], mode="hybrid", top_k=n, answer=False).hits]
+            lr, lc = evidence(gold, lazy_docs)
+            hr, hc = evidence(gold, hybrid_docs)
+            cited = [c.document_id for c in lazy.citations]
+            rows.append({"units": len(kept), "budget_used": lazy.budget_used, "seconds": seconds,
+                         "lazy_recall": lr, "lazy_complete": lc, "hybrid_recall": hr, "hybrid_complete": hc,
+                         "cited_recall": evidence(gold, cited)[0], "stop": lazy.stop_reason})
+        mean = {k: statistics.fmean(float(r[k]) for r in rows) for k in rows[0] if k != "stop"}
+        mean["stops"] = {s: sum(r["stop"] == s for r in rows) for s in {r["stop"] for r in rows}}
+        report[preset] = mean
+        print(f"{preset}: units kept {mean['units']:.1f}, budget used {mean['budget_used']:.0f}, "
+              f"{mean['seconds']:.2f} s/question | evidence recall lazy {mean['lazy_recall']:.3f} vs hybrid "
+              f"{mean['hybrid_recall']:.3f} | complete lazy {mean['lazy_complete']:.3f} vs hybrid "
+              f"{mean['hybrid_complete']:.3f} | answer citations recall {mean['cited_recall']:.3f} | stops {mean['stops']}",
+              flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

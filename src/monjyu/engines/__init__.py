@@ -1,0 +1,1 @@
+"""Query engines over the retrieval core: answers with citations (baseline RAG), lazy search, HybridRAG."""

@@ -1,0 +1,93 @@
+"""Baseline RAG's answer step: numbered sources within a token budget, then the LLM writes an
+answer with [n] citations — or, with no LLM configured, an extractive answer from the same sources."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from string import Template
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ..config import AnswerConfig
+from ..errors import ServiceError
+from ..llm import LLM, Message, load_prompt
+from ..nlp.lang import detect_language
+from ..types import Answer, SearchHit
+from .citations import resolve_citations
+from .context import format_sources, select_sources
+from .extractive import extractive_answer, insufficient
+from .relevance import LocalRelevanceScorer
+
+
+class QueryRewrites(BaseModel):
+    queries: list[str] = Field(default_factory=list)
+
+
+class AnswerEngine:
+    def __init__(self, config: AnswerConfig, llm: LLM | None, scorer: LocalRelevanceScorer,
+                 count_tokens: Callable[[str], int]):
+        self.config = config
+        self.llm = llm
+        self.scorer = scorer
+        self.count_tokens = count_tokens
+
+    def language(self, query: str) -> str:
+        return detect_language(query) if self.config.language == "auto" else self.config.language
+
+    def _prompt(self, name: str, lang: str) -> str:
+        return load_prompt(name, lang, self.config.prompts_dir or None)
+
+    async def aanswer(self, query: str, query_vector: np.ndarray, hits: Sequence[SearchHit],
+                      on_token: Callable[[str], None] | None = None) -> Answer:
+        lang = self.language(query)
+        cfg = self.config
+        sources = select_sources(hits, cfg.context_tokens, self.count_tokens, cfg.max_sources)
+        if not sources:
+            return insufficient(lang, "no passage was retrieved (or all fell under the threshold)")
+
+        def extractive(note: str = "") -> Answer:
+            answer = extractive_answer(query, query_vector, sources, self.scorer, lang,
+                                       cfg.extractive_sentences, min_score=cfg.min_sentence_score)
+            if note:
+                answer.note = f"{note}; {answer.note}" if answer.note else note
+            if on_token and answer.text:
+                on_token(answer.text)
+            return answer
+
+        if self.llm is None:
+            return extractive()
+        user = Template(self._prompt("answer_user", lang)).safe_substitute(sources=format_sources(sources),
+                                                                           question=query)
+        messages = [Message(role="system", content=self._prompt("answer", lang)), Message(role="user", content=user)]
+        try:
+            if on_token:
+                parts = []
+                async for delta in self.llm.astream(messages):
+                    parts.append(delta)
+                    on_token(delta)
+                text = "".join(parts)
+            else:
+                text = (await self.llm.achat(messages)).text
+        except ServiceError as exc:
+            return extractive(f"the LLM failed ({exc}), so this answer is extractive")
+        text, citations = resolve_citations(text, sources)
+        if not text:
+            return extractive("the LLM returned an empty answer, so this answer is extractive")
+        return Answer(text=text, kind="llm", citations=citations, language=lang,
+                      note="" if citations else "the model cited no source")
+
+    async def aexpand(self, query: str) -> list[str]:
+        """LLM rewrites of the query (the query itself first); just the query when there is no LLM
+        or the LLM fails, since expansion only adds recall."""
+        if self.llm is None:
+            return [query]
+        n = self.config.expansions
+        prompt = Template(self._prompt("expand_query", self.language(query))).safe_substitute(n=n)
+        try:
+            result = await self.llm.achat([Message(role="system", content=prompt), Message(role="user", content=query)],
+                                          schema=QueryRewrites)
+        except ServiceError:
+            return [query]
+        rewrites = [q.strip() for q in result.parsed.queries if q.strip() and q.strip() != query]
+        return [query] + list(dict.fromkeys(rewrites))[:n]

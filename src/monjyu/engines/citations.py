@@ -1,0 +1,41 @@
+"""[n] markers in an answer -> citations of text units; markers that point nowhere are removed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..types import Citation
+from .context import Source
+
+# [1]  [1, 3]  [1][2]  [1,2,3]  and full-width ［１］ / 、 as small local models write them
+_MARKER = re.compile(r"[\[［]\s*([0-9０-９]+(?:\s*[,，、]\s*[0-9０-９]+)*)\s*[\]］]")
+_WIDE = str.maketrans("０１２３４５６７８９", "0123456789")
+SNIPPET_CHARS = 240
+_GONE = "\x00"
+
+
+def citation_for(source: Source, snippet: str = "", start: int | None = None, end: int | None = None) -> Citation:
+    h = source.hit
+    text = snippet or h.text[:SNIPPET_CHARS].strip()
+    return Citation(number=source.number, text_unit_id=h.text_unit_id, document_id=h.document_id,
+                    document_title=h.document_title, source_path=h.source_path, page=h.page, snippet=text,
+                    start_char=h.start_char if start is None else start,
+                    end_char=(h.start_char + len(text)) if end is None else end)
+
+
+def resolve_citations(text: str, sources: Sequence[Source]) -> tuple[str, list[Citation]]:
+    """Keep markers whose numbers name a source (in order of first use), drop the others."""
+    by_number = {s.number: s for s in sources}
+    used: list[int] = []
+
+    def keep(match: re.Match) -> str:
+        numbers = [int(n.translate(_WIDE)) for n in re.split(r"[,，、]", match.group(1))]
+        valid = [n for n in numbers if n in by_number]
+        for n in valid:
+            if n not in used:
+                used.append(n)
+        return "".join(f"[{n}]" for n in dict.fromkeys(valid)) or _GONE
+
+    cleaned = re.sub(rf"[ \t]*{_GONE}", "", _MARKER.sub(keep, text)).strip()  # a dropped marker takes its space along
+    return cleaned, [citation_for(by_number[n]) for n in used]

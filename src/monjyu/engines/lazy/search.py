@@ -1,0 +1,332 @@
+"""LazyGraphRAG query: refine -> match -> explore communities under a relevance budget -> claims -> answer.
+
+Exploration follows Microsoft's description of LazyGraphRAG. Communities of the top level are
+ranked by the query's best text units they hold; each visit tests the community's best untested
+units sentence by sentence, spending one unit of budget per sentence. After
+`zero_relevance_limit` visits in a row find nothing, the level has stopped paying and the search
+deepens into the sub-communities of the communities that did pay (of the best-ranked ones if
+none did). It stops when the budget is spent, enough relevant sentences are found, the LLM call
+cap or the depth limit is reached, or nothing is left to test.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from string import Template
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ...config import LazyConfig
+from ...errors import ServiceError
+from ...llm import LLM, Message, load_prompt
+from ...nlp.lang import detect_language
+from ...retrieval import Searcher
+from ...retrieval.communities import Community
+from ...retrieval.fusion import weighted_rrf
+from ...types import Answer, Claim, LazySearchResult, RelevantSentence
+from ..citations import citation_for, resolve_citations
+from ..context import Source
+from ..extractive import insufficient
+from ..relevance import LocalRelevanceScorer, sentences_of
+from .assessors import LLMAssessor, LocalAssessor, RelevanceAssessor
+from .claims import cut_to_budget, deduplicate, llm_claims, sentence_claims
+
+PhaseCallback = Callable[[str, dict], None]
+
+
+class Refinement(BaseModel):
+    subqueries: list[str] = Field(default_factory=list)
+    expanded_query: str = ""
+
+
+@dataclass
+class LazyConversation:
+    """Carries a conversation across lazy searches: a follow-up question is refined with the earlier
+    turns in view, starts from the communities that paid before, and keeps the earlier claims
+    (ranked below its own)."""
+
+    turns: list[tuple[str, str]] = field(default_factory=list)  # (question, answer)
+    claims: list[Claim] = field(default_factory=list)
+    productive_communities: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _State:
+    budget: int
+    enough: int
+    max_llm_calls: int
+    used: int = 0
+    llm_calls: int = 0
+    relevant: list[RelevantSentence] = field(default_factory=list)
+    tested_units: set[int] = field(default_factory=set)
+    visits: list[dict] = field(default_factory=list)
+
+    def stop_reason(self) -> str | None:
+        if self.used >= self.budget:
+            return "budget"
+        if len(self.relevant) >= self.enough:
+            return "sufficient"
+        if self.llm_calls >= self.max_llm_calls:
+            return "max_llm_calls"
+        return None
+
+
+class LazySearchEngine:
+    def __init__(self, config: LazyConfig, searcher: Searcher, embed_query: Callable[[str], np.ndarray],
+                 scorer: LocalRelevanceScorer, llm: LLM | None, count_tokens: Callable[[str], int],
+                 prompts_dir: str | None = None):
+        self.config = config
+        self.searcher = searcher
+        self.embed_query = embed_query
+        self.scorer = scorer
+        self.llm = llm
+        self.count_tokens = count_tokens
+        self.prompts_dir = prompts_dir
+
+    # ------------------------------------------------------------------ phases
+    async def _refine(self, query: str, lang: str, conversation: LazyConversation | None) -> tuple[list[str], str]:
+        """Subqueries and an expanded query from the LLM; without one, the query alone."""
+        if self.llm is None:
+            return [query], query
+        history = ""
+        if conversation and conversation.turns:
+            history = "\nEarlier in this conversation:\n" + "\n".join(f"Q: {q}\nA: {a[:300]}" for q, a in conversation.turns[-3:])
+        system = Template(load_prompt("subqueries", lang, self.prompts_dir)).safe_substitute(
+            max_subqueries=self.config.max_subqueries, history=history)
+        try:
+            result = await self.llm.achat([Message("system", system), Message("user", query)], schema=Refinement)
+        except ServiceError:
+            return [query], query
+        subs = [s.strip() for s in result.parsed.subqueries if s.strip()][:self.config.max_subqueries]
+        return list(dict.fromkeys([query] + subs)), result.parsed.expanded_query.strip() or query
+
+    def _match(self, subqueries: Sequence[str]) -> tuple[list[int], np.ndarray]:
+        """Text units ranked for all subqueries (hybrid per subquery, fused by RRF), and every unit's
+        best cosine to any subquery (orders the untested units inside a community)."""
+        k = self.config.top_k_units
+        vectors = [self.embed_query(q) for q in subqueries]
+        lists = []
+        for q, v in zip(subqueries, vectors):
+            result = self.searcher.search(q, v, "hybrid", k)
+            lists.append([self.searcher.row_of(h.text_unit_id) for h in result.hits])
+        ranked = [row for row, _ in weighted_rrf(lists, [1.0] * len(lists), self.searcher.config.rrf_k)][:k]
+        similarity = (self.searcher.index.vectors @ np.stack(vectors).T).max(axis=1)
+        return ranked, similarity
+
+    # ------------------------------------------------------------------ exploration
+    def _next_units(self, rows: np.ndarray, state: _State, rank_of: dict[int, int], similarity: np.ndarray) -> list[int]:
+        """The community's best untested units: matched ones by match rank, then by similarity."""
+        untested = [r for r in rows.tolist() if r not in state.tested_units]
+        untested.sort(key=lambda r: (rank_of.get(r, len(rank_of)), -similarity[r]))
+        return untested[:self.config.units_per_visit]
+
+    async def _test_units(self, query: str, rows: list[int], community: Community | None, depth: int,
+                          state: _State, assessor: RelevanceAssessor) -> int:
+        """Relevance-test the sentences of `rows` within the remaining budget; returns relevant count."""
+        hits = [self.searcher.hit(r, 0.0, 0, None, None) for r in rows]
+        sentences = sentences_of([Source(i + 1, h) for i, h in enumerate(hits)])
+        room = state.budget - state.used
+        if isinstance(assessor, LLMAssessor):  # each batch is one call: stay under the call cap
+            room = min(room, (state.max_llm_calls - state.llm_calls) * assessor.batch_size)
+        sentences = sentences[:max(0, room)]
+        state.tested_units.update(rows)
+        if not sentences:
+            return 0
+        scores, calls = await assessor.assess(query, [s.text for s in sentences])
+        state.used += len(sentences)
+        state.llm_calls += calls
+        found = 0
+        for s, score in zip(sentences, scores):
+            if score >= self.config.relevance_threshold:
+                found += 1
+                state.relevant.append(RelevantSentence(
+                    text=s.text, score=float(score), text_unit_id=s.source.hit.text_unit_id,
+                    document_id=s.source.hit.document_id, community_id=community.id if community else None,
+                    start_char=s.start_char, end_char=s.end_char))
+        state.visits.append({"id": community.id if community else None, "level": community.level if community else None,
+                             "depth": depth, "title": community.title if community else "(ranked units)",
+                             "units_tested": len(rows), "sentences_tested": len(sentences), "relevant": found})
+        return found
+
+    async def _explore(self, query: str, ranked: list[int], similarity: np.ndarray, state: _State,
+                       assessor: RelevanceAssessor, boost: Sequence[int], on_phase: PhaseCallback) -> str:
+        cfg = self.config
+        communities = self.searcher.index.communities
+        rank_of = {r: i for i, r in enumerate(ranked)}
+        if communities is None:  # Level 0 index: test units in rank order, one "visit" per batch
+            for start in range(0, len(ranked), cfg.units_per_visit):
+                if state.stop_reason():
+                    return state.stop_reason()
+                await self._test_units(query, ranked[start:start + cfg.units_per_visit], None, 0, state, assessor)
+            return state.stop_reason() or "exhausted"
+
+        frontier = [h.community for h in communities.rank(ranked, level=communities.levels[0])]
+        frontier = _boosted(frontier, boost)[:cfg.breadth_limit]
+        depth = 0
+        while frontier:
+            productive, zero_run = [], 0
+            for community in frontier:
+                if state.stop_reason():
+                    return state.stop_reason()
+                rows = self._next_units(community.unit_rows, state, rank_of, similarity)
+                if not rows:
+                    continue
+                found = await self._test_units(query, rows, community, depth, state, assessor)
+                on_phase("visit", state.visits[-1])
+                if found:
+                    productive.append(community)
+                    zero_run = 0
+                else:
+                    zero_run += 1
+                    if zero_run >= cfg.zero_relevance_limit:
+                        break  # this level stopped paying: deepen
+            if depth >= cfg.max_depth:
+                break
+            parents = productive or frontier[:cfg.zero_relevance_limit]
+            children = {c.id for p in parents for c in communities.children(p.id)}
+            frontier = [h.community for h in communities.rank(ranked, allowed=children)][:cfg.breadth_limit]
+            depth += 1
+        return state.stop_reason() or ("max_depth" if depth >= cfg.max_depth else "exhausted")
+
+    # ------------------------------------------------------------------ answer
+    def _sources(self, claims: Sequence[Claim]) -> tuple[list[Source], dict[str, int]]:
+        number: dict[str, int] = {}
+        sources: list[Source] = []
+        for claim in claims:
+            for unit in claim.text_unit_ids:
+                if unit not in number:
+                    number[unit] = len(sources) + 1
+                    sources.append(Source(number[unit], self.searcher.hit(self.searcher.row_of(unit), 0.0, 0, None, None)))
+        return sources, number
+
+    async def _answer(self, query: str, lang: str, claims: Sequence[Claim], relevant: Sequence[RelevantSentence],
+                      on_token: Callable[[str], None] | None, use_llm: bool) -> Answer:
+        if not claims:
+            return insufficient(lang, "no sentence passed the relevance test")
+        sources, number = self._sources(claims)
+        listing = "\n".join(f"- {c.statement} " + "".join(f"[{number[u]}]" for u in c.text_unit_ids) for c in claims)
+        note = ""
+        if self.llm is not None and not use_llm:
+            note = "the LLM call cap was reached"
+        elif self.llm is not None:
+            system = Template(load_prompt("lazy_answer", lang, self.prompts_dir)).safe_substitute(
+                response_type=self.config.response_type)
+            user = Template(load_prompt("lazy_answer_user", lang, self.prompts_dir)).safe_substitute(
+                claims=listing, question=query)
+            messages = [Message("system", system), Message("user", user)]
+            try:
+                if on_token:
+                    parts = []
+                    async for delta in self.llm.astream(messages):
+                        parts.append(delta)
+                        on_token(delta)
+                    text = "".join(parts)
+                else:
+                    text = (await self.llm.achat(messages)).text
+                text, citations = resolve_citations(text, sources)
+                if text:
+                    return Answer(text=text, kind="llm", citations=citations, language=lang,
+                                  note="" if citations else "the model cited no source")
+                note = "the LLM returned an empty answer"
+            except ServiceError as exc:
+                note = f"the LLM failed ({exc})"
+        # Extractive: the best claims, each with its sources; one citation per source.
+        best = {s.text: s for s in relevant}
+        lines, citations, cited = [], [], set()
+        for claim in claims[:8]:
+            lines.append(f"{claim.statement} " + "".join(f"[{number[u]}]" for u in claim.text_unit_ids))
+            for unit in claim.text_unit_ids:
+                if unit not in cited:
+                    cited.add(unit)
+                    s = next((best[t] for t in claim.sentences if t in best and best[t].text_unit_id == unit), None)
+                    src = sources[number[unit] - 1]
+                    citations.append(citation_for(src, s.text, s.start_char, s.end_char) if s else citation_for(src))
+        text = "\n".join(lines)
+        if on_token:
+            on_token(text)
+        note = (note + ", so " if note else "") + "extractive: relevant sentences found by lazy search, without an LLM"
+        return Answer(text=text, kind="extractive", citations=citations, language=lang, note=note)
+
+    # ------------------------------------------------------------------ entry point
+    async def asearch(self, query: str, conversation: LazyConversation | None = None,
+                      on_phase: PhaseCallback | None = None,
+                      on_token: Callable[[str], None] | None = None) -> LazySearchResult:
+        cfg = self.config
+        phase = on_phase or (lambda name, info: None)
+        lang = detect_language(query)
+        budget, enough = cfg.resolved()
+        # Exploration keeps two calls of the cap for the claims and the answer.
+        reserve = 2 if self.llm is not None else 0
+        state = _State(budget=budget, enough=enough, max_llm_calls=max(1, cfg.max_llm_calls - reserve))
+        timings: dict[str, float] = {}
+
+        t = time.perf_counter()
+        subqueries, expanded = await self._refine(query, lang, conversation)
+        state.llm_calls += 1 if self.llm is not None else 0  # calls are counted as requests made, a JSON repair inside one included
+        timings["refine_ms"] = (time.perf_counter() - t) * 1000
+        phase("refine", {"subqueries": subqueries, "expanded_query": expanded})
+
+        t = time.perf_counter()
+        ranked, similarity = self._match(subqueries)
+        timings["match_ms"] = (time.perf_counter() - t) * 1000
+        phase("match", {"units": len(ranked)})
+
+        t = time.perf_counter()
+        assessor: RelevanceAssessor
+        if self.llm is not None:
+            assessor = LLMAssessor(self.llm, cfg.batch_size, lang, self.prompts_dir)
+        else:
+            assessor = LocalAssessor(self.scorer, self.embed_query(expanded))
+        boost = conversation.productive_communities if conversation else []
+        stop = await self._explore(query, ranked, similarity, state, assessor, boost, phase)
+        timings["explore_ms"] = (time.perf_counter() - t) * 1000
+        phase("explore", {"budget_used": state.used, "relevant": len(state.relevant), "stop": stop})
+
+        t = time.perf_counter()
+        relevant = sorted(state.relevant, key=lambda s: -s.score)
+        groups: dict[int | None, list[RelevantSentence]] = {}
+        for s in relevant:  # best sentence first, so groups come out best first too
+            groups.setdefault(s.community_id, []).append(s)
+        allowed = cfg.max_llm_calls - state.llm_calls - 1 if self.llm is not None else 0
+        by_llm, rest = list(groups.values())[:max(0, allowed)], list(groups.values())[max(0, allowed):]
+        claims = sentence_claims([s for g in rest for s in g])
+        if by_llm:
+            more, calls = await llm_claims(self.llm, query, by_llm, lang, self.prompts_dir)
+            claims += more
+            state.llm_calls += calls
+        if conversation:
+            claims += [Claim(c.statement, c.score * 0.5, list(c.text_unit_ids), list(c.sentences)) for c in conversation.claims]
+        claims = deduplicate(claims, self.scorer.embed, cfg.claim_similarity, self.scorer.cosine_floor)
+        claims = cut_to_budget(claims, cfg.context_tokens, self.count_tokens)
+        timings["claims_ms"] = (time.perf_counter() - t) * 1000
+        phase("claims", {"claims": len(claims)})
+
+        t = time.perf_counter()
+        answer = await self._answer(query, lang, claims, relevant, on_token,
+                                    use_llm=state.llm_calls < cfg.max_llm_calls)
+        timings["answer_ms"] = (time.perf_counter() - t) * 1000
+        phase("answer", {"kind": answer.kind})
+
+        if conversation is not None:
+            conversation.turns.append((query, answer.text))
+            conversation.claims = claims
+            conversation.productive_communities = list(dict.fromkeys(
+                [v["id"] for v in state.visits if v["relevant"] and v["id"] is not None]
+                + conversation.productive_communities))
+        kept = list(dict.fromkeys(s.text_unit_id for s in relevant))
+        return LazySearchResult(
+            query=query, answer=answer, subqueries=subqueries, expanded_query=expanded, claims=claims,
+            relevant_sentences=relevant, communities_visited=state.visits, budget_used=state.used,
+            budget_total=budget, assessor=assessor.name, stop_reason=stop, timings_ms=timings,
+            kept_text_unit_ids=kept)
+
+
+def _boosted(communities: list[Community], first: Sequence[int]) -> list[Community]:
+    """Communities that paid in earlier turns of a conversation go first, the rest keep their order."""
+    if not first:
+        return communities
+    order = {cid: i for i, cid in enumerate(first)}
+    return sorted(communities, key=lambda c: order.get(c.id, len(order)))

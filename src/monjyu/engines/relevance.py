@@ -1,0 +1,63 @@
+"""Sentence-level relevance without an LLM: the local assessor behind the same 0-10 scale an LLM
+assessor uses, so extractive answers and lazy search can run fully offline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ingest.sentences import split_sentences
+from ..nlp.analyzer import Analyzer
+from .context import Source
+
+MIN_SENTENCE_CHARS = 12
+
+
+@dataclass
+class Sentence:
+    text: str
+    source: Source
+    start_char: int  # offsets in the source document
+    end_char: int
+
+
+def sentences_of(sources: Sequence[Source]) -> list[Sentence]:
+    out = []
+    for source in sources:
+        text = source.hit.text
+        for a, b in split_sentences(text):
+            if b - a >= MIN_SENTENCE_CHARS and text[a] != "#":  # Markdown headings are not statements
+                out.append(Sentence(text[a:b], source, source.hit.start_char + a, source.hit.start_char + b))
+    return out
+
+
+class LocalRelevanceScorer:
+    """score = 10 * (w * semantic + (1 - w) * lexical), where semantic rescales the e5 cosine of
+    sentence and query from its uninformative floor (~0.75: e5 puts unrelated texts there) to 1,
+    and lexical is the share of the query's index terms the sentence contains. Semantic carries
+    Japanese questions over English text, lexical rewards the exact names the question asks about."""
+
+    name = "local"
+
+    def __init__(self, embed_passages: Callable[[list[str]], np.ndarray], analyzer: Analyzer | None = None,
+                 semantic_weight: float = 0.7, cosine_floor: float = 0.75, cosine_full: float = 0.92):
+        self.embed = embed_passages
+        self._analyzer = analyzer or Analyzer()
+        self.semantic_weight = semantic_weight
+        self.cosine_floor, self.cosine_full = cosine_floor, cosine_full
+
+    def score(self, query: str, query_vector: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        cos = self.embed(list(texts)) @ np.asarray(query_vector, dtype=np.float32)
+        semantic = np.clip((cos - self.cosine_floor) / (self.cosine_full - self.cosine_floor), 0.0, 1.0)
+        q_terms = set(self._analyzer.terms(query))
+        if q_terms:
+            lexical = np.array([len(q_terms & set(self._analyzer.terms(t))) / len(q_terms) for t in texts],
+                               dtype=np.float32)
+        else:
+            lexical = np.zeros(len(texts), dtype=np.float32)
+        w = self.semantic_weight
+        return (10.0 * (w * semantic + (1.0 - w) * lexical)).astype(np.float32)

@@ -1,0 +1,111 @@
+"""Lazy search end to end on the real sample index: offline (local relevance scorer, extractive
+answer) and through an OpenAI-compatible endpoint (the local test server), with every budget and
+cap checked."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from monjyu import Monjyu
+from monjyu.engines.lazy import LazyConversation
+from tests.llm_server import LLMTestServer, Scripted, echo_responder
+
+QUESTION = "Which algorithm detects hierarchical communities in the concept graph?"
+
+
+def lazy_responder(request: dict) -> str:
+    """Plays each lazy-search role from the prompt it is sent: subqueries, sentence scores (Leiden
+    sentences score 8), claims (one per sentence), and the cited answer (echo)."""
+    system = request["messages"][0]["content"]
+    user = request["messages"][-1]["content"]
+    numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
+    if '"subqueries"' in system:
+        return json.dumps({"subqueries": [user, "Leiden algorithm"], "expanded_query": user + " Leiden"})
+    if '"scores"' in system:
+        return json.dumps({"scores": [{"index": int(i), "score": 8 if "Leiden" in s else 1} for i, s in numbered]})
+    if '"claims"' in system:
+        return json.dumps({"claims": [{"statement": s, "sources": [int(i)]} for i, s in numbered]})
+    return echo_responder(request)
+
+
+@pytest.fixture
+def lazy_server():
+    with LLMTestServer(lazy_responder) as server:
+        yield server
+
+
+def test_offline_lazy_search_answers_with_citations(sample_index):
+    phases: list[str] = []
+    result = sample_index.lazy_search(QUESTION, on_phase=lambda name, info: phases.append(name))
+    assert result.assessor == "local" and result.answer.kind == "extractive"
+    assert "Leiden" in result.answer.text and result.citations
+    assert {c.text_unit_id for c in result.citations} <= set(result.kept_text_unit_ids)
+    assert 0 < result.budget_used <= result.budget_total == 100
+    assert result.communities_visited and result.communities_visited[0]["depth"] == 0
+    assert result.usage["calls"] == 0 and result.llm_calls == 0
+    assert phases[:2] == ["refine", "match"] and phases[-3:] == ["explore", "claims", "answer"]
+    assert "visit" in phases
+    assert result.to_dict()["answer"]["kind"] == "extractive"
+
+
+@pytest.mark.parametrize("settings,check", [
+    ({"budget": 5}, lambda r: r.budget_used <= 5 and r.stop_reason == "budget"),
+    ({"sufficient_relevant": 1}, lambda r: r.stop_reason == "sufficient" and len(r.relevant_sentences) >= 1),
+    ({"max_depth": 0, "budget": 1000}, lambda r: {v["depth"] for v in r.communities_visited} == {0}),
+    ({"units_per_visit": 1, "budget": 1000}, lambda r: all(v["units_tested"] == 1 for v in r.communities_visited)),
+    ({"breadth_limit": 1, "max_depth": 0, "budget": 1000}, lambda r: len(r.communities_visited) == 1),
+])
+def test_budgets_and_limits_are_respected(sample_index, make_config, settings, check):
+    m = Monjyu(sample_index.index_dir, make_config(lazy=settings))
+    result = m.lazy_search(QUESTION)
+    assert check(result), (settings, result.stop_reason, result.budget_used, result.communities_visited)
+
+
+def test_presets_set_the_budget(sample_index):
+    assert sample_index.lazy_search(QUESTION, preset="z500").budget_total == 500
+    assert sample_index.lazy_search(QUESTION, budget=7).budget_total == 7
+
+
+def test_lazy_search_through_an_llm_endpoint(sample_index, make_config, lazy_server):
+    m = Monjyu(sample_index.index_dir, make_config(llm=lazy_server.config()))
+    result = m.lazy_search(QUESTION)
+    assert result.assessor.startswith("llm:")
+    assert "Leiden algorithm" in result.subqueries
+    assert result.relevant_sentences and all("Leiden" in s.text for s in result.relevant_sentences)
+    assert result.claims and result.answer.kind == "llm" and result.citations
+    # cost is reported honestly: what the server saw
+    assert result.usage["calls"] == len(lazy_server.requests)
+    assert result.usage["prompt_tokens"] == lazy_server.prompt_tokens
+    assert result.usage["completion_tokens"] == lazy_server.completion_tokens
+
+
+@pytest.mark.parametrize("cap", [3, 4, 6])
+def test_llm_call_cap_is_never_exceeded(sample_index, make_config, lazy_server, cap):
+    m = Monjyu(sample_index.index_dir, make_config(llm=lazy_server.config(), lazy={"max_llm_calls": cap, "batch_size": 2}))
+    result = m.lazy_search(QUESTION, budget=1000)
+    assert len(lazy_server.requests) <= cap and result.usage["calls"] <= cap
+    assert result.answer.text
+
+
+def test_llm_garbage_still_gives_an_answer(sample_index, make_config, lazy_server):
+    lazy_server.push(*[Scripted(content="I am not JSON at all")] * 60)
+    m = Monjyu(sample_index.index_dir, make_config(llm=lazy_server.config()))
+    result = m.lazy_search(QUESTION, budget=30)
+    assert result.answer.text and result.answer.kind in ("llm", "insufficient", "extractive")
+
+
+def test_streamed_answer_and_conversation_follow_up(sample_index, make_config, lazy_server):
+    m = Monjyu(sample_index.index_dir, make_config(llm=lazy_server.config()))
+    conversation = LazyConversation()
+    pieces: list[str] = []
+    first = m.lazy_search(QUESTION, conversation=conversation, on_token=pieces.append)
+    assert len(pieces) > 1 and first.answer.kind == "llm"
+    assert conversation.claims and conversation.productive_communities
+    lazy_server.requests.clear()
+    m.lazy_search("And who improved on the Louvain method?", conversation=conversation)
+    refine_prompt = lazy_server.requests[0].body["messages"][0]["content"]
+    assert QUESTION in refine_prompt  # the follow-up is refined with the earlier turn in view
+    assert len(conversation.turns) == 2
