@@ -1,6 +1,7 @@
 """Retrieval quality (vector, keyword, hybrid, graph) on a BEIR set, with plain bm25s measured in the same run as reference.
 
     python bench/retrieval_quality.py --beir ../shared/bench-data/2wiki --index /tmp/idx-2wiki --modes vector,keyword,hybrid,graph
+    python bench/retrieval_quality.py ... --modes hybridrag,hybridrag-norerank,hybridrag-crag
 
 Prints Recall@{2,5,10}, nDCG@10, MRR@10, P@5 and complete@{2,5,8,10} per mode. The first run
 embeds the corpus (cached by content hash under the index directory); later runs reuse it.
@@ -68,8 +69,15 @@ def main() -> None:
           f"{time.perf_counter() - t0:.1f}s {json.dumps({k: round(v, 2) for k, v in report.seconds.items()})}")
 
     results = {"bm25s (reference)": bm25s_reference(dataset)}
-    results.update(evaluate_beir(dataset, lambda q, mode, n: [h.document_id for h in m.search(q, mode=mode, top_k=n, answer=False).hits],
-                                 args.modes.split(",")))
+    def run(query: str, mode: str, n: int) -> list[str]:
+        if mode.startswith("hybridrag"):  # hybridrag, hybridrag-norerank, hybridrag-crag
+            hits = m.hybrid_search(query, top_k=n, answer=False, rerank=not mode.endswith("norerank"),
+                                   crag=mode.endswith("crag")).hits
+        else:
+            hits = m.search(query, mode=mode, top_k=n, answer=False).hits
+        return [h.document_id for h in hits]
+
+    results.update(evaluate_beir(dataset, run, args.modes.split(",")))
     width = max(len(k) for k in results) + 2
     print(f"{'':{width}}" + "".join(f"{k:>13}" for k in KEYS))
     for name, figures in results.items():

@@ -121,3 +121,22 @@ def test_community_search_ranks_the_communities_holding_the_answers(sample_index
     assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
     level0 = sample_index.search_communities("Leiden community detection in graphs", top_k=50, level=0)
     assert level0 and all(r["level"] == 0 and r["parent"] == -1 for r in level0)
+
+
+def test_title_links_lead_the_walk_to_the_page_about_a_phrase(tmp_path, make_config):
+    """Bridge questions: the film's page names its director; the director's own page (titled by
+    that phrase) should outrank other films that merely mention him."""
+    records = [{"_id": "lloyd", "title": "Frank Lloyd", "text": "Frank Lloyd was a film director born in Glasgow, Scotland."},
+               {"_id": "madame", "title": "Madame X (film)", "text": "Madame X is a silent drama film directed by Frank Lloyd."}]
+    records += [{"_id": f"f{i}", "title": f"Film number {i}", "text": f"Film number {i} is a comedy film directed by Frank Lloyd "
+                 f"with actor Person {i}."} for i in range(6)]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in records))
+    lead = {}
+    for boost in (1.0, 20.0):
+        m = Monjyu(tmp_path / "idx", make_config(search={"graph_title_boost": boost, "graph_dense_seeds": 0}))
+        m.index([corpus])
+        score = {h.document_id: h.score for h in m.search("Where was the director of Madame X born?", mode="graph",
+                                                           top_k=8, answer=False).hits}
+        lead[boost] = score["lloyd"] / max(score[f"f{i}"] for i in range(6))
+    assert lead[20.0] > 3 * lead[1.0] and lead[20.0] > 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -15,6 +16,8 @@ from pydantic import ValidationError
 from .config import LazyConfig, MonjyuConfig, load_config
 from .embed import CachedEmbedder, Embedder, EmbeddingCache, create_embedder
 from .engines.answer import AnswerEngine
+from .engines.hybrid.engine import HybridRAGEngine
+from .engines.hybrid.rerank import Reranker, create_reranker
 from .engines.lazy import LazyConversation, LazySearchEngine
 from .engines.lazy.search import PhaseCallback
 from .engines.relevance import LocalRelevanceScorer
@@ -26,10 +29,13 @@ from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
 from .retrieval import LoadedIndex, SearchFilters, Searcher
 from .retrieval.fusion import weighted_rrf
-from .types import LazySearchResult, SearchResults
+from .store import LanceStore
+from .store.lancedb_store import DOCUMENTS
+from .types import HybridSearchResult, LazySearchResult, SearchResults
 
 DEFAULT_INDEX_DIR = ".monjyu"
 MODES = ("vector", "keyword", "hybrid", "graph")
+DOCUMENT_FIELDS = ["id", "title", "source_path", "file_type", "date"]
 
 
 class Monjyu:
@@ -48,6 +54,8 @@ class Monjyu:
         self._query_embedder: Embedder | None = None
         self._llm: LLM | None = None
         self._answers: AnswerEngine | None = None
+        self._doc_rows: tuple[str, dict[str, int]] | None = None
+        self._reranker: Reranker | None = None
 
     # ------------------------------------------------------------------ indexing
     def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None) -> BuildReport:
@@ -101,12 +109,62 @@ class Monjyu:
         rows = [searcher.row_of(h.text_unit_id) for h in ranked.hits]
         return [hit.to_dict() for hit in communities.rank(rows, level=level)[:top_k]]
 
+    # ------------------------------------------------------------------ documents
+    def _document_rows(self) -> tuple[LanceStore, dict[str, int]]:
+        store = LanceStore(self.generation_dir() / "lancedb")
+        generation = self.manifest().generation
+        if self._doc_rows is None or self._doc_rows[0] != generation:
+            ids = store.documents(["id"])["id"].to_pylist()
+            self._doc_rows = (generation, {d: i for i, d in enumerate(ids)})
+        return store, self._doc_rows[1]
+
+    def list_documents(self, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        """One page of the indexed documents (id order), with the total."""
+        if limit < 1 or offset < 0:
+            raise MonjyuError("limit must be >= 1 and offset >= 0")
+        store, rows = self._document_rows()
+        ids = sorted(rows)[offset:offset + limit]
+        table = store.take(DOCUMENTS, [rows[d] for d in ids], DOCUMENT_FIELDS + ["text_unit_ids"]).to_pylist()
+        by_id = {r["id"]: r for r in table}
+        docs = [{**{k: by_id[d][k] for k in DOCUMENT_FIELDS}, "text_units": len(by_id[d]["text_unit_ids"])} for d in ids]
+        return {"total": len(rows), "offset": offset, "limit": limit, "documents": docs}
+
+    def get_document(self, document_id: str, text_unit_id: str | None = None, context_units: int = 1,
+                     max_chars: int = 20000) -> dict[str, Any]:
+        """A document's metadata and text (cut at max_chars); with text_unit_id, that unit and
+        `context_units` units either side of it: a citation shown in context."""
+        store, rows = self._document_rows()
+        if document_id not in rows:
+            raise MonjyuError(f"no document with id {document_id!r} in the index; list them with list_documents")
+        [doc] = store.take(DOCUMENTS, [rows[document_id]], DOCUMENT_FIELDS + ["text", "metadata", "text_unit_ids"]).to_pylist()
+        _, searcher = self._searcher()
+        units = [searcher.hit(searcher.row_of(u), 0.0, 0, None, None) for u in doc["text_unit_ids"]]
+        units.sort(key=lambda h: h.chunk_index)
+        out = {k: doc[k] for k in DOCUMENT_FIELDS}
+        out["metadata"] = json.loads(doc["metadata"] or "{}")
+        out["length"] = len(doc["text"])
+        out["text"] = doc["text"][:max_chars]
+        out["truncated"] = len(doc["text"]) > max_chars
+        out["text_units"] = [{"id": h.text_unit_id, "chunk_index": h.chunk_index, "start_char": h.start_char,
+                              "end_char": h.end_char, "page": h.page} for h in units]
+        if text_unit_id is not None:
+            position = next((i for i, h in enumerate(units) if h.text_unit_id == text_unit_id), None)
+            if position is None:
+                raise MonjyuError(f"text unit {text_unit_id!r} is not part of document {document_id!r}")
+            window = units[max(0, position - context_units):position + context_units + 1]
+            out["context"] = {"text_unit_id": text_unit_id, "start_char": window[0].start_char,
+                              "end_char": window[-1].end_char, "page": units[position].page,
+                              "text": doc["text"][window[0].start_char:window[-1].end_char],
+                              "unit_text": units[position].text}
+        return out
+
     # ------------------------------------------------------------------ search
     def _searcher(self) -> tuple[Manifest, Searcher]:
         with self._lock:
             m = self.manifest()
             if self._loaded is None or self._loaded[0] != m.generation:
-                loaded = LoadedIndex.load(generation_dir(self.index_dir, m.generation), m.embedder_dim)
+                loaded = LoadedIndex.load(generation_dir(self.index_dir, m.generation), m.embedder_dim,
+                                          self.config.search.graph_title_boost)
                 self._loaded = (m.generation, Searcher(loaded, self.config.search))
             return m, self._loaded[1]
 
@@ -203,6 +261,51 @@ class Monjyu:
         t0 = time.perf_counter()
         with UsageScope() as usage:
             result = await engine.asearch(query, conversation, on_phase, on_token)
+        result.usage = usage.to_dict()
+        result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
+        return result
+
+    def route(self, query: str) -> dict[str, Any]:
+        """Which engine suits the question: local -> baseline RAG ("search"), global -> lazy,
+        relationship and hybrid -> hybridrag. Rules, or the LLM when configured."""
+        return run_sync(self.aroute(query))
+
+    async def aroute(self, query: str) -> dict[str, Any]:
+        _, searcher = self._searcher()
+        answers = self._answer_engine()
+        engine = HybridRAGEngine(self.config.hybrid, self.config.rerank, self.config.search, searcher,
+                                 lambda q: q, answers, None)
+        c = await engine.classify(query)
+        route = {"local": "search", "global": "lazy", "relationship": "hybridrag", "hybrid": "hybridrag"}[c.type]
+        return {"engine": route, "type": c.type, "confidence": c.confidence, "entities": c.entities, "method": c.method}
+
+    def hybrid_search(self, query: str, top_k: int | None = None, offset: int = 0, filters: SearchFilters | None = None,
+                      weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
+                      answer: bool = True, on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
+        """HybridRAG: query classification, BM25 + vector + graph (graph mode by query type) fused
+        by weighted RRF, reranking, and (crag=True) Corrective RAG grading with selective
+        generation: an answer only when the graded context suffices."""
+        return run_sync(self.ahybrid_search(query, top_k, offset, filters, weights, rerank, crag, answer, on_token))
+
+    async def ahybrid_search(self, query: str, top_k: int | None = None, offset: int = 0,
+                             filters: SearchFilters | None = None, weights: dict[str, float] | None = None,
+                             rerank: bool | None = None, crag: bool | None = None, answer: bool = True,
+                             on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
+        """The async twin of `hybrid_search`."""
+        if not query or not query.strip():
+            raise MonjyuError("the query is empty")
+        top_k = top_k or self.config.search.top_k
+        if offset < 0 or top_k < 1:
+            raise MonjyuError("top_k must be >= 1 and offset >= 0")
+        manifest, searcher = self._searcher()
+        answers = self._answer_engine()
+        if self._reranker is None and self.config.rerank.provider != "none":
+            self._reranker = create_reranker(self.config.rerank, answers.scorer)
+        engine = HybridRAGEngine(self.config.hybrid, self.config.rerank, self.config.search, searcher,
+                                 lambda q: self._embed_query(manifest, q), answers, self._reranker)
+        t0 = time.perf_counter()
+        with UsageScope() as usage:
+            result = await engine.asearch(query, top_k, offset, filters, weights, rerank, crag, answer, on_token)
         result.usage = usage.to_dict()
         result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
         return result

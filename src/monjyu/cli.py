@@ -97,7 +97,7 @@ def index(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="the question or keywords")],
-    mode: Annotated[Optional[str], typer.Option(help="vector | keyword | hybrid | graph | lazy")] = None,
+    mode: Annotated[Optional[str], typer.Option(help="vector | keyword | hybrid | graph | lazy | hybridrag | auto (routes by question type)")] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", help="hits to return")] = None,
     offset: Annotated[int, typer.Option(help="skip this many hits (pagination)")] = 0,
     threshold: Annotated[Optional[float], typer.Option(help="minimum cosine similarity for vector hits")] = None,
@@ -108,39 +108,45 @@ def search(
     preset: Annotated[Optional[str], typer.Option(help="lazy: z100 | z500 | z1500")] = None,
     budget: Annotated[Optional[int], typer.Option(help="lazy: relevance tests (sentences) to spend")] = None,
     trace: Annotated[bool, typer.Option("--trace", help="lazy: show the path through the communities")] = False,
+    weights: Annotated[Optional[str], typer.Option(help="hybridrag: keyword,semantic,graph weights summing to 1, e.g. 0.2,0.3,0.5")] = None,
+    rerank: Annotated[Optional[bool], typer.Option("--rerank/--no-rerank", help="hybridrag: rerank stage on/off")] = None,
+    crag: Annotated[Optional[bool], typer.Option("--crag/--no-crag", help="hybridrag: grade results, abstain when the context is insufficient")] = None,
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the index: an answer citing its sources (LLM, or extractive without one), then the
-    ranked passages. --mode lazy runs LazyGraphRAG search."""
+    ranked passages. --mode lazy runs LazyGraphRAG search, --mode hybridrag the HybridRAG pipeline,
+    --mode auto picks by the question's type."""
     streamed = stream and answer and not as_json
 
     def on_token(delta: str) -> None:
         out.print(delta, end="", highlight=False, markup=False, soft_wrap=True)
 
-    if mode == "lazy":
-        try:
-            lazy = _facade(index, config).lazy_search(query, preset=preset, budget=budget,
-                                                      on_token=on_token if stream and not as_json else None)
-        except MonjyuError as exc:
-            _fail(exc)
-            return
-        if as_json:
-            print(json.dumps(lazy.to_dict(), ensure_ascii=False, indent=1))
-        else:
-            _print_lazy(lazy, stream, trace)
-        return
     try:
         filters = SearchFilters.parse(filter_ or [])
-        result = _facade(index, config).search(query, mode=mode, top_k=top_k, offset=offset, filters=filters,
-                                               threshold=threshold, answer=answer, expand=expand,
-                                               on_token=on_token if streamed else None)
+        m = _facade(index, config)
+        engine = m.route(query)["engine"] if mode == "auto" else (mode or "search")
+        tokens = on_token if streamed or (stream and engine == "lazy" and not as_json) else None
+        if engine == "lazy":
+            result = m.lazy_search(query, preset=preset, budget=budget, on_token=tokens)
+        elif engine == "hybridrag":
+            result = m.hybrid_search(query, top_k=top_k, offset=offset, filters=filters, weights=_weights(weights),
+                                     rerank=rerank, crag=crag, answer=answer, on_token=tokens)
+        else:
+            result = m.search(query, mode=None if engine == "search" else engine, top_k=top_k, offset=offset,
+                              filters=filters, threshold=threshold, answer=answer, expand=expand, on_token=tokens)
     except MonjyuError as exc:
         _fail(exc)
         return
     if as_json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
+        print(json.dumps({**result.to_dict(), "engine": engine}, ensure_ascii=False, indent=1))
+        return
+    if engine == "lazy":
+        _print_lazy(result, stream, trace)
+        return
+    if engine == "hybridrag":
+        _print_hybrid(result, streamed)
         return
     if result.answer:
         _print_answer(result, streamed)
@@ -156,6 +162,33 @@ def search(
     out.print(f"[dim]{len(result.hits)} of {result.total_count} candidates, {result.mode}, retrieval "
               f"{t.get('retrieval_ms', 0):.0f} ms, answer {t.get('answer_ms', 0):.0f} ms, "
               f"LLM calls {result.usage.get('calls', 0)}, tokens {result.usage.get('total_tokens', 0)}[/]")
+
+
+def _weights(text: str | None) -> dict[str, float] | None:
+    if text is None:
+        return None
+    try:
+        k, s, g = (float(x) for x in text.split(","))
+    except ValueError:
+        raise MonjyuError(f"--weights takes three numbers keyword,semantic,graph (e.g. 0.2,0.3,0.5), not {text!r}") from None
+    return {"keyword": k, "semantic": s, "graph": g}
+
+
+def _print_hybrid(result, streamed: bool) -> None:
+    if result.answer:
+        _print_answer(result, streamed)
+    c = result.classification
+    out.print(f"[dim]query type {c['type']} ({c['method']}, confidence {c['confidence']:.2f}), weights "
+              + ", ".join(f"{k} {v:.2f}" for k, v in result.weights.items())
+              + f"; reranker {result.reranker or 'off'}"
+              + (f"; CRAG {result.crag['grades']}" if result.crag else "") + "[/]", highlight=False)
+    for item in result.items:
+        h = item.hit
+        grade = f" [{item.grade}]" if item.grade else ""
+        out.print(f"[bold]{h.rank}.[/] [cyan]{escape(h.document_title)}[/] ({escape(_where(h))}){escape(grade)} "
+                  f"combined={item.scores['combined']:.4f}", highlight=False)
+        text = " … ".join(item.strips) if item.strips else h.text
+        out.print("   " + (text if len(text) <= 400 else text[:400] + "…"), highlight=False, markup=False)
 
 
 def _print_lazy(result, streamed: bool, trace: bool) -> None:
@@ -336,6 +369,30 @@ def graph_export(
         _fail(exc)
         return
     out.print(f"wrote {path}")
+
+
+@app.command()
+def serve(
+    index: IndexOpt = Path(DEFAULT_INDEX_DIR),
+    config: ConfigOpt = None,
+    transport: Annotated[str, typer.Option(help="stdio (the client starts the server) | http (streamable HTTP at /mcp)")] = "stdio",
+    host: Annotated[str, typer.Option(help="http: address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="http: port")] = 8765,
+) -> None:
+    """Run the MCP server (tools: search, lazy_search, get_document, list_documents, index_status, index)."""
+    from .mcp_server import serve as run_server
+
+    try:
+        run_server(_facade(index, config), transport, host, port)
+    except MonjyuError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        pass
+
+
+def serve_main() -> None:
+    """`monjyu-mcp`: the same as `monjyu serve`."""
+    typer.run(serve)
 
 
 def main() -> None:

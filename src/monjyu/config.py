@@ -67,9 +67,10 @@ class SearchConfig(BaseModel):
     # the query and both retrievers run again; this reaches passages that share few words with
     # the question, the second hop of multi-hop questions. The first `feedback_keep` hits of the
     # first round keep their places. bench/level0_quality.py measures it on and off.
-    graph_weight: float = Field(0.3, ge=0.0, le=1.0, description="weight of the graph list in hybrid fusion (needs Level 1)")
+    graph_weight: float = Field(0.4, ge=0.0, le=1.0, description="weight of the graph list in hybrid fusion (needs Level 1)")
     graph_dense_seeds: int = Field(5, ge=0, le=100, description="best vector hits that also seed the graph walk")
     graph_damping: float = Field(0.5, gt=0.0, lt=1.0)
+    graph_title_boost: float = Field(20.0, ge=1.0, le=1000.0, description="walk from a phrase to the units titled by it this many times as often")
     feedback: bool = True
     feedback_keep: int = Field(3, ge=0, le=100)
     feedback_weight: float = Field(2.0, ge=0.0, le=10.0, description="weight of each feedback list (vector, keyword) vs the first round (1.0)")
@@ -117,6 +118,33 @@ class AnswerConfig(BaseModel):
     expansions: int = Field(3, ge=1, le=10, description="LLM rewrites of the query for expanded search")
 
 
+class RerankConfig(BaseModel):
+    """Stage 3 of HybridRAG. local: best-sentence relevance, offline, nothing to download."""
+
+    provider: Literal["local", "cross-encoder", "api", "none"] = "local"
+    model: str = ""  # cross-encoder name/path, or the API's model
+    base_url: str = ""  # api: e.g. https://api.cohere.com/v2 or a self-hosted Infinity/TEI server
+    api_key_env: str = "RERANK_API_KEY"
+    candidates: int = Field(30, ge=1, le=500, description="fused results the reranker sees")
+    weight: float = Field(0.5, ge=0.0, le=1.0, description="share of the rerank score in the final order; the rest is the fused rank")
+    timeout_s: float = Field(30.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+
+
+class HybridConfig(BaseModel):
+    """HybridRAG (CONV-07). Weights per query type are keyword, semantic, graph."""
+
+    classifier: Literal["auto", "rules", "llm"] = "auto"  # auto: the LLM when one is configured
+    weights: dict[str, tuple[float, float, float]] = {
+        "local": (0.35, 0.35, 0.30), "global": (0.20, 0.30, 0.50),
+        "relationship": (0.20, 0.20, 0.60), "hybrid": (0.33, 0.34, 0.33)}
+    rerank: bool = True
+    crag: bool = False  # grade results, drop the incorrect, retry once with a rewritten query
+    crag_correct: float = Field(6.0, ge=0.0, le=10.0, description="relevance (0-10) at or above which a result is correct")
+    crag_incorrect: float = Field(3.0, ge=0.0, le=10.0, description="relevance below which a result is incorrect")
+    min_coverage: float = Field(0.5, ge=0.0, le=1.0, description="share of the question's terms the correct results must cover to answer")
+
+
 LAZY_PRESETS = {"z100": (100, 20), "z500": (500, 50), "z1500": (1500, 100)}  # budget, sufficient relevant
 
 
@@ -147,6 +175,14 @@ class LazyConfig(BaseModel):
         return budget, self.sufficient_relevant or min(enough, budget)
 
 
+class MCPConfig(BaseModel):
+    """The MCP server (`monjyu serve`). Its `index` tool is off unless allowed, and then only
+    reaches paths inside `allowed_roots`."""
+
+    allow_index: bool = False
+    allowed_roots: list[str] = []  # folders whose files MCP clients may add to the index
+
+
 class MonjyuConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MONJYU_", env_nested_delimiter="__", extra="forbid")
 
@@ -158,6 +194,9 @@ class MonjyuConfig(BaseSettings):
     llm: LLMConfig = LLMConfig()
     answer: AnswerConfig = AnswerConfig()
     lazy: LazyConfig = LazyConfig()
+    rerank: RerankConfig = RerankConfig()
+    hybrid: HybridConfig = HybridConfig()
+    mcp: MCPConfig = MCPConfig()
     cache_dir: str = ""  # embedding cache; default <index>/cache
 
     @classmethod

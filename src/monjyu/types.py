@@ -183,3 +183,47 @@ class LazySearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class HybridItem:
+    """One HybridRAG result: the unit, its score from every stage, its CRAG grade and highlights."""
+
+    hit: SearchHit
+    scores: dict[str, float | None]  # combined, keyword, semantic, graph, rerank, crag
+    grade: str | None = None  # correct | ambiguous | incorrect (None: CRAG off)
+    strips: list[str] = field(default_factory=list)  # the relevant sentences of an ambiguous result
+    highlights: list[dict[str, Any]] = field(default_factory=list)  # {text, start, end} in the unit text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.hit.to_dict(), "scores": self.scores, "grade": self.grade, "strips": self.strips,
+                "highlights": self.highlights}
+
+
+@dataclass
+class HybridSearchResult:
+    query: str
+    classification: dict[str, Any]  # type, confidence, entities, relation_hint, method
+    weights: dict[str, float]
+    items: list[HybridItem]
+    total_count: int
+    strategies: dict[str, dict[str, float]]  # per strategy: count, time_ms, top_score (and graph mode)
+    reranker: str | None
+    crag: dict[str, Any] | None  # grade counts, corrective rewrite, sufficiency
+    answer: Answer | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def hits(self) -> list[SearchHit]:
+        return [i.hit for i in self.items]
+
+    @property
+    def citations(self) -> list[Citation]:
+        return self.answer.citations if self.answer else []
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(self).items() if k not in ("items", "answer")}
+        out["items"] = [i.to_dict() for i in self.items]
+        out["answer"] = self.answer.to_dict() if self.answer else None
+        return out

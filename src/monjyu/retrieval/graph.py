@@ -20,6 +20,7 @@ from ..store import LanceStore
 from ..store.lancedb_store import ENTITIES
 from ..store.sparse import load_incidence
 
+_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")  # "Inherent Vice (film)" is about "inherent vice"
 _WORDS = re.compile(r"[\w][\w'’\-\.]*|[^\s\w]")
 
 
@@ -39,11 +40,30 @@ class PhraseGraph:
         usable = sp.diags((~self.is_hub).astype(np.float32))
         inc = ((self.incidence > 0).astype(np.float32) @ usable).tocsr()
         self._links = inc  # units x phrases, 1 where a non-hub phrase occurs in a unit
-        # Column-stochastic transitions: unit -> its phrases, phrase -> its units (uniform).
-        unit_deg = np.asarray(inc.sum(axis=1)).ravel()
-        phrase_deg = np.asarray(inc.sum(axis=0)).ravel()
-        self._u2p = (sp.diags(1.0 / np.maximum(unit_deg, 1)) @ inc).T.tocsr()  # phrases x units
-        self._p2u = (inc @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr()  # units x phrases
+        self._set_transitions(inc, inc)
+
+    def _set_transitions(self, unit_to_phrase: sp.csr_matrix, phrase_to_unit: sp.csr_matrix) -> None:
+        """Column-stochastic walks: unit -> its phrases (uniform), phrase -> its units (by weight)."""
+        unit_deg = np.asarray(unit_to_phrase.sum(axis=1)).ravel()
+        phrase_deg = np.asarray(phrase_to_unit.sum(axis=0)).ravel()
+        self._u2p = (sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr()  # phrases x units
+        self._p2u = (phrase_to_unit @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr()  # units x phrases
+
+    def link_titles(self, titles: list[str], boost: float) -> None:
+        """A unit whose title names a phrase is *about* it ("Frank Lloyd" is the page of the phrase
+        frank lloyd, the films that mention him are not): the walk from that phrase goes to it
+        `boost` times as often as to a unit that merely mentions the phrase."""
+        if boost == 1.0:
+            return
+        rows, cols = [], []
+        for row, title in enumerate(titles):
+            words = [w.lower() for w in _WORDS.findall(_PARENTHETICAL.sub("", title or ""))]
+            node = self.vocab.get(normalize_phrase(words)) if words else None
+            if node is not None and not self.is_hub[node]:
+                rows.append(row)
+                cols.append(node)
+        about = sp.csr_matrix((np.full(len(rows), boost - 1.0, np.float32), (rows, cols)), shape=self._links.shape)
+        self._set_transitions(self._links, (self._links.maximum(about > 0) + about).tocsr())
 
     @classmethod
     def load(cls, generation_dir: Path) -> "PhraseGraph | None":

@@ -40,13 +40,15 @@ class LoadedIndex:
     communities: CommunityIndex | None = None
 
     @classmethod
-    def load(cls, generation_dir: Path, dim: int) -> "LoadedIndex":
+    def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0) -> "LoadedIndex":
         table = LanceStore(generation_dir / "lancedb").units(META_COLUMNS + ["vector"])
         columns = {c: np.array(table[c].to_pylist(), dtype=object) for c in META_COLUMNS}
         n = table.num_rows
         flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False) if n else np.zeros(0)
         vectors = np.ascontiguousarray(flat, dtype=np.float32).reshape(n, dim)
         graph = PhraseGraph.load(generation_dir)
+        if graph is not None and title_boost != 1.0:
+            graph.link_titles(columns["title"].tolist(), title_boost)
         communities = None
         if graph is not None:
             communities = CommunityIndex.load(generation_dir, {u: i for i, u in enumerate(columns["id"])})
@@ -120,6 +122,56 @@ class Searcher:
         rows = _top(scores, n, valid)
         return [(r, float(scores[r])) for r in rows], int(valid.sum())
 
+    def community_ranking(self, query: str, query_vector: np.ndarray, n: int, mask: np.ndarray | None,
+                          communities: int = 5) -> tuple[list[tuple[int, float]], int]:
+        """Global questions: the communities holding most of the query's best units, then their
+        units by similarity, taken in turn from each community so every theme is represented."""
+        index = self.require_communities()
+        seed, _ = self.vector_ranking(query_vector, max(n, 50), mask)
+        ranked_rows = [r for r, _ in seed]
+        level = index.levels[min(1, len(index.levels) - 1)]  # below the coarsest: themes, not the whole corpus
+        top = index.rank(ranked_rows, level=level)[:communities]
+        sims = self.index.vectors @ np.asarray(query_vector, dtype=np.float32)
+        queues = []
+        for hit in top:
+            rows = hit.community.unit_rows
+            if mask is not None:
+                rows = rows[mask[rows]]
+            queues.append(rows[np.argsort(-sims[rows], kind="stable")].tolist())
+        out: dict[int, float] = {}
+        depth = 0
+        while len(out) < n and any(depth < len(q) for q in queues):
+            for q in queues:
+                if depth < len(q) and q[depth] not in out:
+                    out[q[depth]] = 1.0 / (1 + len(out))
+            depth += 1
+        ranked = list(out.items())[:n]
+        return ranked, len(ranked)
+
+    def relation_ranking(self, query: str, query_vector: np.ndarray | None, n: int, mask: np.ndarray | None,
+                         entities: list[str] | None = None) -> tuple[list[tuple[int, float]], int]:
+        """Relationship questions: units on paths between the named things. A walk from each entity
+        alone scores every unit; a unit's score is the geometric mean over the entities, so units
+        close to all of them (the links between) rank first. With one entity or none, the
+        ordinary graph walk."""
+        graph = self.require_graph()
+        nodes = graph.match(" ; ".join(entities) if entities else query, self.phrase_extractor())
+        if len(nodes) < 2:
+            return self.graph_ranking(query, query_vector, n, mask)
+        walks = [graph.personalized_pagerank({node: 1.0}, damping=0.7) for node in nodes]
+        scores = np.exp(np.mean([np.log(w + 1e-12) for w in walks], axis=0)).astype(np.float32)
+        valid = scores > 1e-10
+        if mask is not None:
+            valid &= mask
+        rows = _top(scores, n, valid)
+        return [(r, float(scores[r])) for r in rows], int(valid.sum())
+
+    def require_communities(self) -> CommunityIndex:
+        self.require_graph()
+        if self.index.communities is None:
+            raise MonjyuError("this index has no communities: rebuild it with Level 1")
+        return self.index.communities
+
     def require_graph(self) -> PhraseGraph:
         if self.index.graph is None:
             raise MonjyuError("this index has no Level 1 graph: rebuild it without `--level 0` to use graph search")
@@ -176,7 +228,7 @@ class Searcher:
                 ranked = linear_fusion(lists, weights)
             if cfg.feedback and ranked:
                 t = time.perf_counter()
-                ranked = self._feedback_round(query, query_vector, ranked, n, mask, threshold)
+                ranked = self.feedback_round(query, query_vector, ranked, n, mask, threshold)
                 timings["feedback_ms"] = (time.perf_counter() - t) * 1000
             total = len(ranked)
         else:
@@ -186,7 +238,7 @@ class Searcher:
         timings["search_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResults(query=query, mode=mode, hits=hits, total_count=total, timings_ms=timings)
 
-    def _feedback_round(self, query: str, query_vector: np.ndarray, first: list[tuple[int, float]], n: int,
+    def feedback_round(self, query: str, query_vector: np.ndarray, first: list[tuple[int, float]], n: int,
                         mask: np.ndarray | None, threshold: float | None) -> list[tuple[int, float]]:
         """Search again with the best passage added to the query (vector: sum of the two unit
         vectors; keyword: both term lists), fuse with the first round, keep its top hits in place."""

@@ -1,0 +1,80 @@
+"""Stage 1: what kind of question is this? local (a fact about something), global (themes across
+the collection), relationship (how things connect), or hybrid (both kinds of cue). Rule-based by
+default, in English and Japanese; the LLM classifies instead when one is configured."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from string import Template
+
+from pydantic import BaseModel, Field
+
+from ...errors import ServiceError
+from ...llm import LLM, Message, load_prompt
+from ...nlp.lang import detect_language
+
+QUERY_TYPES = ("local", "global", "relationship", "hybrid")
+# keyword / semantic / graph weights per query type (CONV-07)
+DEFAULT_WEIGHTS: dict[str, tuple[float, float, float]] = {
+    "local": (0.35, 0.35, 0.30), "global": (0.20, 0.30, 0.50),
+    "relationship": (0.20, 0.20, 0.60), "hybrid": (0.33, 0.34, 0.33),
+}
+
+_GLOBAL = {
+    "en": re.compile(r"\b(overall|main (themes?|topics?|ideas?|findings|trends)|key (themes?|topics?|findings|trends)|"
+                     r"summari[sz]e|summary|overview|in general|across (the|all)|whole (collection|corpus)|"
+                     r"(all|these|the) (documents|papers|articles)|trends?|landscape|common (themes?|patterns?)|"
+                     r"what (topics|themes) )", re.I),
+    "ja": re.compile(r"全体|テーマ|要約|概要|傾向|まとめ|総じて|主な|全般|俯瞰|全文書|すべての(文書|論文)|共通"),
+}
+_RELATION = {
+    "en": re.compile(r"\b(relat(ionship|ion|e[sd]?) (between|to|with)|connect(ion|ed)? (between|to|with)|"
+                     r"link(s|ed)? (between|to)|differ(ence|s)? (between|from)|compare[sd]?|comparison|versus|vs\.?|"
+                     r"influence[sd]? (on|by)|affect(s|ed)?|(both|either) .+ (and|or)|same (country|nationality|"
+                     r"place|year)|who (is|was) (older|younger)|(earlier|later|first),? .+ or |"
+                     r"(director|author|composer|performer|father|mother|husband|wife|spouse|child|son|daughter|"
+                     r"founder|creator|producer) of (the )?(film|song|book|album|novel|company|work)?)", re.I),
+    "ja": re.compile(r"関係|関連|違い|比較|つながり|繋がり|影響|共通点|相違|対比|どちらが"),
+}
+
+
+@dataclass
+class Classification:
+    type: str
+    confidence: float
+    entities: list[str] = field(default_factory=list)
+    relation_hint: str = ""
+    method: str = "rules"
+
+
+def rule_classify(query: str, entities: list[str]) -> Classification:
+    lang = detect_language(query)
+    is_global = bool(_GLOBAL[lang].search(query))
+    relation = _RELATION[lang].search(query)
+    is_relation = bool(relation) or (len(entities) >= 2 and bool(re.search(r"\b(and|or)\b|と|や", query))
+                                     and not is_global and bool(re.search(r"\b(how|why)\b|どう|なぜ", query)))
+    if is_global and is_relation:
+        return Classification("hybrid", 0.6, entities, relation.group(0) if relation else "")
+    if is_global:
+        return Classification("global", 0.8, entities)
+    if is_relation:
+        return Classification("relationship", 0.8, entities, relation.group(0) if relation else "")
+    return Classification("local", 0.7 if entities else 0.5, entities)
+
+
+class LLMClassification(BaseModel):
+    type: str = Field(pattern="^(local|global|relationship|hybrid)$")
+    confidence: float = Field(ge=0, le=1)
+    entities: list[str] = Field(default_factory=list)
+    relation_hint: str = ""
+
+
+async def llm_classify(llm: LLM, query: str, fallback: Classification, prompts_dir: str | None = None) -> Classification:
+    system = Template(load_prompt("classify", detect_language(query), prompts_dir)).safe_substitute()
+    try:
+        result = await llm.achat([Message("system", system), Message("user", query)], schema=LLMClassification)
+    except ServiceError:
+        return fallback
+    p = result.parsed
+    return Classification(p.type, p.confidence, p.entities or fallback.entities, p.relation_hint, method=f"llm:{llm.id}")

@@ -1,0 +1,258 @@
+"""The HybridRAG pipeline (CONV-07): classify -> BM25 + vector + graph in parallel, weighted RRF ->
+rerank -> CRAG and selective generation. Every stage runs for real; each can be switched off per
+query, and the result records what each one did."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from ...config import HybridConfig, RerankConfig, SearchConfig
+from ...errors import MonjyuError, ServiceError
+from ...retrieval import SearchFilters, Searcher
+from ...retrieval.fusion import weighted_rrf
+from ...types import Answer, HybridItem, HybridSearchResult, SearchHit
+from ..answer import AnswerEngine
+from ..extractive import insufficient
+from .classify import Classification, llm_classify, rule_classify
+from .crag import Grade, grade_llm, grade_local, sufficiency_llm, sufficiency_local
+from .rerank import Reranker
+
+STRATEGIES = ("keyword", "semantic", "graph")
+GRAPH_MODE = {"local": "entity", "global": "community", "relationship": "relation", "hybrid": "multihop"}
+WebSearch = Callable[[str], Sequence[str]]  # a hook for CRAG's last resort; none is installed by default
+
+
+class HybridRAGEngine:
+    def __init__(self, config: HybridConfig, rerank_config: RerankConfig, search_config: SearchConfig,
+                 searcher: Searcher, embed_query: Callable[[str], np.ndarray], answers: AnswerEngine,
+                 reranker: Reranker | None, web_search: WebSearch | None = None):
+        self.config = config
+        self.rerank_config = rerank_config
+        self.search_config = search_config
+        self.searcher = searcher
+        self.embed_query = embed_query
+        self.answers = answers
+        self.reranker = reranker
+        self.web_search = web_search
+        self.llm = answers.llm
+        self.prompts_dir = answers.config.prompts_dir or None
+
+    # ------------------------------------------------------------------ stage 1
+    async def classify(self, query: str) -> Classification:
+        entities = []
+        if self.searcher.index.graph is not None:
+            graph = self.searcher.index.graph
+            entities = [graph.phrases[n] for n in graph.match(query, self.searcher.phrase_extractor())]
+        rules = rule_classify(query, entities)
+        use_llm = self.llm is not None and self.config.classifier != "rules"
+        if self.config.classifier == "llm" and self.llm is None:
+            raise MonjyuError("hybrid.classifier is 'llm' but no LLM is configured (llm.provider is none)")
+        return await llm_classify(self.llm, query, rules, self.prompts_dir) if use_llm else rules
+
+    # ------------------------------------------------------------------ stage 2
+    def _strategy(self, name: str, query: str, vector: np.ndarray, n: int, mask: np.ndarray | None,
+                  cls: Classification) -> tuple[list[tuple[int, float]], float]:
+        t = time.perf_counter()
+        s = self.searcher
+        if name == "keyword":
+            ranked, _ = s.keyword_ranking(query, n, mask)
+        elif name == "semantic":
+            ranked, _ = s.vector_ranking(vector, n, mask)
+        elif GRAPH_MODE[cls.type] == "community":
+            ranked, _ = s.community_ranking(query, vector, n, mask)
+        elif GRAPH_MODE[cls.type] == "relation":
+            ranked, _ = s.relation_ranking(query, vector, n, mask, cls.entities)
+        else:  # entity (local) and multi-hop (hybrid) both walk the phrase graph from the query's phrases
+            ranked, _ = s.graph_ranking(query, vector, n, mask)
+        return ranked, (time.perf_counter() - t) * 1000
+
+    async def _triple_search(self, query: str, vector: np.ndarray, n: int, mask: np.ndarray | None,
+                             cls: Classification, weights: dict[str, float]) -> tuple[list[tuple[int, float]], dict, dict]:
+        names = [k for k in STRATEGIES if weights[k] > 0 and (k != "graph" or self.searcher.index.graph is not None)]
+        runs = await asyncio.gather(*(asyncio.to_thread(self._strategy, k, query, vector, n, mask, cls) for k in names))
+        per = {k: dict(r) for k, (r, _) in zip(names, runs)}
+        metrics = {k: {"count": len(r), "time_ms": round(ms, 2), "top_score": round(r[0][1], 6) if r else 0.0}
+                   for k, (r, ms) in zip(names, runs)}
+        if "graph" in metrics:
+            metrics["graph"]["mode"] = GRAPH_MODE[cls.type]
+        fused = weighted_rrf([[row for row, _ in r] for r, _ in runs], [weights[k] for k in names],
+                             self.search_config.rrf_k)
+        if self.search_config.feedback and fused:  # the second hop of multi-hop questions
+            fused = self.searcher.feedback_round(query, vector, fused, n, mask, None)
+        return fused, per, metrics
+
+    # ------------------------------------------------------------------ stage 3
+    def _rerank(self, query: str, vector: np.ndarray, fused: list[tuple[int, float]]) -> tuple[list[int], dict[int, float]]:
+        """Rerank the best candidates; the final order fuses the reranker's order with the fused
+        order (weighted RRF), so a reranker's mistake on one passage cannot bury a strong hit."""
+        head = [row for row, _ in fused[:self.rerank_config.candidates]]
+        texts = [self._text(row) for row in head]
+        scores = self.reranker.scores(query, vector, texts)
+        by_rerank = [head[i] for i in np.argsort(-scores, kind="stable")]
+        w = self.rerank_config.weight
+        order = [row for row, _ in weighted_rrf([head, by_rerank], [1.0 - w, w], self.search_config.rrf_k)]
+        return order + [row for row, _ in fused[len(head):]], {row: float(v) for row, v in zip(head, scores)}
+
+    def _text(self, row: int) -> str:
+        c = self.searcher.index.columns
+        return f"{c['title'][row]}\n{c['text'][row]}" if c["title"][row] else c["text"][row]
+
+    # ------------------------------------------------------------------ stage 4
+    async def _grade(self, query: str, vector: np.ndarray, rows: list[int]) -> list[Grade]:
+        texts = [self.searcher.index.columns["text"][r] for r in rows]
+        grades = await asyncio.to_thread(grade_local, query, vector, texts, self.answers.scorer,
+                                         self.config.crag_correct, self.config.crag_incorrect)
+        if self.llm is not None:
+            grades = await grade_llm(self.llm, query, texts, grades, self.prompts_dir)
+        return grades
+
+    async def _rewrite(self, query: str, rows: list[int], grades: list[Grade]) -> str:
+        """Nothing graded correct: a new query. The LLM rewrites it; without one, the query is
+        extended with the phrases of the two best-graded results (pseudo-relevance feedback)."""
+        if self.llm is not None:
+            rewrites = await self.answers.aexpand(query)
+            if len(rewrites) > 1:
+                return rewrites[1]
+        graph = self.searcher.index.graph
+        best = [r for r, _ in sorted(zip(rows, grades), key=lambda x: -x[1].score)][:2]
+        if graph is None or not best:
+            return query
+        phrases = []
+        for row in best:
+            phrases += [graph.phrases[p] for p in graph.incidence[row].indices if not graph.is_hub[p]]
+        return query + " " + " ".join(dict.fromkeys(phrases[:10]))
+
+    # ------------------------------------------------------------------ entry point
+    async def asearch(self, query: str, top_k: int = 10, offset: int = 0, filters: SearchFilters | None = None,
+                      weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
+                      answer: bool = True, on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        cls = await self.classify(query)
+        timings["classify_ms"] = (time.perf_counter() - t) * 1000
+        w = dict(zip(STRATEGIES, self.config.weights[cls.type])) if weights is None else dict(weights)
+        if set(w) != set(STRATEGIES) or abs(sum(w.values()) - 1.0) > 0.01 or min(w.values()) < 0:
+            raise MonjyuError(f"weights must be keyword, semantic, graph in [0, 1] summing to 1 (+/- 0.01), got {w}")
+
+        t = time.perf_counter()
+        vector = await asyncio.to_thread(self.embed_query, query)
+        mask = self.searcher.index.mask(filters)
+        n = max(self.search_config.candidates, offset + top_k)
+        fused, per, metrics = await self._triple_search(query, vector, n, mask, cls, w)
+        timings["search_ms"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
+        use_rerank = (self.config.rerank if rerank is None else rerank) and self.reranker is not None
+        rerank_scores: dict[int, float] = {}
+        order = [row for row, _ in fused]
+        if use_rerank and order:
+            order, rerank_scores = await asyncio.to_thread(self._rerank, query, vector, fused)
+        timings["rerank_ms"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
+        grades: dict[int, Grade] = {}
+        crag_info = None
+        if self.config.crag if crag is None else crag:
+            order, grades, crag_info = await self._corrective(query, vector, order, offset + top_k, mask, cls, w)
+        timings["crag_ms"] = (time.perf_counter() - t) * 1000
+
+        combined = {row: score for row, score in fused}
+        page = order[offset:offset + top_k]
+        q_terms = set(self.searcher.analyzer.terms(query))
+        items = []
+        for rank, row in enumerate(page, start=offset + 1):
+            g = grades.get(row)
+            hit = self.searcher.hit(row, combined.get(row, 0.0), rank, per.get("semantic", {}).get(row),
+                                    per.get("keyword", {}).get(row))
+            text = hit.text
+            items.append(HybridItem(
+                hit=hit,
+                scores={"combined": combined.get(row, 0.0), "keyword": per.get("keyword", {}).get(row),
+                        "semantic": per.get("semantic", {}).get(row), "graph": per.get("graph", {}).get(row),
+                        "rerank": rerank_scores.get(row), "crag": g.score if g else None},
+                grade=g.grade if g else None,
+                strips=[text[a:b] for a, b in g.strips] if g and g.grade == "ambiguous" else [],
+                highlights=_highlights(text, q_terms, self.searcher.analyzer)))
+
+        result = HybridSearchResult(
+            query=query, classification={"type": cls.type, "confidence": cls.confidence, "entities": cls.entities,
+                                         "relation_hint": cls.relation_hint, "method": cls.method},
+            weights=w, items=items, total_count=len(order), strategies=metrics,
+            reranker=self.reranker.name if use_rerank else None, crag=crag_info, timings_ms=timings)
+        if answer:
+            t = time.perf_counter()
+            result.answer = await self._answer(query, vector, items, crag_info, on_token)
+            timings["answer_ms"] = (time.perf_counter() - t) * 1000
+        return result
+
+    async def _corrective(self, query: str, vector: np.ndarray, order: list[int], need: int, mask: np.ndarray | None,
+                          cls: Classification, w: dict[str, float]) -> tuple[list[int], dict[int, Grade], dict]:
+        """Grade the results a page needs (plus a margin), drop the incorrect; when nothing is
+        correct, search once more with a rewritten query and keep the better graded set."""
+        head = order[:max(need, self.rerank_config.candidates)]
+        grades = dict(zip(head, await self._grade(query, vector, head)))
+        info: dict = {"rewritten_query": None, "web_search": False}
+        if not any(g.grade == "correct" for g in grades.values()):
+            rewritten = await self._rewrite(query, head, list(grades.values()))
+            if rewritten != query:
+                info["rewritten_query"] = rewritten
+                v2 = await asyncio.to_thread(self.embed_query, rewritten)
+                fused2, _, _ = await self._triple_search(rewritten, v2, len(head), mask, cls, w)
+                head2 = [row for row, _ in fused2[:len(head)]]
+                grades2 = dict(zip(head2, await self._grade(query, vector, head2)))
+                if sum(g.grade == "correct" for g in grades2.values()) > 0:
+                    head, grades = head2, grades2
+            if self.web_search is not None and not any(g.grade == "correct" for g in grades.values()):
+                info["web_search"] = True  # the hook's passages go to the answer as extra context
+                info["web_results"] = list(self.web_search(query))
+        kept = [row for row in head if grades[row].grade != "incorrect"]
+        info["grades"] = {k: sum(g.grade == k for g in grades.values()) for k in ("correct", "ambiguous", "incorrect")}
+        return kept, grades, info
+
+    async def _answer(self, query: str, vector: np.ndarray, items: list[HybridItem], crag_info: dict | None,
+                      on_token: Callable[[str], None] | None) -> Answer:
+        if crag_info is None:  # no grading: answer from the ranked items, as baseline RAG does
+            return await self.answers.aanswer(query, vector, [i.hit for i in items], on_token)
+        context = [i.hit.text for i in items if i.grade == "correct"] + [s for i in items for s in i.strips]
+        context += crag_info.get("web_results", [])
+        suff = sufficiency_local(query, context, self.searcher.analyzer, self.config.min_coverage)
+        if self.llm is not None:
+            suff = await sufficiency_llm(self.llm, query, context, suff, self.prompts_dir)
+        crag_info["sufficiency"] = {"sufficient": suff.sufficient, "confidence": suff.confidence,
+                                    "missing": suff.missing, "method": suff.method}
+        lang = self.answers.language(query)
+        if not suff.sufficient:
+            return insufficient(lang, "abstained: the context lacks " + "; ".join(suff.missing))
+        hits = []
+        for i in items:
+            if i.grade == "correct":
+                hits.append(i.hit)
+            elif i.grade == "ambiguous" and i.strips:  # only the relevant strips of a partly relevant unit
+                hits.append(_strip_hit(i))
+        try:
+            return await self.answers.aanswer(query, vector, hits, on_token)
+        except ServiceError as exc:  # aanswer already falls back; this guards the sufficiency path
+            return insufficient(lang, f"the LLM failed: {exc}")
+
+
+def _strip_hit(item: HybridItem) -> SearchHit:
+    return replace(item.hit, text=" … ".join(item.strips))
+
+
+_WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
+
+
+def _highlights(text: str, q_terms: set[str], analyzer) -> list[dict]:
+    """Offsets of the words of `text` that match the query's index terms."""
+    out = []
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        if q_terms & set(analyzer.terms(word)):
+            out.append({"text": word, "start": m.start(), "end": m.end()})
+    return out[:50]

@@ -1,0 +1,122 @@
+"""Stage 3: rerankers behind one protocol. The offline default needs no download: each passage is
+scored by its best sentence under the local relevance scorer. Users with a cross-encoder
+(sentence-transformers or fastembed) or a hosted rerank API configure that instead."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Protocol
+
+import httpx
+import numpy as np
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+from ...config import RerankConfig
+from ...errors import ConfigError, ServiceError
+from ..relevance import LocalRelevanceScorer
+
+
+class Reranker(Protocol):
+    name: str
+
+    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        """Higher is more relevant; scale is the reranker's own."""
+
+
+class LocalReranker:
+    """Best-sentence relevance (0-10): a passage that states the answer in one sentence beats one
+    that only shares its topic."""
+
+    name = "local"
+
+    def __init__(self, scorer: LocalRelevanceScorer):
+        self.scorer = scorer
+
+    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        from ...ingest.sentences import split_sentences
+
+        spans = [[t[a:b] for a, b in split_sentences(t)] or [t] for t in texts]
+        flat = [s for group in spans for s in group]
+        sentence_scores = self.scorer.score(query, query_vector, flat)
+        out, i = [], 0
+        for group in spans:
+            out.append(float(sentence_scores[i:i + len(group)].max()))
+            i += len(group)
+        return np.array(out, dtype=np.float32)
+
+
+class CrossEncoderReranker:
+    """A cross-encoder from sentence-transformers (model name or local path), e.g.
+    cross-encoder/ms-marco-MiniLM-L-6-v2 or BAAI/bge-reranker-v2-m3."""
+
+    def __init__(self, cfg: RerankConfig):
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError as exc:
+            raise ConfigError("rerank.provider 'cross-encoder' needs: pip install torch==2.13.0 'monjyu[st]'") from exc
+        try:
+            self._model = CrossEncoder(cfg.model, device="cpu")
+        except Exception as exc:  # noqa: BLE001 - hub, file and format errors all land here
+            raise ConfigError(f"cannot load cross-encoder '{cfg.model}': {exc}. Give a local path, or a model "
+                              "name with network access to download it once.") from exc
+        self.name = f"cross-encoder:{cfg.model}"
+
+    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(self._model.predict([(query, t) for t in texts], show_progress_bar=False), dtype=np.float32)
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, httpx.HTTPStatusError):
+        return exc.response.status_code == 429 or exc.response.status_code >= 500
+    return isinstance(exc, httpx.TransportError)
+
+
+class APIReranker:
+    """A hosted rerank endpoint in the common shape (Cohere, Jina, Voyage, and servers such as
+    Infinity or TEI that copy it): POST {base_url}/rerank with model, query, documents;
+    the reply lists {index, relevance_score} under "results" (or "data")."""
+
+    def __init__(self, cfg: RerankConfig):
+        if not cfg.base_url or not cfg.model:
+            raise ConfigError("rerank.provider 'api' needs rerank.base_url (e.g. https://api.cohere.com/v2) and rerank.model")
+        key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
+        self._url = cfg.base_url.rstrip("/") + "/rerank"
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._cfg = cfg
+        self.name = f"api:{cfg.model}"
+
+    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        @retry(retry=retry_if_exception(_retryable), stop=stop_after_attempt(self._cfg.max_retries + 1),
+               wait=wait_exponential(multiplier=0.2, max=10), reraise=True)
+        def call() -> dict:
+            response = httpx.post(self._url, headers=self._headers, timeout=self._cfg.timeout_s,
+                                  json={"model": self._cfg.model, "query": query, "documents": list(texts),
+                                        "top_n": len(texts)})
+            response.raise_for_status()
+            return response.json()
+
+        try:
+            body = call()
+        except httpx.HTTPStatusError as exc:
+            raise ServiceError(f"rerank API {self._url} answered {exc.response.status_code}; check rerank.base_url, "
+                               f"rerank.model and the key in {self._cfg.api_key_env}") from None
+        except (httpx.TransportError, ValueError) as exc:
+            raise ServiceError(f"rerank API {self._url} failed ({type(exc).__name__}); is it reachable?") from None
+        out = np.full(len(texts), -np.inf, dtype=np.float32)
+        for item in body.get("results", body.get("data", [])):
+            if 0 <= int(item["index"]) < len(texts):
+                out[int(item["index"])] = float(item.get("relevance_score", item.get("score", 0.0)))
+        return out
+
+
+def create_reranker(cfg: RerankConfig, scorer: LocalRelevanceScorer) -> Reranker | None:
+    if cfg.provider == "none":
+        return None
+    if cfg.provider == "local":
+        return LocalReranker(scorer)
+    if cfg.provider == "cross-encoder":
+        return CrossEncoderReranker(cfg)
+    if cfg.provider == "api":
+        return APIReranker(cfg)
+    raise ConfigError(f"unknown rerank.provider '{cfg.provider}' (local, cross-encoder, api, none)")

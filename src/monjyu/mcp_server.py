@@ -1,0 +1,282 @@
+"""MCP server: the Monjyu facade as MCP tools and resources, over stdio or streamable HTTP.
+
+Thin like the CLI: each tool validates its arguments (with the public schemas of
+`monjyu.schemas`), calls one Monjyu method (its async twin, or a worker thread for the sync-only
+ones) and turns a MonjyuError into a tool error the client can act on. Clients name documents
+by index id, never by file path; only the `index` tool takes paths, and only inside the roots
+the config allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import quote
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp.types import Resource, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from .api import Monjyu
+from .config import MonjyuConfig
+from .errors import IndexNotFoundError, MonjyuError
+from .ingest.loaders import iter_source_files
+from .retrieval import SearchFilters as IndexFilters
+from .schemas import Limit, Offset, QueryText, SearchFilters, SearchWeights
+
+SearchMode = Literal["vector", "keyword", "hybrid", "graph", "hybridrag", "auto"]
+DOCUMENT_URI = "monjyu://documents/{+document_id}"
+RESOURCE_LIST_LIMIT = 1000  # documents listed as resources; the rest are reached by template or list_documents
+MAX_LAZY_BUDGET = 10_000
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+INSTRUCTIONS = (
+    "MONJYU searches the user's indexed document collection (research papers) and answers with "
+    "citations. Use `search` for questions (mode hybrid by default; hybridrag for relationship "
+    "questions; auto picks by the question), `lazy_search` for broad questions over the whole "
+    "collection, `get_document` to read a cited passage in context, `list_documents` to browse.")
+
+T = TypeVar("T")
+
+
+def document_uri(document_id: str) -> str:
+    return "monjyu://documents/" + quote(document_id, safe="/")
+
+
+def explain(exc: ValidationError) -> str:
+    """One line per rule broken, named by argument path: what the client must change."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
+async def call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """Await a facade call; a MonjyuError becomes the tool's error message."""
+    try:
+        return await fn(*args, **kwargs)
+    except MonjyuError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def facade_method(monjyu: Monjyu, name: str, mode: str) -> Callable[..., Awaitable[Any]]:
+    """A facade method that newer MONJYU versions have (looked up per call), or a clear error."""
+    method = getattr(monjyu, name, None)
+    if method is None:
+        raise ToolError(f"mode '{mode}' needs Monjyu.{name}, which this MONJYU version does not have; "
+                        "use mode hybrid, or upgrade MONJYU")
+    return method
+
+
+def index_filters(filters: SearchFilters | None) -> IndexFilters | None:
+    """The public filter schema in the form the retrieval core applies."""
+    if filters is None:
+        return None
+    if filters.entity_types is not None:
+        raise ToolError("filters.entity_types is not applied by MONJYU's engines yet; leave it out")
+    if "min_relevance" in filters.model_fields_set and filters.min_relevance > 0:
+        raise ToolError("filters.min_relevance is not applied by MONJYU's engines yet; leave it out")
+    dates = filters.date_range
+    try:
+        return IndexFilters(document_ids=filters.file_ids or [], file_types=filters.file_types or [],
+                            date_from=dates.start.isoformat() if dates and dates.start else "",
+                            date_to=dates.end.isoformat() if dates and dates.end else "")
+    except MonjyuError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    return any(path.is_relative_to(root) for root in roots)
+
+
+def allowed_paths(paths: list[str], config: MonjyuConfig) -> list[Path]:
+    """The paths a client asked to index, resolved (symlinks, `..`), each checked to lie inside
+    mcp.allowed_roots together with every file a folder walk would reach from it. Relative paths
+    are taken from the first root."""
+    if not config.mcp.allow_index:
+        raise ToolError("the index tool is disabled; to let MCP clients add files set mcp.allow_index: true "
+                        "and list the folders they may add under mcp.allowed_roots in monjyu.yaml")
+    roots = [Path(r).expanduser().resolve() for r in config.mcp.allowed_roots]
+    if not roots:
+        raise ToolError("mcp.allowed_roots is empty: list the folders MCP clients may index in monjyu.yaml")
+    allowed = ", ".join(str(r) for r in roots)
+    resolved = []
+    for raw in paths:
+        try:
+            path = (roots[0] / raw).resolve()  # an absolute `raw` replaces the root
+        except (OSError, ValueError):
+            raise ToolError(f"{raw!r} is not a valid path") from None
+        if not _inside(path, roots):
+            raise ToolError(f"{raw!r} is outside the folders MCP clients may index ({allowed})")
+        if not path.exists():
+            raise ToolError(f"{raw!r} does not exist (looked at {path})")
+        for file in iter_source_files([path], config.ingest):
+            if not _inside(file.resolve(), roots):
+                raise ToolError(f"{file} links to a file outside the folders MCP clients may index ({allowed}); "
+                                "remove the link or name the files to add one by one")
+        resolved.append(path)
+    return resolved
+
+
+class MonjyuMCPServer(MCPServer):
+    """MCPServer with short argument errors and the indexed documents listed as resources."""
+
+    def __init__(self, monjyu: Monjyu, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.monjyu = monjyu
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(f"invalid arguments for {name}: {explain(exc.__cause__)}") from exc.__cause__
+            raise
+
+    async def list_resources(self) -> list[Resource]:
+        resources = await super().list_resources()
+        try:
+            page = await asyncio.to_thread(self.monjyu.list_documents, RESOURCE_LIST_LIMIT, 0)
+        except MonjyuError:  # no index yet: nothing to list
+            return resources
+        return resources + [
+            Resource(uri=document_uri(d["id"]), name=d["id"], title=d["title"] or d["id"], mime_type="application/json",
+                     description=f"{d['file_type']} document from {d['source_path']}")
+            for d in page["documents"]]
+
+
+def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
+    """The MCP server over one facade: tools search, lazy_search, get_document, list_documents,
+    index_status and index, and each document as a resource."""
+    from . import __version__
+
+    server = MonjyuMCPServer(monjyu, name="monjyu", version=__version__, instructions=INSTRUCTIONS,
+                             log_level="WARNING")
+    index_lock = asyncio.Lock()
+
+    @server.tool(annotations=READ_ONLY)
+    async def search(
+        query: Annotated[QueryText, Field(description="the question or keywords, 1-1000 characters")],
+        mode: Annotated[SearchMode | None, Field(description="vector | keyword | hybrid (BM25 + vector + graph) | graph | "
+                                                 "hybridrag (classification, fusion, rerank, CRAG) | auto (picks "
+                                                 "by the question's type); default: the configured mode")] = None,
+        limit: Annotated[Limit, Field(description="passages to return, 1-100")] = 10,
+        offset: Annotated[Offset, Field(description="skip this many passages (paging)")] = 0,
+        filters: Annotated[SearchFilters | None, Field(description="file_ids (document ids), file_types "
+                                                       "(pdf, md, ...), date_range {start, end}")] = None,
+        answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
+        weights: Annotated[SearchWeights | None, Field(description="hybridrag: keyword/semantic/graph shares "
+                                                       "summing to 1; default by question type")] = None,
+        rerank: Annotated[bool | None, Field(description="hybridrag: rerank stage on/off")] = None,
+        crag: Annotated[bool | None, Field(description="hybridrag: grade passages, drop wrong ones, "
+                                           "abstain when they do not suffice")] = None,
+    ) -> dict[str, Any]:
+        """Search the indexed documents: ranked passages (text, document, page, offsets, scores)
+        and, unless answer is false, an answer citing them by number."""
+        engine = mode or monjyu.config.search.mode
+        if engine == "auto":
+            route = await call(facade_method(monjyu, "aroute", "auto"), query)
+            engine = monjyu.config.search.mode if route["engine"] == "search" else route["engine"]
+        wanted = {"weights": weights, "rerank": rerank, "crag": crag}
+        if engine == "hybridrag":
+            result = await call(facade_method(monjyu, "ahybrid_search", "hybridrag"), query, top_k=limit, offset=offset,
+                                filters=index_filters(filters), weights=weights.model_dump() if weights else None,
+                                rerank=rerank, crag=crag, answer=answer)
+        elif engine == "lazy":
+            result = await call(monjyu.alazy_search, query)
+        else:
+            given = [k for k, v in wanted.items() if v is not None]
+            if given and mode != "auto":
+                raise ToolError(f"{', '.join(given)} only apply to mode hybridrag; drop them or set mode to hybridrag")
+            result = await call(monjyu.asearch, query, mode=engine, top_k=limit, offset=offset,
+                                filters=index_filters(filters), answer=answer)
+        return {"engine": engine, **result.to_dict()}
+
+    @server.tool(annotations=READ_ONLY)
+    async def lazy_search(
+        query: Annotated[QueryText, Field(description="the question, 1-1000 characters")],
+        preset: Annotated[Literal["z100", "z500", "z1500"] | None,
+                          Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
+        budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
+                                            description="relevance tests to spend; overrides the preset")] = None,
+    ) -> dict[str, Any]:
+        """LazyGraphRAG for broad questions: tests sentences community by community within a
+        budget, then answers from the claims found, citing them."""
+        return (await call(monjyu.alazy_search, query, preset=preset, budget=budget)).to_dict()
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_document(
+        document_id: Annotated[str, Field(min_length=1, max_length=2000, description="a document id from "
+                                          "search hits or list_documents")],
+        text_unit_id: Annotated[str | None, Field(max_length=2000, description="a passage (text unit) of the "
+                                                  "document to show in context")] = None,
+        context_units: Annotated[int, Field(ge=0, le=20, description="passages either side of it")] = 1,
+        max_chars: Annotated[int, Field(ge=1, le=200_000, description="cut the document text here")] = 20_000,
+    ) -> dict[str, Any]:
+        """One indexed document: metadata, text and passage offsets; with text_unit_id, that
+        passage and its neighbours (a citation in context)."""
+        return await call(asyncio.to_thread, monjyu.get_document, document_id, text_unit_id, context_units, max_chars)
+
+    @server.tool(annotations=READ_ONLY)
+    async def list_documents(
+        limit: Annotated[int, Field(ge=1, le=500, description="documents per page")] = 50,
+        offset: Annotated[Offset, Field(description="skip this many documents")] = 0,
+    ) -> dict[str, Any]:
+        """One page of the indexed documents (id, title, source, type, date, passages) and the total."""
+        return await call(asyncio.to_thread, monjyu.list_documents, limit, offset)
+
+    @server.tool(annotations=READ_ONLY)
+    async def index_status() -> dict[str, Any]:
+        """What the index holds and how it was built, and whether the index tool is enabled."""
+        try:
+            status = {"exists": True, **await asyncio.to_thread(monjyu.status)}
+        except IndexNotFoundError as exc:
+            status = {"exists": False, "index_dir": str(monjyu.index_dir), "hint": str(exc)}
+        mcp = monjyu.config.mcp
+        return {**status, "index_tool": {"enabled": mcp.allow_index, "allowed_roots": mcp.allowed_roots}}
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                             open_world_hint=False))
+    async def index(
+        paths: Annotated[list[str], Field(min_length=1, max_length=100, description="files or folders inside the "
+                                          "allowed roots (relative paths start at the first root)")],
+    ) -> dict[str, Any]:
+        """Add or update files and folders in the index (only changed files are processed).
+        Disabled unless the server's config sets mcp.allow_index and mcp.allowed_roots."""
+        resolved = allowed_paths(paths, monjyu.config)
+        async with index_lock:
+            report = await call(asyncio.to_thread, monjyu.index, resolved)
+        return report.to_dict()
+
+    @server.resource(DOCUMENT_URI, name="document", mime_type="application/json",
+                     description="an indexed document by id: metadata, text and passage offsets")
+    async def document(document_id: str) -> str:
+        try:
+            doc = await asyncio.to_thread(monjyu.get_document, document_id)
+        except MonjyuError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+        return json.dumps(doc, ensure_ascii=False)
+
+    return server
+
+
+def serve(monjyu: Monjyu, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Run the server until stopped: stdio for a client that starts it, http for a long-running
+    streamable HTTP endpoint at http://HOST:PORT/mcp."""
+    server = create_server(monjyu)
+    if transport == "stdio":
+        server.run("stdio")
+    elif transport == "http":
+        if host not in LOCAL_HOSTS:
+            print(f"warning: serving on {host} without authentication; anyone who reaches it can search the index",
+                  file=sys.stderr)
+        print(f"MONJYU MCP server on http://{host}:{port}/mcp (index {monjyu.index_dir})", file=sys.stderr, flush=True)
+        server.run("streamable-http", host=host, port=port)
+    else:
+        raise MonjyuError(f"unknown transport '{transport}'; choose stdio or http")

@@ -1,0 +1,150 @@
+"""HybridRAG on the real sample index: every stage runs (classification, triple search with the
+graph mode chosen by query type, reranking, CRAG, selective generation), offline and with an LLM
+and a rerank API served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from monjyu import Monjyu
+from monjyu.engines.hybrid.classify import rule_classify
+from monjyu.errors import MonjyuError
+from monjyu.retrieval import SearchFilters
+from tests.llm_server import LLMTestServer, Scripted, llm_server  # noqa: F401  (fixture)
+
+LABELLED = Path(__file__).parent / "data" / "query_types.jsonl"
+
+
+def test_rule_classifier_on_the_labelled_queries():
+    rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 60 and {r["type"] for r in rows} == {"local", "global", "relationship", "hybrid"}
+    assert any("\u3040" <= ch <= "\u30ff" for r in rows for ch in r["query"])  # Japanese queries too
+    correct = sum(rule_classify(r["query"], []).type == r["type"] for r in rows)
+    assert correct / len(rows) >= 0.9
+
+
+@pytest.mark.parametrize("query,kind,mode", [
+    ("Which algorithm detects hierarchical communities?", "local", "entity"),
+    ("What are the main themes across these documents?", "global", "community"),
+    ("What is the relationship between BM25 and dense retrieval?", "relationship", "relation"),
+])
+def test_all_stages_run_with_the_graph_mode_of_the_query_type(sample_index, query, kind, mode):
+    r = sample_index.hybrid_search(query, top_k=3, answer=False)
+    assert r.classification["type"] == kind and r.strategies["graph"]["mode"] == mode
+    assert set(r.strategies) == {"keyword", "semantic", "graph"}
+    assert all(m["count"] > 0 and m["time_ms"] >= 0 for m in r.strategies.values())
+    assert r.reranker == "local" and all(i.scores["rerank"] is not None for i in r.items)
+    assert r.weights == dict(zip(("keyword", "semantic", "graph"), sample_index.config.hybrid.weights[kind]))
+    for item in r.items:
+        assert item.scores["combined"] > 0
+        for h in item.highlights:
+            assert item.hit.text[h["start"]:h["end"]] == h["text"]
+    assert r.to_dict()["items"][0]["scores"]["combined"] == r.items[0].scores["combined"]
+
+
+def test_weights_rerank_switch_filters_and_pages(sample_index):
+    q = "How do BM25 and dense retrieval differ?"
+    custom = {"keyword": 0.5, "semantic": 0.5, "graph": 0.0}
+    r = sample_index.hybrid_search(q, top_k=3, weights=custom, rerank=False, answer=False)
+    assert r.weights == custom and "graph" not in r.strategies and r.reranker is None
+    assert all(i.scores["rerank"] is None for i in r.items)
+    with pytest.raises(MonjyuError, match="sum"):
+        sample_index.hybrid_search(q, weights={"keyword": 0.5, "semantic": 0.4, "graph": 0.4})
+    first = sample_index.hybrid_search(q, top_k=2, answer=False)
+    second = sample_index.hybrid_search(q, top_k=2, offset=2, answer=False)
+    assert not {h.text_unit_id for h in first.hits} & {h.text_unit_id for h in second.hits}
+    assert [h.rank for h in second.hits] == [3, 4]
+    md = sample_index.hybrid_search(q, top_k=5, filters=SearchFilters(file_types=["md"]), answer=False)
+    assert md.hits and all(h.source_path.endswith(".md") for h in md.hits)
+
+
+def test_crag_answers_when_the_context_suffices(sample_index):
+    r = sample_index.hybrid_search("Which algorithm detects hierarchical communities?", top_k=3, crag=True)
+    assert r.crag["grades"]["correct"] >= 1 and r.crag["sufficiency"]["sufficient"]
+    assert all(i.grade in ("correct", "ambiguous") for i in r.items)
+    assert all(i.strips for i in r.items if i.grade == "ambiguous")
+    assert r.answer.kind == "extractive" and "Leiden" in r.answer.text
+
+
+def test_crag_corrects_then_abstains_when_nothing_is_relevant(sample_index):
+    r = sample_index.hybrid_search("What is the boiling point of mercury in kelvin?", top_k=3, crag=True)
+    assert r.crag["grades"]["correct"] == 0 and r.crag["rewritten_query"]  # the corrective search ran
+    assert r.items == [] and not r.crag["sufficiency"]["sufficient"]
+    assert r.answer.kind == "insufficient" and "abstained" in r.answer.note
+
+
+def test_llm_classifier_grader_and_sufficiency(sample_index, make_config, llm_server):  # noqa: F811
+    llm_server.push(
+        Scripted(content=json.dumps({"type": "global", "confidence": 0.9, "entities": ["leiden"], "relation_hint": ""})),
+        Scripted(content=json.dumps({"grades": [{"index": i, "grade": "incorrect", "score": 0.1} for i in range(30)]})),
+        Scripted(content=json.dumps({"queries": ["community detection algorithms"]})),  # CRAG's rewrite
+        Scripted(content=json.dumps({"grades": [{"index": 0, "grade": "correct", "score": 0.9}]})),
+        Scripted(content=json.dumps({"sufficient": False, "confidence": 0.7, "missing": ["the year it was published"]})),
+    )
+    m = Monjyu(sample_index.index_dir, make_config(llm=llm_server.config()))
+    r = m.hybrid_search("Which algorithm detects hierarchical communities?", top_k=3, crag=True)
+    assert r.classification["type"] == "global" and r.classification["method"].startswith("llm:")
+    assert r.strategies["graph"]["mode"] == "community"
+    assert r.crag["rewritten_query"] == "community detection algorithms"
+    assert r.crag["sufficiency"]["method"].startswith("llm:")
+    assert r.answer.kind == "insufficient" and "the year it was published" in r.answer.note
+    assert r.usage["calls"] == len(llm_server.requests) == 5
+
+
+class _RerankAPI(BaseHTTPRequestHandler):
+    """A rerank endpoint in the Cohere/Jina shape: scores = number of times 'Leiden' occurs."""
+
+    seen: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _RerankAPI.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
+        results = [{"index": i, "relevance_score": d.count("Leiden")} for i, d in enumerate(body["documents"])]
+        payload = json.dumps({"results": results}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_rerank_api_provider(sample_index, make_config, monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RerankAPI)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("RERANK_API_KEY", "rk-secret")
+    try:
+        cfg = make_config(rerank={"provider": "api", "model": "rerank-test", "weight": 1.0,
+                                  "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1"})
+        r = Monjyu(sample_index.index_dir, cfg).hybrid_search("graph clustering", top_k=3, answer=False)
+    finally:
+        server.shutdown()
+    call = _RerankAPI.seen[-1]
+    assert call["path"] == "/v1/rerank" and call["model"] == "rerank-test" and call["auth"] == "Bearer rk-secret"
+    assert r.reranker == "api:rerank-test" and "Leiden" in r.items[0].hit.text
+
+
+def test_cli_hybridrag_and_auto_routing(sample_index, cache_dir):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MONJYU_CACHE_DIR": str(cache_dir)}
+
+    def run(*args):
+        proc = subprocess.run([sys.executable, "-m", "monjyu.cli", "search", *args, "--index", str(sample_index.index_dir),
+                               "--json"], capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    out = run("How do BM25 and dense retrieval differ?", "--mode", "hybridrag", "--weights", "0.2,0.2,0.6", "--crag")
+    assert out["engine"] == "hybridrag" and out["weights"]["graph"] == 0.6 and out["crag"]["grades"]
+    assert run("What are the main themes across these documents?", "--mode", "auto")["engine"] == "lazy"
+    assert run("What is nDCG@10?", "--mode", "auto")["engine"] == "search"
