@@ -18,6 +18,7 @@ import importlib.util
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -73,7 +74,8 @@ def exercise(name: str, llm: LLM) -> None:
     u = llm.meter.total
     print(f"stream  : {''.join(parts).strip()!r}")
     print(f"          {len(parts)} deltas, first after {first or 0:.2f}s, completion "
-          f"{u.completion_tokens - before.completion_tokens} tokens, estimated={u.estimated_calls > before.estimated_calls}")
+          f"{u.completion_tokens - before.completion_tokens} tokens, "
+          f"estimated={u.estimated_calls > before.estimated_calls}")
     print(f"total   : {u.calls} calls, {u.total_tokens} tokens, {u.latency_s:.2f}s in calls")
 
 
@@ -87,28 +89,31 @@ def run_server(model: Path, n_ctx: int) -> None:
     port = free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", str(n_ctx), "--model_alias", "smollm2"]
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        base = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + 120
-        while True:
-            if server.poll() is not None:
-                sys.exit(f"llama_cpp.server exited: {server.stderr.read()[-2000:]}")
-            try:
-                if httpx.get(base + "/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                sys.exit("llama_cpp.server did not start within 120 s")
-            time.sleep(0.5)
-        llm = create_llm(LLMConfig(provider="openai", base_url=base, model="smollm2", api_key_env="",
-                                   max_tokens=64, timeout_s=120))
-        exercise(f"OpenAI-compatible HTTP client -> llama_cpp.server at {base}", llm)
-        llm.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    # The server logs a lot: to a file, since a full pipe would block it.
+    with tempfile.TemporaryFile(mode="w+") as log:
+        server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            base = f"http://127.0.0.1:{port}/v1"
+            deadline = time.monotonic() + 120
+            while True:
+                if server.poll() is not None:
+                    log.seek(0)
+                    sys.exit(f"llama_cpp.server exited: {log.read()[-2000:]}")
+                try:
+                    if httpx.get(base + "/models", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    sys.exit("llama_cpp.server did not start within 120 s")
+                time.sleep(0.5)
+            llm = create_llm(LLMConfig(provider="openai", base_url=base, model="smollm2", api_key_env="",
+                                       max_tokens=64, timeout_s=120))
+            exercise(f"OpenAI-compatible HTTP client -> llama_cpp.server at {base}", llm)
+            llm.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
 
 
 def main() -> None:

@@ -65,7 +65,7 @@ def count_tokens(text: str) -> int:
 def echo_responder(request: dict[str, Any]) -> str:
     """Cite the first numbered source: its first sentence then "[n]"; else echo the last user turn."""
     text = "\n".join(m.get("content") or "" for m in request.get("messages", []))
-    source = re.search(r"^\[(\d+)\][^\n]*\n(.+?)(?:\n\s*\n|\Z)", text, re.M | re.S)
+    source = re.search(r"^\[(\d+)\][^\n]*\n(.+?)(?:\n\s*\n|\Z)", text, re.MULTILINE | re.DOTALL)
     if source:
         sentence = re.split(r"(?<=[.!?。！？])\s*", source.group(2).strip(), maxsplit=1)[0]
         return f"{sentence} [{source.group(1)}]"

@@ -54,9 +54,13 @@ def test_offline_lazy_search_answers_with_citations(sample_index):
 @pytest.mark.parametrize("settings,check", [
     ({"budget": 5}, lambda r: r.budget_used <= 5 and r.stop_reason == "budget"),
     ({"sufficient_relevant": 1}, lambda r: r.stop_reason == "sufficient" and len(r.relevant_sentences) >= 1),
-    ({"max_depth": 0, "budget": 1000}, lambda r: {v["depth"] for v in r.communities_visited} == {0}),
+    ({"max_depth": 0, "budget": 1000}, lambda r: {v["depth"] for v in r.communities_visited if v["id"] is not None} == {0}),
     ({"units_per_visit": 1, "budget": 1000}, lambda r: all(v["units_tested"] == 1 for v in r.communities_visited)),
-    ({"breadth_limit": 1, "max_depth": 0, "budget": 1000}, lambda r: len(r.communities_visited) == 1),
+    ({"breadth_limit": 1, "max_depth": 0, "budget": 1000},
+     lambda r: len([v for v in r.communities_visited if v["id"] is not None]) == 1),
+    # the walk over, spare budget goes to the best matched units it never reached
+    ({"max_depth": 0, "breadth_limit": 1, "budget": 1000},
+     lambda r: r.communities_visited[-1]["id"] is None and r.communities_visited[-1]["depth"] is None),
 ])
 def test_budgets_and_limits_are_respected(sample_index, make_config, settings, check):
     m = Monjyu(sample_index.index_dir, make_config(lazy=settings))

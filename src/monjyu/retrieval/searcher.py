@@ -65,6 +65,15 @@ class LoadedIndex:
         return filters.mask(c["document_id"], c["file_type"], c["source_path"], c["date"])
 
 
+def sentence_naming(text: str, phrase: str) -> str:
+    """The sentence of `text` in which `phrase` (lower case) first occurs; "" when it does not."""
+    at = text.lower().find(phrase)
+    if at < 0:
+        return ""
+    end = text.find(".", at + len(phrase))
+    return text[text.rfind(".", 0, at) + 1:end if end >= 0 else len(text)]
+
+
 def _top(scores: np.ndarray, n: int, valid: np.ndarray) -> list[int]:
     """Indices of the n best valid scores, best first (stable on ties)."""
     idx = np.flatnonzero(valid)
@@ -150,21 +159,25 @@ class Searcher:
 
     def relation_ranking(self, query: str, query_vector: np.ndarray | None, n: int, mask: np.ndarray | None,
                          entities: list[str] | None = None) -> tuple[list[tuple[int, float]], int]:
-        """Relationship questions: units on paths between the named things. A walk from each entity
-        alone scores every unit; a unit's score is the geometric mean over the entities, so units
-        close to all of them (the links between) rank first. With one entity or none, the
-        ordinary graph walk."""
+        """Relationship questions: the graph walk from the query, fused (RRF) with the units that
+        lie between its specific entities: a walk from each rare named phrase alone scores every
+        unit, and the geometric mean over them ranks first the units close to all (the links).
+        Generic phrases ("film", "country") are not entities here: they connect everything."""
         graph = self.require_graph()
+        base, total = self.graph_ranking(query, query_vector, n, mask)
         nodes = graph.match(" ; ".join(entities) if entities else query, self.phrase_extractor())
-        if len(nodes) < 2:
-            return self.graph_ranking(query, query_vector, n, mask)
-        walks = [graph.personalized_pagerank({node: 1.0}, damping=0.7) for node in nodes]
-        scores = np.exp(np.mean([np.log(w + 1e-12) for w in walks], axis=0)).astype(np.float32)
-        valid = scores > 1e-10
+        rare = max(5, int(0.002 * graph.incidence.shape[0]))
+        specific = [node for node in nodes if graph.df[node] <= rare]
+        if len(specific) < 2:
+            return base, total
+        walks = [graph.personalized_pagerank({node: 1.0}, damping=0.7) for node in specific]
+        between = np.exp(np.mean([np.log(w + 1e-12) for w in walks], axis=0)).astype(np.float32)
+        valid = between > 1e-10
         if mask is not None:
             valid &= mask
-        rows = _top(scores, n, valid)
-        return [(r, float(scores[r])) for r in rows], int(valid.sum())
+        links = _top(between, n, valid)
+        fused = weighted_rrf([[r for r, _ in base], links], [1.0, 0.5], self.config.rrf_k)[:n]
+        return fused, max(total, len(fused))
 
     def require_communities(self) -> CommunityIndex:
         self.require_graph()
@@ -250,8 +263,13 @@ class Searcher:
         c = self.index.columns
         passage = f"{c['title'][best]}\n{c['text'][best]}" if c["title"][best] else c["text"][best]
         k2, _ = self.keyword_ranking(self.analyzer.terms(query) + self.analyzer.terms(passage), n, mask)
-        fused = weighted_rrf([[r for r, _ in first], [r for r, _ in v2], [r for r, _ in k2]],
-                             [1.0, cfg.feedback_weight, cfg.feedback_weight], cfg.rrf_k)
+        lists = [[r for r, _ in first], [r for r, _ in v2], [r for r, _ in k2]]
+        weights = [1.0, cfg.feedback_weight, cfg.feedback_weight]
+        linked = self.linked_ranking(query, [r for r, _ in first[:cfg.feedback_keep]], mask)
+        if linked:
+            lists.append(linked)
+            weights.append(cfg.feedback_weight)
+        fused = weighted_rrf(lists, weights, cfg.rrf_k)
         kept = first[:cfg.feedback_keep]
         kept_rows = {r for r, _ in kept}
         rest = [(r, s) for r, s in fused if r not in kept_rows]
@@ -259,6 +277,25 @@ class Searcher:
             scale = min(1.0, 0.999 * kept[-1][1] / rest[0][1])
             rest = [(r, s * scale) for r, s in rest]
         return kept + rest
+
+    def linked_ranking(self, query: str, seeds: list[int], mask: np.ndarray | None) -> list[int]:
+        """Units that the best passages link to by title (a film's page names its director, whose
+        own page is the second hop). A link counts more from a better passage and when the
+        sentence naming it shares words with the question ("directed by" for "director")."""
+        graph = self.index.graph
+        if graph is None or not graph.about:
+            return []
+        q_terms = set(self.analyzer.terms(query))
+        texts = self.index.columns["text"]
+        scores: dict[int, float] = {}
+        for rank, seed in enumerate(seeds, start=1):
+            text = texts[seed]
+            for unit, phrase in graph.linked_units(seed):
+                if mask is not None and not mask[unit]:
+                    continue
+                shared = len(q_terms & set(self.analyzer.terms(sentence_naming(text, phrase))))
+                scores[unit] = scores.get(unit, 0.0) + (1.0 + shared) / rank
+        return sorted(scores, key=lambda u: (-scores[u], u))
 
     def hit(self, row: int, score: float, rank: int, vector_score: float | None, keyword_score: float | None) -> SearchHit:
         c = self.index.columns

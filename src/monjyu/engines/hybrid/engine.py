@@ -15,6 +15,7 @@ import numpy as np
 from ...config import HybridConfig, RerankConfig, SearchConfig
 from ...errors import MonjyuError, ServiceError
 from ...retrieval import SearchFilters, Searcher
+from ...retrieval.searcher import sentence_naming
 from ...retrieval.fusion import weighted_rrf
 from ...types import Answer, HybridItem, HybridSearchResult, SearchHit
 from ..answer import AnswerEngine
@@ -94,10 +95,28 @@ class HybridRAGEngine:
         head = [row for row, _ in fused[:self.rerank_config.candidates]]
         texts = [self._text(row) for row in head]
         scores = self.reranker.scores(query, vector, texts)
+        self._inherit_link_scores(query, vector, head, scores)
         by_rerank = [head[i] for i in np.argsort(-scores, kind="stable")]
         w = self.rerank_config.weight
         order = [row for row, _ in weighted_rrf([head, by_rerank], [1.0 - w, w], self.search_config.rrf_k)]
         return order + [row for row, _ in fused[len(head):]], {row: float(v) for row, v in zip(head, scores)}
+
+    def _inherit_link_scores(self, query: str, vector: np.ndarray, head: list[int], scores: np.ndarray) -> None:
+        """A passage that a top passage links to by title (the director's page, linked from the
+        film's) shares few words with a multi-hop question; it is scored as relevant as the
+        sentence that links to it, if that is higher, so reranking does not bury the second hop."""
+        graph = self.searcher.index.graph
+        if graph is None or not graph.about:
+            return
+        position = {row: i for i, row in enumerate(head)}
+        links = [(position[unit], sentence_naming(self.searcher.index.columns["text"][seed], phrase))
+                 for seed in head[:self.search_config.feedback_keep]
+                 for unit, phrase in graph.linked_units(seed) if unit in position]
+        links = [(i, sentence) for i, sentence in links if sentence]
+        if links:
+            link_scores = self.reranker.scores(query, vector, [sentence for _, sentence in links])
+            for (i, _), value in zip(links, link_scores):
+                scores[i] = max(scores[i], value)
 
     def _text(self, row: int) -> str:
         c = self.searcher.index.columns
@@ -148,7 +167,7 @@ class HybridRAGEngine:
         timings["search_ms"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        use_rerank = (self.config.rerank if rerank is None else rerank) and self.reranker is not None
+        use_rerank = (cls.type in self.config.rerank_types if rerank is None else rerank) and self.reranker is not None
         rerank_scores: dict[int, float] = {}
         order = [row for row, _ in fused]
         if use_rerank and order:

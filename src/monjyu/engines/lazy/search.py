@@ -123,7 +123,7 @@ class LazySearchEngine:
         untested.sort(key=lambda r: (rank_of.get(r, len(rank_of)), -similarity[r]))
         return untested[:self.config.units_per_visit]
 
-    async def _test_units(self, query: str, rows: list[int], community: Community | None, depth: int,
+    async def _test_units(self, query: str, rows: list[int], community: Community | None, depth: int | None,
                           state: _State, assessor: RelevanceAssessor) -> int:
         """Relevance-test the sentences of `rows` within the remaining budget; returns relevant count."""
         hits = [self.searcher.hit(r, 0.0, 0, None, None) for r in rows]
@@ -135,12 +135,13 @@ class LazySearchEngine:
         state.tested_units.update(rows)
         if not sentences:
             return 0
+        threshold = self.config.relevance_threshold if isinstance(assessor, LLMAssessor) else self.config.local_threshold
         scores, calls = await assessor.assess(query, [s.text for s in sentences])
         state.used += len(sentences)
         state.llm_calls += calls
         found = 0
         for s, score in zip(sentences, scores):
-            if score >= self.config.relevance_threshold:
+            if score >= threshold:
                 found += 1
                 state.relevant.append(RelevantSentence(
                     text=s.text, score=float(score), text_unit_id=s.source.hit.text_unit_id,
@@ -189,7 +190,14 @@ class LazySearchEngine:
             children = {c.id for p in parents for c in communities.children(p.id)}
             frontier = [h.community for h in communities.rank(ranked, allowed=children)][:cfg.breadth_limit]
             depth += 1
-        return state.stop_reason() or ("max_depth" if depth >= cfg.max_depth else "exhausted")
+        # The walk ended (max depth, or no community left) with budget to spare: the best matched
+        # units it never reached are tested in rank order, since unspent budget buys nothing.
+        untested = [r for r in ranked if r not in state.tested_units]
+        for start in range(0, len(untested), cfg.units_per_visit):
+            if state.stop_reason():
+                return state.stop_reason()
+            await self._test_units(query, untested[start:start + cfg.units_per_visit], None, None, state, assessor)
+        return state.stop_reason() or "exhausted"
 
     # ------------------------------------------------------------------ answer
     def _sources(self, claims: Sequence[Claim]) -> tuple[list[Source], dict[str, int]]:
