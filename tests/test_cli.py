@@ -84,3 +84,14 @@ def test_eval_on_a_tiny_beir_set(tmp_path, cache_dir):
             assert 0.0 <= m[key] <= 1.0, (mode, key)
         assert m["recall@10"] == 1.0  # four documents: everything is in the top 10
     assert res["vector"]["mrr@10"] >= 2 / 3
+
+
+def test_init_writes_a_config_that_loads(tmp_path, cache_dir):
+    run(["init"], tmp_path, cache_dir)
+    from monjyu.config import load_config
+
+    cfg = load_config(tmp_path / "monjyu.yaml")
+    assert cfg.llm.provider == "none" and cfg.embedding.provider == "e5numpy"
+    assert "ollama" in (tmp_path / "monjyu.yaml").read_text().lower()
+    again = run(["init"], tmp_path, cache_dir, check=False)
+    assert again.returncode == 2 and "--force" in again.stderr

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from typer.testing import CliRunner
 
 from monjyu import Monjyu
-from monjyu.cli import app
+from monjyu.cli import app, serve_main
 
 TOOLS = {"search", "lazy_search", "get_document", "list_documents", "index_status", "index"}
 SECRET = "sk-monjyu-test-secret-0123456789"  # an API key in the server's environment must never come back
@@ -294,6 +294,10 @@ def test_index_inside_the_allowed_root(indexing):
     assert hits and all("secret" not in h["text"].lower() for h in hits)
 
 
-def test_serve_reports_an_unknown_transport(tmp_path):
+def test_serve_reports_an_unknown_transport(tmp_path, monkeypatch, capsys):
     result = CliRunner().invoke(app, ["serve", "--index", str(tmp_path), "--transport", "carrier-pigeon"])
     assert result.exit_code == 2 and "unknown transport" in result.output
+    monkeypatch.setattr(sys, "argv", ["monjyu-mcp", "--index", str(tmp_path), "--transport", "carrier-pigeon"])
+    with pytest.raises(SystemExit) as stop:
+        serve_main()
+    assert stop.value.code == 2 and "unknown transport" in capsys.readouterr().err

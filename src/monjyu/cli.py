@@ -230,6 +230,18 @@ def _print_answer(result, streamed: bool) -> None:
 
 
 @app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="file to write")] = Path("monjyu.yaml"),
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
+) -> None:
+    """Write a commented monjyu.yaml: every provider (Ollama, OpenAI, Azure, llama.cpp) ready to uncomment."""
+    if path.exists() and not force:
+        _fail(MonjyuError(f"{path} exists; use --force to overwrite it"))
+    path.write_text((Path(__file__).parent / "monjyu.example.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    out.print(f"wrote {path}")
+
+
+@app.command()
 def status(index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     """Show what the index holds and how it was built."""
     try:

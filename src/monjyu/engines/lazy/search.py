@@ -100,7 +100,7 @@ class LazySearchEngine:
             result = await self.llm.achat([Message("system", system), Message("user", query)], schema=Refinement)
         except ServiceError:
             return [query], query
-        subs = [s.strip() for s in result.parsed.subqueries if s.strip()][:self.config.max_subqueries]
+        subs = [s.strip() for s in result.parsed.subqueries if any(ch.isalnum() for ch in s)][:self.config.max_subqueries]
         return list(dict.fromkeys([query] + subs)), result.parsed.expanded_query.strip() or query
 
     def _match(self, subqueries: Sequence[str]) -> tuple[list[int], np.ndarray]:

