@@ -9,6 +9,7 @@ then re-indexes with one file changed to show the incremental cost.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from monjyu import Monjyu, MonjyuConfig
 
 
 def main() -> None:
+    os.environ.pop("MONJYU_CACHE_DIR", None)  # the environment would beat cache_dir: the point is a cold cache
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--beir", required=True, type=Path)
     ap.add_argument("--n", type=int, default=1000)

@@ -28,7 +28,8 @@ from tests.llm_server import LLMTestServer, echo_responder  # noqa: E402
 
 def role_responder(request: dict) -> str:
     """Subqueries: the question; sentence scores: 8 when the sentence shares two words with the
-    question, else 2; claims: one per sentence; anything else: a cited answer (echo)."""
+    question, else 2; claims: one per sentence; lazy answer: its first claim; baseline answer: the
+    first sentence of source [1], cited (echo)."""
     system = request["messages"][0]["content"]
     user = request["messages"][-1]["content"]
     numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
@@ -36,10 +37,13 @@ def role_responder(request: dict) -> str:
         return json.dumps({"subqueries": [user], "expanded_query": user})
     if '"scores"' in system:
         question = set(re.findall(r"\w+", system.split("Question:")[-1].split("\n")[0].lower()))
-        return json.dumps({"scores": [{"index": int(i), "score": 8 if len(question & set(re.findall(r"\w+", s.lower()))) >= 2
-                                       else 2} for i, s in numbered]})
+        return json.dumps({"scores": [8 if len(question & set(re.findall(r"\w+", s.lower()))) >= 2 else 2
+                                      for _, s in numbered]})
     if '"claims"' in system:
         return json.dumps({"claims": [{"statement": s, "sources": [int(i)]} for i, s in numbered]})
+    claims = re.findall(r"^- (.+)$", user, re.M)
+    if claims:  # lazy search's answer: its best claim, with that claim's citations
+        return claims[0]
     return echo_responder(request)
 
 

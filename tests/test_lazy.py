@@ -25,7 +25,7 @@ def lazy_responder(request: dict) -> str:
     if '"subqueries"' in system:
         return json.dumps({"subqueries": [user, "Leiden algorithm"], "expanded_query": user + " Leiden"})
     if '"scores"' in system:
-        return json.dumps({"scores": [{"index": int(i), "score": 8 if "Leiden" in s else 1} for i, s in numbered]})
+        return json.dumps({"scores": [8 if "Leiden" in s else 1 for _, s in numbered]})
     if '"claims"' in system:
         return json.dumps({"claims": [{"statement": s, "sources": [int(i)]} for i, s in numbered]})
     return echo_responder(request)
@@ -113,3 +113,16 @@ def test_streamed_answer_and_conversation_follow_up(sample_index, make_config, l
     refine_prompt = lazy_server.requests[0].body["messages"][0]["content"]
     assert QUESTION in refine_prompt  # the follow-up is refined with the earlier turn in view
     assert len(conversation.turns) == 2
+
+
+def test_local_prefilter_keeps_unrelated_sentences_from_the_llm(sample_index, make_config, lazy_server):
+    sent, used = {}, {}
+    for floor in (0.0, 2.0):
+        lazy_server.requests.clear()
+        m = Monjyu(sample_index.index_dir, make_config(llm=lazy_server.config(), lazy={"prefilter": floor}))
+        result = m.lazy_search(QUESTION, budget=60)
+        listings = [r.body["messages"][-1]["content"] for r in lazy_server.requests
+                    if '"scores"' in r.body["messages"][0]["content"]]
+        sent[floor] = sum(len(re.findall(r"^\d+\. ", text, re.M)) for text in listings)
+        used[floor] = result.budget_used  # every sentence tested counts, by either tier
+    assert sent[0.0] == used[0.0] <= 60 and 0 < sent[2.0] < used[2.0] <= 60

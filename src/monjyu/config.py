@@ -165,11 +165,14 @@ class LazyConfig(BaseModel):
     relevance_threshold: float = Field(5.0, ge=0.0, le=10.0, description="LLM assessor: score a relevant sentence needs")
     local_threshold: float = Field(4.0, ge=0.0, le=10.0, description="local assessor (no LLM): its 0-10 scale is "
                                    "compressed, bench/lazy_evidence.py measures the cut")
-    batch_size: int = Field(10, ge=1, le=100, description="sentences per LLM relevance call")
+    batch_size: int = Field(20, ge=1, le=100, description="sentences per LLM relevance call (each call repeats the instructions)")
+    prefilter: float = Field(2.0, ge=0.0, le=10.0, description="with an LLM: sentences the local scorer rates "
+                             "below this are not sent to it (0: send all)")
+    map_claims: Literal["auto", "always"] = "auto"  # auto: an LLM claims step only when the relevant sentences overflow context_tokens
     max_depth: int = Field(3, ge=0, le=10, description="levels below the top to deepen into")
     zero_relevance_limit: int = Field(3, ge=1, description="consecutive barren communities before deepening")
     sufficient_relevant: int | None = Field(None, ge=1, description="stop after this many relevant sentences")
-    max_llm_calls: int = Field(50, ge=1)
+    max_llm_calls: int = Field(50, ge=1, description="calls the engine makes; a JSON repair retry inside one is not counted")
     claim_similarity: float = Field(0.85, ge=0.0, le=1.0, description="claims closer than this are duplicates")
     context_tokens: int = Field(4000, ge=200, description="token budget of the claims given to the answer")
     response_type: str = "multiple paragraphs"

@@ -20,6 +20,17 @@ from .extractive import extractive_answer, insufficient
 from .relevance import LocalRelevanceScorer
 
 
+async def generate(llm: LLM, messages: list[Message], on_token: Callable[[str], None] | None) -> str:
+    """The LLM's reply; streamed to `on_token` piece by piece when it is given."""
+    if on_token is None:
+        return (await llm.achat(messages)).text
+    parts = []
+    async for delta in llm.astream(messages):
+        parts.append(delta)
+        on_token(delta)
+    return "".join(parts)
+
+
 class QueryRewrites(BaseModel):
     queries: list[str] = Field(default_factory=list)
 
@@ -61,14 +72,7 @@ class AnswerEngine:
                                                                            question=query)
         messages = [Message(role="system", content=self._prompt("answer", lang)), Message(role="user", content=user)]
         try:
-            if on_token:
-                parts = []
-                async for delta in self.llm.astream(messages):
-                    parts.append(delta)
-                    on_token(delta)
-                text = "".join(parts)
-            else:
-                text = (await self.llm.achat(messages)).text
+            text = await generate(self.llm, messages, on_token)
         except ServiceError as exc:
             return extractive(f"the LLM failed ({exc}), so this answer is extractive")
         text, citations = resolve_citations(text, sources)

@@ -35,24 +35,24 @@ class LocalAssessor:
         return [float(s) for s in scores], 0
 
 
-class SentenceScore(BaseModel):
-    index: int
-    score: float = Field(ge=0, le=10)
-
-
 class SentenceScores(BaseModel):
-    scores: list[SentenceScore]
+    scores: list[float] = Field(default_factory=list)  # one 0-10 score per numbered sentence, in order
 
 
 class LLMAssessor:
     """One chat call per batch of sentences (batches run concurrently within the LLM's limit).
-    A batch whose call fails scores 0: the budget was spent, nothing relevant was learnt."""
+    A cascade: the local scorer tests every sentence first and only those at or above `prefilter`
+    go to the LLM (the rest are clearly unrelated, and keep their local score), so the budget buys
+    far fewer tokens. A batch whose call fails scores 0: the budget was spent, nothing was learnt."""
 
-    def __init__(self, llm: LLM, batch_size: int, language: str, prompts_dir: str | None = None):
+    def __init__(self, llm: LLM, batch_size: int, language: str, prompts_dir: str | None = None,
+                 local: LocalAssessor | None = None, prefilter: float = 0.0):
         self.llm = llm
         self.batch_size = batch_size
         self.name = f"llm:{llm.id}"
         self._system = load_prompt("relevance", language, prompts_dir)
+        self.local = local
+        self.prefilter = prefilter
 
     async def _batch(self, query: str, batch: Sequence[str]) -> list[float]:
         listing = "\n".join(f"{i}. {s}" for i, s in enumerate(batch))
@@ -61,13 +61,19 @@ class LLMAssessor:
             result = await self.llm.achat([Message("system", system), Message("user", listing)], schema=SentenceScores)
         except ServiceError:
             return [0.0] * len(batch)
-        scores = [0.0] * len(batch)
-        for item in result.parsed.scores:
-            if 0 <= item.index < len(batch):
-                scores[item.index] = item.score
-        return scores
+        scores = [min(10.0, max(0.0, float(v))) for v in result.parsed.scores[:len(batch)]]
+        return scores + [0.0] * (len(batch) - len(scores))
 
     async def assess(self, query: str, sentences: Sequence[str]) -> tuple[list[float], int]:
-        batches = [sentences[i:i + self.batch_size] for i in range(0, len(sentences), self.batch_size)]
-        results = await asyncio.gather(*(self._batch(query, b) for b in batches))
-        return [s for r in results for s in r], len(batches)
+        scores = [0.0] * len(sentences)
+        todo = list(range(len(sentences)))
+        if self.local is not None and self.prefilter > 0:
+            local, _ = await self.local.assess(query, sentences)
+            todo = [i for i in todo if local[i] >= self.prefilter]
+            scores = list(local)
+        batches = [todo[i:i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
+        results = await asyncio.gather(*(self._batch(query, [sentences[i] for i in b]) for b in batches))
+        for batch, result in zip(batches, results):
+            for i, value in zip(batch, result):
+                scores[i] = value
+        return scores, len(batches)

@@ -27,6 +27,7 @@ from ...retrieval import Searcher
 from ...retrieval.communities import Community
 from ...retrieval.fusion import weighted_rrf
 from ...types import Answer, Claim, LazySearchResult, RelevantSentence
+from ..answer import generate
 from ..citations import citation_for, resolve_citations
 from ..context import Source
 from ..extractive import insufficient
@@ -226,15 +227,7 @@ class LazySearchEngine:
                 claims=listing, question=query)
             messages = [Message("system", system), Message("user", user)]
             try:
-                if on_token:
-                    parts = []
-                    async for delta in self.llm.astream(messages):
-                        parts.append(delta)
-                        on_token(delta)
-                    text = "".join(parts)
-                else:
-                    text = (await self.llm.achat(messages)).text
-                text, citations = resolve_citations(text, sources)
+                text, citations = resolve_citations(await generate(self.llm, messages, on_token), sources)
                 if text:
                     return Answer(text=text, kind="llm", citations=citations, language=lang,
                                   note="" if citations else "the model cited no source")
@@ -273,7 +266,7 @@ class LazySearchEngine:
 
         t = time.perf_counter()
         subqueries, expanded = await self._refine(query, lang, conversation)
-        state.llm_calls += 1 if self.llm is not None else 0  # calls are counted as requests made, a JSON repair inside one included
+        state.llm_calls += 1 if self.llm is not None else 0  # the cap counts the engine's calls; a JSON repair retry is part of its call
         timings["refine_ms"] = (time.perf_counter() - t) * 1000
         phase("refine", {"subqueries": subqueries, "expanded_query": expanded})
 
@@ -285,7 +278,8 @@ class LazySearchEngine:
         t = time.perf_counter()
         assessor: RelevanceAssessor
         if self.llm is not None:
-            assessor = LLMAssessor(self.llm, cfg.batch_size, lang, self.prompts_dir)
+            assessor = LLMAssessor(self.llm, cfg.batch_size, lang, self.prompts_dir,
+                                   LocalAssessor(self.scorer, self.embed_query(expanded)), cfg.prefilter)
         else:
             assessor = LocalAssessor(self.scorer, self.embed_query(expanded))
         boost = conversation.productive_communities if conversation else []
@@ -299,6 +293,8 @@ class LazySearchEngine:
         for s in relevant:  # best sentence first, so groups come out best first too
             groups.setdefault(s.community_id, []).append(s)
         allowed = cfg.max_llm_calls - state.llm_calls - 1 if self.llm is not None else 0
+        if cfg.map_claims == "auto" and sum(self.count_tokens(s.text) for s in relevant) <= cfg.context_tokens:
+            allowed = 0  # the sentences fit the answer's context as they are: a map step would only restate them
         by_llm, rest = list(groups.values())[:max(0, allowed)], list(groups.values())[max(0, allowed):]
         claims = sentence_claims([s for g in rest for s in g])
         if by_llm:
