@@ -15,6 +15,7 @@ from monjyu import Monjyu
 from monjyu.engines.hybrid.classify import rule_classify
 from monjyu.errors import MonjyuError
 from monjyu.retrieval import SearchFilters
+from monjyu.schemas import SearchQuery, SearchResult
 from tests.llm_server import LLMTestServer, Scripted, llm_server  # noqa: F401  (fixture)
 
 LABELLED = Path(__file__).parent / "data" / "query_types.jsonl"
@@ -44,7 +45,12 @@ def test_all_stages_run_with_the_graph_mode_of_the_query_type(sample_index, quer
         assert item.scores["combined"] > 0
         for h in item.highlights:
             assert item.hit.text[h["start"]:h["end"]] == h["text"]
-    assert r.to_dict()["items"][0]["scores"]["combined"] == r.items[0].scores["combined"]
+    # The public response (CONV-03-05): every score 0-1 (combined: share of the best fused score).
+    out = r.to_dict()
+    assert all(0 < x["relevance"]["combined"] <= 1 for x in out["results"]) and out["query"]["text"] == query
+    assert [x["id"] for x in out["results"]] == [i.hit.text_unit_id for i in r.items]
+    assert out["strategies"]["graph"]["enabled"] and out["classification"]["type"] == kind
+    SearchResult.model_validate(r.response.model_dump(by_alias=True))  # camelCase round trip
 
 
 def test_weights_rerank_switch_filters_and_pages(sample_index):
@@ -53,6 +59,7 @@ def test_weights_rerank_switch_filters_and_pages(sample_index):
     r = sample_index.hybrid_search(q, top_k=3, weights=custom, rerank=False, answer=False)
     assert r.weights == custom and "graph" not in r.strategies and r.reranker is None
     assert all(i.scores["rerank"] is None for i in r.items)
+    assert r.response.results[0].score == 1.0  # no reranking: the best fused result comes first
     with pytest.raises(MonjyuError, match="sum"):
         sample_index.hybrid_search(q, weights={"keyword": 0.5, "semantic": 0.4, "graph": 0.4})
     first = sample_index.hybrid_search(q, top_k=2, answer=False)
@@ -61,6 +68,34 @@ def test_weights_rerank_switch_filters_and_pages(sample_index):
     assert [h.rank for h in second.hits] == [3, 4]
     md = sample_index.hybrid_search(q, top_k=5, filters=SearchFilters(file_types=["md"]), answer=False)
     assert md.hits and all(h.source_path.endswith(".md") for h in md.hits)
+    with pytest.raises(MonjyuError, match="limit"):
+        sample_index.hybrid_search(q, top_k=101)
+
+
+def test_request_schema_filters_and_options(sample_index):
+    """A SearchQuery request drives the engine: type skips classification, strategies and
+    weights set the fusion, entity types and min relevance filter, limit/offset page."""
+    q = "Which algorithm detects hierarchical communities?"
+    request = SearchQuery.model_validate({
+        "text": q, "type": "relationship",
+        "filters": {"entityTypes": ["person"], "minRelevance": 0.0},
+        "options": {"limit": 3, "strategies": ["keyword", "semantic"], "rerankEnabled": False}})
+    r = sample_index.hybrid_search(request, answer=False)
+    assert r.classification["method"] == "request" and r.classification["type"] == "relationship"
+    assert r.weights["graph"] == 0.0 and abs(sum(r.weights.values()) - 1) < 1e-9 and r.reranker is None
+    graph = sample_index._searcher()[1].index.graph
+    person_units = graph.units_of_types(["PERSON"])
+    rows = sample_index._searcher()[1].index.columns["id"].tolist()
+    assert r.hits and all(person_units[rows.index(h.text_unit_id)] for h in r.hits)
+    assert len(r.hits) <= 3 and r.response.query == request
+    # min_relevance keeps the results scoring at least that share of the best one
+    everything = sample_index.hybrid_search(q, top_k=20, rerank=False, answer=False)
+    strict = sample_index.hybrid_search(q, top_k=20, rerank=False, answer=False,
+                                        filters=SearchFilters(min_relevance=0.9))
+    assert 1 <= len(strict.hits) < len(everything.hits)
+    assert all(x.relevance.combined >= 0.9 for x in strict.response.results)
+    with pytest.raises(MonjyuError, match="entity type"):
+        SearchFilters(entity_types=["wizard"])
 
 
 def test_crag_answers_when_the_context_suffices(sample_index):

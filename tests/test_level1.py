@@ -24,6 +24,7 @@ def test_english_phrases_are_normalised_and_filtered():
                      "warsaw", "paris", "noun phrase"):
         assert expected in phrases, (expected, phrases)
     assert not {"the", "it", "he"} & set(phrases)  # no determiners or pronouns
+    assert phrases["marie curie"] == "PERSON" and phrases["warsaw"] == "GPE" and phrases["web text"] == "CONCEPT"
 
 
 def test_japanese_noun_runs_keep_compounds():
@@ -31,6 +32,7 @@ def test_japanese_noun_runs_keep_compounds():
     for expected in ("大規模言語モデル", "検索拡張生成", "名詞句", "共起グラフ", "山田太郎", "東京都"):
         assert expected in phrases, (expected, phrases)
     assert "さん" not in phrases and "の" not in phrases
+    assert phrases["山田太郎"] == "PERSON" and phrases["東京都"] == "GPE" and phrases["名詞句"] == "CONCEPT"
 
 
 def test_variants_merge_into_one_node():

@@ -180,8 +180,8 @@ def test_search_filters(mcp):
     ({"query": "q", "filters": {"typo": 1}}, "filters.typo: Extra inputs are not permitted"),
     ({"query": "q", "mode": "hybridrag", "weights": {"keyword": 0.5, "semantic": 0.5, "graph": 0.5}}, "weights must sum to 1.0"),
     ({"query": "q", "mode": "vector", "rerank": False}, "apply only to mode hybridrag"),
-    ({"query": "q", "filters": {"entity_types": ["person"]}}, "entity_types is not applied"),
-    ({"query": "q", "filters": {"minRelevance": 0.5}}, "min_relevance is not applied"),
+    ({"query": "q", "filters": {"entity_types": ["wizard"]}}, "entity type(s) WIZARD unknown"),
+    ({"query": "q", "filters": {"minRelevance": 1.5}}, "filters.minRelevance: Input should be less than or equal to 1"),
 ])
 def test_bad_search_arguments_are_clear_messages(mcp, arguments, message):
     assert message in mcp.error("search", arguments)

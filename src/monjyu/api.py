@@ -32,6 +32,9 @@ from .retrieval.fusion import weighted_rrf
 from .store import LanceStore
 from .store.lancedb_store import DOCUMENTS
 from .types import HybridSearchResult, LazySearchResult, SearchResults
+from . import schemas
+from .engines.hybrid.response import to_search_result
+from .schemas import SearchOptions, SearchQuery
 
 DEFAULT_INDEX_DIR = ".monjyu"
 MODES = ("vector", "keyword", "hybrid", "graph")
@@ -279,25 +282,39 @@ class Monjyu:
         route = {"local": "search", "global": "lazy", "relationship": "hybridrag", "hybrid": "hybridrag"}[c.type]
         return {"engine": route, "type": c.type, "confidence": c.confidence, "entities": c.entities, "method": c.method}
 
-    def hybrid_search(self, query: str, top_k: int | None = None, offset: int = 0, filters: SearchFilters | None = None,
-                      weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
-                      answer: bool = True, on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
+    def hybrid_search(self, query: str | SearchQuery, top_k: int | None = None, offset: int = 0,
+                      filters: SearchFilters | None = None, weights: dict[str, float] | None = None,
+                      rerank: bool | None = None, crag: bool | None = None, answer: bool = True,
+                      on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
         """HybridRAG: query classification, BM25 + vector + graph (graph mode by query type) fused
         by weighted RRF, reranking, and (crag=True) Corrective RAG grading with selective
-        generation: an answer only when the graded context suffices."""
+        generation: an answer only when the graded context suffices.
+
+        `query` is a string, or a `schemas.SearchQuery` request whose filters and options replace
+        the keyword arguments. Either way `result.response` is the page as `schemas.SearchResult`."""
         return run_sync(self.ahybrid_search(query, top_k, offset, filters, weights, rerank, crag, answer, on_token))
 
-    async def ahybrid_search(self, query: str, top_k: int | None = None, offset: int = 0,
+    async def ahybrid_search(self, query: str | SearchQuery, top_k: int | None = None, offset: int = 0,
                              filters: SearchFilters | None = None, weights: dict[str, float] | None = None,
                              rerank: bool | None = None, crag: bool | None = None, answer: bool = True,
                              on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
         """The async twin of `hybrid_search`."""
-        if not query or not query.strip():
-            raise MonjyuError("the query is empty")
-        top_k = top_k or self.config.search.top_k
-        if offset < 0 or top_k < 1:
-            raise MonjyuError("top_k must be >= 1 and offset >= 0")
+        if isinstance(query, SearchQuery):
+            request = query
+            options = request.options
+            rerank, crag = options.rerank_enabled, options.crag_enabled
+            chosen = options.model_fields_set & {"weights", "strategies"}
+            weights = _request_weights(request) if chosen else None  # None: by the query's type
+        else:
+            request = self._hybrid_request(query, top_k or self.config.search.top_k, offset, filters, weights,
+                                           rerank, crag)
+        vector = None
         manifest, searcher = self._searcher()
+        if request.embedding is not None:
+            if len(request.embedding) != manifest.dim:
+                raise MonjyuError(f"the request's embedding has {len(request.embedding)} dimensions; the index's "
+                                  f"embedder {manifest.embedder_id} makes {manifest.dim}: leave embedding out")
+            vector = np.asarray(request.embedding, dtype=np.float32)
         answers = self._answer_engine()
         if self._reranker is None and self.config.rerank.provider != "none":
             self._reranker = create_reranker(self.config.rerank, answers.scorer)
@@ -305,10 +322,30 @@ class Monjyu:
                                  lambda q: self._embed_query(manifest, q), answers, self._reranker)
         t0 = time.perf_counter()
         with UsageScope() as usage:
-            result = await engine.asearch(query, top_k, offset, filters, weights, rerank, crag, answer, on_token)
+            result = await engine.asearch(
+                request.text, request.options.limit, request.options.offset,
+                SearchFilters.from_request(request.filters), weights, rerank, crag, answer, on_token,
+                query_type=request.type if "type" in request.model_fields_set else None, query_vector=vector)
         result.usage = usage.to_dict()
         result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
+        result.response = to_search_result(result, request)
         return result
+
+    def _hybrid_request(self, text: str, top_k: int, offset: int, filters: SearchFilters | None,
+                        weights: dict[str, float] | None, rerank: bool | None, crag: bool | None) -> SearchQuery:
+        """The keyword arguments of `hybrid_search` as the public request, validated by its rules."""
+        options: dict[str, Any] = {"limit": top_k, "offset": offset,
+                                   "crag_enabled": self.config.hybrid.crag if crag is None else crag}
+        if rerank is not None:
+            options["rerank_enabled"] = rerank
+        if weights is not None:
+            options["weights"] = weights
+        try:
+            return SearchQuery(text=text, options=SearchOptions(**options),
+                               filters=filters.to_request() if filters else schemas.SearchFilters(min_relevance=0.0))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise MonjyuError(f"hybrid search {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
     def _retrieve(self, queries: list[str], mode: str, top_k: int, offset: int, filters: SearchFilters | None,
                   threshold: float) -> tuple[SearchResults, np.ndarray | None]:
@@ -332,3 +369,17 @@ class Monjyu:
                                timings_ms={"search_ms": sum(r.timings_ms.get("search_ms", 0.0) for r in runs)},
                                expanded_queries=queries)
         return result, vectors[0]
+
+
+def _request_weights(request: SearchQuery) -> dict[str, float]:
+    """The request's fusion weights; strategies left out of `options.strategies` get none and
+    the rest are scaled back to a sum of 1 ("hybrid" means all three)."""
+    w = request.options.weights.model_dump()
+    chosen = set(request.options.strategies)
+    if "hybrid" not in chosen:
+        w = {k: (v if k in chosen else 0.0) for k, v in w.items()}
+        total = sum(w.values())
+        if total <= 0:
+            raise MonjyuError(f"options.strategies {sorted(chosen)} have no weight in options.weights")
+        w = {k: v / total for k, v in w.items()}
+    return w

@@ -101,7 +101,7 @@ def search(
     top_k: Annotated[Optional[int], typer.Option("--top-k", help="hits to return")] = None,
     offset: Annotated[int, typer.Option(help="skip this many hits (pagination)")] = 0,
     threshold: Annotated[Optional[float], typer.Option(help="minimum cosine similarity for vector hits")] = None,
-    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="doc=ID, type=pdf, path=GLOB, from=DATE, to=DATE")] = None,
+    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="doc=ID, type=pdf, path=GLOB, from=DATE, to=DATE, entity=PERSON, min=0.5 (share of the best score)")] = None,
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="answer with citations, or list hits only")] = True,
     stream: Annotated[bool, typer.Option("--stream", help="print the answer as it is generated")] = False,
     expand: Annotated[bool, typer.Option("--expand", help="also search LLM rewrites of the query")] = False,

@@ -76,17 +76,8 @@ def facade_method(monjyu: Monjyu, name: str, mode: str) -> Callable[..., Awaitab
 
 def index_filters(filters: SearchFilters | None) -> IndexFilters | None:
     """The public filter schema in the form the retrieval core applies."""
-    if filters is None:
-        return None
-    if filters.entity_types:
-        raise ToolError("filters.entity_types is not applied by MONJYU's engines yet; leave it out")
-    if filters.min_relevance != SearchFilters().min_relevance:  # the spec's default, sent by its clients, passes
-        raise ToolError("filters.min_relevance is not applied by MONJYU's engines yet; leave it out")
-    dates = filters.date_range
     try:
-        return IndexFilters(document_ids=filters.file_ids or [], file_types=filters.file_types or [],
-                            date_from=dates.start.isoformat() if dates and dates.start else "",
-                            date_to=dates.end.isoformat() if dates and dates.end else "")
+        return IndexFilters.from_request(filters)
     except MonjyuError as exc:
         raise ToolError(str(exc)) from None
 
@@ -169,8 +160,9 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         limit: Annotated[Limit, Field(description="passages to return, 1-100")] = 10,
         offset: Annotated[Offset, Field(description="skip this many passages (paging)")] = 0,
         filters: Annotated[SearchFilters | None, Field(description="file_ids (document ids), file_types (pdf, md, "
-                                                       "...), date_range {start, end}; entity_types and "
-                                                       "min_relevance are not applied yet")] = None,
+                                                       "...), entity_types (PERSON, ORG, GPE, ..., CONCEPT: "
+                                                       "passages naming such a phrase), date_range {start, "
+                                                       "end}, min_relevance (share of the best score, 0-1)")] = None,
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
         weights: Annotated[SearchWeights | None, Field(description="hybridrag: keyword/semantic/graph shares "
                                                        "summing to 1; default by question type")] = None,

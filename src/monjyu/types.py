@@ -213,6 +213,8 @@ class HybridSearchResult:
     answer: Answer | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    best_scores: dict[str, float] = field(default_factory=dict)  # best combined/keyword/graph score: the 0-1 scale
+    response: Any = None  # the page as schemas.SearchResult (set by Monjyu.hybrid_search)
 
     @property
     def hits(self) -> list[SearchHit]:
@@ -223,7 +225,12 @@ class HybridSearchResult:
         return self.answer.citations if self.answer else []
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k not in ("items", "answer")}
-        out["items"] = [i.to_dict() for i in self.items]
+        """The public SearchResult (query, results, total_count, strategies...) when set, plus
+        classification, weights, reranker, CRAG, answer, usage and timings."""
+        out = {k: v for k, v in asdict(self).items() if k not in ("items", "answer", "response", "best_scores")}
+        if self.response is not None:
+            out.update(self.response.model_dump(mode="json"))
+        else:
+            out["items"] = [i.to_dict() for i in self.items]
         out["answer"] = self.answer.to_dict() if self.answer else None
         return out

@@ -19,12 +19,13 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from ..config import GraphConfig
-from ..nlp.noun_phrases import EXTRACTOR_VERSION, NounPhraseExtractor
+from ..nlp.noun_phrases import CONCEPT, EXTRACTOR_VERSION, NounPhraseExtractor
 from ..store.kv import SqliteKV
 
 ENTITIES_SCHEMA = pa.schema([
     ("id", pa.int32()), ("title", pa.string()), ("frequency", pa.int32()), ("degree", pa.int32()),
     ("text_unit_ids", pa.list_(pa.string())), ("is_hub", pa.bool_()),
+    ("type", pa.string()),  # PERSON, ORG, GPE, ... or CONCEPT: the type it has in most of its units
 ])
 RELATIONSHIPS_SCHEMA = pa.schema([
     ("source", pa.int32()), ("target", pa.int32()), ("weight", pa.int32()), ("npmi", pa.float32()),
@@ -54,7 +55,7 @@ class PhraseCache:
     def key(text: str) -> str:
         return hashlib.sha256(f"{EXTRACTOR_VERSION}\x00{text}".encode()).hexdigest()
 
-    def extract(self, texts: list[str], extractor: NounPhraseExtractor, progress=None) -> list[list[str]]:
+    def extract(self, texts: list[str], extractor: NounPhraseExtractor, progress=None) -> list[dict[str, str]]:
         keys = [self.key(t) for t in texts]
         found = {k: json.loads(v) for k, v in self._kv.get_many(keys).items()}
         todo = [i for i, k in enumerate(keys) if k not in found]
@@ -71,14 +72,20 @@ class PhraseCache:
         return [found[k] for k in keys]
 
 
-def build_level1(unit_ids: list[str], unit_phrases: list[list[str]], cfg: GraphConfig) -> Level1Result:
+def build_level1(unit_ids: list[str], unit_phrases: list[dict[str, str]] | list[list[str]],
+                 cfg: GraphConfig) -> Level1Result:
+    """`unit_phrases`: per text unit, its phrases with their types (NounPhraseExtractor.extract),
+    or plain phrase lists (all CONCEPT)."""
     t0 = time.perf_counter()
     vocab: dict[str, int] = {}
+    type_votes: dict[tuple[int, str], int] = {}
     rows, cols = [], []
     for u, phrases in enumerate(unit_phrases):
-        for p in phrases:
+        for p, kind in phrases.items() if isinstance(phrases, dict) else ((p, CONCEPT) for p in phrases):
+            node = vocab.setdefault(p, len(vocab))
             rows.append(u)
-            cols.append(vocab.setdefault(p, len(vocab)))
+            cols.append(node)
+            type_votes[node, kind] = type_votes.get((node, kind), 0) + 1
     n_units, n_phr = len(unit_ids), len(vocab)
     incidence = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_units, n_phr))
     incidence.data[:] = 1.0
@@ -106,13 +113,18 @@ def build_level1(unit_ids: list[str], unit_phrases: list[list[str]], cfg: GraphC
     phrases = [None] * n_phr
     for p, i in vocab.items():
         phrases[i] = p
+    types = [CONCEPT] * n_phr
+    best = np.zeros(n_phr, np.int64)
+    for (node, kind), votes in sorted(type_votes.items()):  # sorted: ties go to the same type every build
+        if votes > best[node]:
+            best[node], types[node] = votes, kind
     inc_csc = incidence.tocsc()
     unit_arr = np.array(unit_ids, dtype=object)
     entity_units = [unit_arr[inc_csc.indices[inc_csc.indptr[i]:inc_csc.indptr[i + 1]]].tolist() for i in range(n_phr)]
     entities = pa.table({
         "id": pa.array(np.arange(n_phr), pa.int32()), "title": phrases, "frequency": pa.array(df, pa.int32()),
         "degree": pa.array(degree, pa.int32()), "text_unit_ids": pa.array(entity_units, pa.list_(pa.string())),
-        "is_hub": pa.array(is_hub),
+        "is_hub": pa.array(is_hub), "type": types,
     }, schema=ENTITIES_SCHEMA)
     relationships = pa.table({
         "source": pa.array(src, pa.int32()), "target": pa.array(dst, pa.int32()),

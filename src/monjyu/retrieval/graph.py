@@ -31,6 +31,7 @@ class PhraseGraph:
     incidence: sp.csr_matrix
     phrases: list[str]
     is_hub: np.ndarray
+    types: np.ndarray | None = None  # entity type per phrase (None: an index built before types were kept)
 
     def __post_init__(self) -> None:
         self.vocab = {p: i for i, p in enumerate(self.phrases)}
@@ -75,8 +76,17 @@ class PhraseGraph:
         incidence = load_incidence(generation_dir)
         if incidence is None:
             return None
-        entities = LanceStore(generation_dir / "lancedb").read(ENTITIES, ["title", "is_hub"])
-        return cls(incidence, entities["title"].to_pylist(), np.array(entities["is_hub"].to_pylist(), dtype=bool))
+        store = LanceStore(generation_dir / "lancedb")
+        has_types = "type" in store.column_names(ENTITIES)
+        entities = store.read(ENTITIES, ["title", "is_hub"] + (["type"] if has_types else []))
+        types = np.array(entities["type"].to_pylist(), dtype=object) if has_types else None
+        return cls(incidence, entities["title"].to_pylist(), np.array(entities["is_hub"].to_pylist(), dtype=bool),
+                   types)
+
+    def units_of_types(self, entity_types: list[str]) -> np.ndarray:
+        """Boolean mask of the units that name at least one phrase of the given types."""
+        wanted = np.isin(self.types, np.array(entity_types, dtype=object)).astype(np.float32)
+        return (self.incidence > 0).astype(np.float32) @ wanted > 0
 
     # ------------------------------------------------------------------ query
     def match(self, query: str, extractor: NounPhraseExtractor | None = None) -> dict[int, float]:

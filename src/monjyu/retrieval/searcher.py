@@ -62,7 +62,13 @@ class LoadedIndex:
         if filters is None or not filters.active:
             return None
         c = self.columns
-        return filters.mask(c["document_id"], c["file_type"], c["source_path"], c["date"])
+        entity_units = None
+        if filters.entity_types:
+            if self.graph is None or self.graph.types is None:
+                raise MonjyuError("filter entity types need the Level 1 graph with phrase types: rebuild the "
+                                  "index with `monjyu index` (Level 1 is on by default)")
+            entity_units = self.graph.units_of_types(filters.entity_types)
+        return filters.mask(c["document_id"], c["file_type"], c["source_path"], c["date"], entity_units)
 
 
 def sentence_naming(text: str, phrase: str) -> str:
@@ -246,6 +252,10 @@ class Searcher:
             total = len(ranked)
         else:
             raise MonjyuError(f"unknown search mode '{mode}' (vector, keyword, hybrid, graph)")
+        if filters is not None:
+            kept = filters.trim(ranked)
+            if len(kept) < len(ranked):  # the rest scored below min_relevance: none of them is counted
+                ranked, total = kept, len(kept)
         page = ranked[offset:need]
         hits = [self.hit(row, score, offset + i + 1, vec.get(row), kw.get(row)) for i, (row, score) in enumerate(page)]
         timings["search_ms"] = (time.perf_counter() - t0) * 1000

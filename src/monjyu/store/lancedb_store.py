@@ -109,6 +109,9 @@ class LanceStore:
             return table.to_arrow()
         return table.search().select(columns).limit(max(1, table.count_rows())).to_arrow()
 
+    def column_names(self, name: str) -> list[str]:
+        return self._db.open_table(name).schema.names
+
     def take(self, name: str, offsets: list[int], columns: list[str]) -> pa.Table:
         """Rows by position (the order `read` returns them in): lookups with no query string to escape."""
         return self._db.open_table(name).take_offsets(offsets).select(columns).to_arrow()

@@ -45,12 +45,15 @@ class HybridRAGEngine:
         self.prompts_dir = answers.config.prompts_dir or None
 
     # ------------------------------------------------------------------ stage 1
-    async def classify(self, query: str) -> Classification:
+    async def classify(self, query: str, query_type: str | None = None) -> Classification:
+        """The query's type and entities; `query_type` (from a request) is taken as given."""
         entities = []
         if self.searcher.index.graph is not None:
             graph = self.searcher.index.graph
             entities = [graph.phrases[n] for n in graph.match(query, self.searcher.phrase_extractor())]
         rules = rule_classify(query, entities)
+        if query_type is not None:
+            return replace(rules, type=query_type, confidence=1.0, method="request")
         use_llm = self.llm is not None and self.config.classifier != "rules"
         if self.config.classifier == "llm" and self.llm is None:
             raise MonjyuError("hybrid.classifier is 'llm' but no LLM is configured (llm.provider is none)")
@@ -150,20 +153,26 @@ class HybridRAGEngine:
     # ------------------------------------------------------------------ entry point
     async def asearch(self, query: str, top_k: int = 10, offset: int = 0, filters: SearchFilters | None = None,
                       weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
-                      answer: bool = True, on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
+                      answer: bool = True, on_token: Callable[[str], None] | None = None,
+                      query_type: str | None = None, query_vector: np.ndarray | None = None) -> HybridSearchResult:
+        """`query_type` skips classification; `query_vector` skips embedding the query."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        cls = await self.classify(query)
+        cls = await self.classify(query, query_type)
         timings["classify_ms"] = (time.perf_counter() - t) * 1000
         w = dict(zip(STRATEGIES, self.config.weights[cls.type])) if weights is None else dict(weights)
         if set(w) != set(STRATEGIES) or abs(sum(w.values()) - 1.0) > 0.01 or min(w.values()) < 0:
             raise MonjyuError(f"weights must be keyword, semantic, graph in [0, 1] summing to 1 (+/- 0.01), got {w}")
 
         t = time.perf_counter()
-        vector = await asyncio.to_thread(self.embed_query, query)
+        vector = await asyncio.to_thread(self.embed_query, query) if query_vector is None else query_vector
         mask = self.searcher.index.mask(filters)
         n = max(self.search_config.candidates, offset + top_k)
         fused, per, metrics = await self._triple_search(query, vector, n, mask, cls, w)
+        best = {"combined": fused[0][1] if fused else 0.0,
+                **{k: max(scores.values()) for k, scores in per.items() if scores}}
+        if filters is not None:
+            fused = filters.trim(fused)
         timings["search_ms"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -203,7 +212,7 @@ class HybridRAGEngine:
             query=query, classification={"type": cls.type, "confidence": cls.confidence, "entities": cls.entities,
                                          "relation_hint": cls.relation_hint, "method": cls.method},
             weights=w, items=items, total_count=len(order), strategies=metrics,
-            reranker=self.reranker.name if use_rerank else None, crag=crag_info, timings_ms=timings)
+            reranker=self.reranker.name if use_rerank else None, crag=crag_info, timings_ms=timings, best_scores=best)
         if answer:
             t = time.perf_counter()
             result.answer = await self._answer(query, vector, items, crag_info, on_token)
