@@ -1,5 +1,7 @@
 """Query latency of Level 0 retrieval at 10k and 100k text units, against a plain reference
 (numpy exact search + bm25s) timed in the same run, and LanceDB's own flat and ANN search.
+Sizes at or above search.ann_min_units are also timed through the ANN index a build of that
+size gets (monjyu_ann_*).
 
     python bench/level0_latency.py --real-index /tmp/idx-2wiki --sizes 10000,100000
 
@@ -33,7 +35,9 @@ from monjyu.index import read_manifest
 from monjyu.index.builder import generation_dir
 from monjyu.nlp import Analyzer
 from monjyu.retrieval import LoadedIndex, Searcher, weighted_rrf
+from monjyu.store import LanceStore
 from monjyu.store.bm25 import BM25Index
+from monjyu.store.lancedb_store import TEXT_UNITS, VectorANN
 
 
 def pct(values: list[float], p: float) -> float:
@@ -91,6 +95,17 @@ def lance_bench(vecs: np.ndarray, qvecs: np.ndarray, exact_top: list[np.ndarray]
     return out
 
 
+def ann_index(path: Path, ids: np.ndarray, vecs: np.ndarray) -> VectorANN:
+    """The product's ANN index (LanceStore.create_vector_index) over a units table of ids + vectors."""
+    dim = vecs.shape[1]
+    table = pa.table({"id": pa.array(ids.tolist(), pa.string()),
+                      "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), dim)})
+    store = LanceStore(path)
+    store.write({TEXT_UNITS: table})
+    store.create_vector_index()
+    return store.vector_index()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--real-index", required=True, type=Path, help="a built MONJYU index (e.g. of 2wiki)")
@@ -126,7 +141,8 @@ def main() -> None:
     for n in [int(s) for s in args.sizes.split(",")]:
         synth_texts, vecs = synthesize(real, n, rng)
         terms = [analyzer.terms(t) for t in synth_texts]
-        cols = {c: np.array([""] * n, dtype=object) for c in ("id", "document_id", "title", "source_path", "file_type", "date", "text")}
+        cols = {c: np.array([""] * n, dtype=object) for c in ("document_id", "title", "source_path", "file_type", "date", "text")}
+        cols["id"] = np.array([f"u{i}" for i in range(n)], dtype=object)
         cols.update({"chunk_index": np.zeros(n, dtype=object), "page": np.array([None] * n, dtype=object),
                      "start_char": np.zeros(n, dtype=object), "end_char": np.zeros(n, dtype=object)})
         loaded = LoadedIndex(columns=cols, vectors=vecs, bm25=BM25Index.build(terms))
@@ -162,7 +178,22 @@ def main() -> None:
             "monjyu_hybrid": timed(lambda p: searcher.search(p[0], p[1], "hybrid", 10), pairs),
             "monjyu_hybrid_single_round": timed(lambda p: single.search(p[0], p[1], "hybrid", 10), pairs),
         }
+        if n >= SearchConfig().ann_min_units:  # what a build of this size gets: the same searches through the ANN
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.perf_counter()
+                loaded.ann = ann_index(Path(tmp), cols["id"], vecs)
+                print(f"ANN index for {n} units built in {time.perf_counter() - t0:.1f} s")
+                exact_top = [set(ref_vector(q)[:10].tolist()) for q in qvecs]
+                ann_top = [[r for r, _ in searcher.vector_ranking(q, 10, None)[0]] for q in qvecs]
+                print(f"ANN recall@10 against exact search: {np.mean([len(e & set(a)) / 10 for e, a in zip(exact_top, ann_top)]):.3f}")
+                figures |= {
+                    "monjyu_ann_vector": timed(lambda p: searcher.search(p[0], p[1], "vector", 10), pairs),
+                    "monjyu_ann_hybrid": timed(lambda p: searcher.search(p[0], p[1], "hybrid", 10), pairs),
+                }
+                loaded.ann = None
         row = {f"{k}_p50": pct(v, 50) for k, v in figures.items()} | {f"{k}_p95": pct(v, 95) for k, v in figures.items()}
+        if "monjyu_ann_hybrid" in figures:
+            row["ann_hybrid_p50_ratio_to_reference"] = row["monjyu_ann_hybrid_p50"] / row["reference_hybrid_p50"]
         row["hybrid_p50_ratio_to_reference"] = row["monjyu_hybrid_p50"] / row["reference_hybrid_p50"]
         row["hybrid_single_round_p50_ratio_to_reference"] = row["monjyu_hybrid_single_round_p50"] / row["reference_hybrid_p50"]
         if not args.no_lancedb:

@@ -183,3 +183,28 @@ def test_cli_hybridrag_and_auto_routing(sample_index, cache_dir):
     assert out["engine"] == "hybridrag" and out["weights"]["graph"] == 0.6 and out["crag"]["grades"]
     assert run("What are the main themes across these documents?", "--mode", "auto")["engine"] == "lazy"
     assert run("What is nDCG@10?", "--mode", "auto")["engine"] == "search"
+
+
+def test_local_reranker_uses_index_vectors_and_prefers_the_stating_sentence(sample_index):
+    """The local reranker scores with the passages' stored vectors (nothing embedded at query
+    time) and the question terms its best sentence names."""
+    from monjyu.engines.hybrid.rerank import LocalReranker
+
+    manifest, searcher = sample_index._searcher()
+    scorer = sample_index._answer_engine().scorer
+    embedded: list[str] = []
+    inner = scorer.embed
+    scorer.embed = lambda texts: embedded.extend(texts) or inner(texts)
+    try:
+        query = "Which algorithm detects communities?"
+        qv = sample_index._embed_query(manifest, query)
+        texts = ["Communities are groups. The Leiden algorithm detects communities in graphs.",
+                 "Graphs have communities; algorithms vary; detection is a topic of study."]
+        vectors = scorer.embed(texts)
+        embedded.clear()
+        scores = LocalReranker(scorer).scores(query, qv, texts, vectors)
+        assert not embedded and scores[0] > scores[1]
+        assert LocalReranker(scorer).scores(query, qv, texts).tolist() == scores.tolist()  # embeds when not given
+        assert embedded == texts
+    finally:
+        scorer.embed = inner

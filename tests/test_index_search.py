@@ -175,3 +175,21 @@ def test_missing_index_is_a_clear_error(tmp_path, make_config):
 def test_samples_are_untouched_by_indexing(sample_index):
     assert not (SAMPLES / ".monjyu").exists()
     assert shutil.which  # the sample folder stays as shipped
+
+
+def test_ann_index_answers_unfiltered_vector_search_like_exact(tmp_path, samples_copy, make_config, sample_index):
+    """Past search.ann_min_units a build adds LanceDB's vector index; unfiltered vector searches go
+    through it, filtered ones stay exact, and on this small set both give the exact ranking."""
+    m = Monjyu(tmp_path / "idx", make_config(search={"ann_min_units": 1}, graph={"enabled": False}))
+    report = m.index([samples_copy])
+    assert "ann_index" in report.seconds
+    _, searcher = m._searcher()
+    assert searcher.index.ann is not None and sample_index._searcher()[1].index.ann is None
+    for query in ("Leiden communities", "検索拡張生成とは", "how is retrieval evaluated"):
+        ann = m.search(query, mode="vector", top_k=5, answer=False)
+        exact = sample_index.search(query, mode="vector", top_k=5, answer=False)
+        assert [h.text_unit_id for h in ann.hits] == [h.text_unit_id for h in exact.hits]
+        assert [round(h.score, 4) for h in ann.hits] == [round(h.score, 4) for h in exact.hits]
+    pdf_only = m.search("Leiden communities", mode="vector", top_k=5, answer=False,
+                        filters=SearchFilters(file_types=["pdf"]))
+    assert pdf_only.hits and all(h.document_id.endswith(".pdf") for h in pdf_only.hits)

@@ -142,3 +142,19 @@ def test_title_links_lead_the_walk_to_the_page_about_a_phrase(tmp_path, make_con
                                                            top_k=8, answer=False).hits}
         lead[boost] = score["lloyd"] / max(score[f"f{i}"] for i in range(6))
     assert lead[20.0] > 3 * lead[1.0] and lead[20.0] > 3
+
+
+def test_query_phrases_reach_nodes_by_meaning_across_languages(sample_index):
+    """The phrases that link units are embedded at build time; a Japanese query phrase that names
+    no node seeds its nearest English phrase; English phrases are matched by name only."""
+    _, searcher = sample_index._searcher()
+    graph = searcher.index.graph
+    assert len(graph.vector_nodes) == int(((graph.df >= 2) & ~graph.is_hub).sum()) > 0
+    query = "ライデンアルゴリズム"
+    assert "leiden algorithm" not in {graph.phrases[n] for n in graph.match(query, searcher.phrase_extractor())}
+    assert "leiden algorithm" in {graph.phrases[n] for n in searcher.phrase_seeds(query)}
+    assert sample_index.graph_neighbours(query)  # the CLI's `graph neighbours` takes such phrases too
+    exact = searcher.phrase_seeds("leiden algorithm")
+    assert [graph.phrases[n] for n in exact] == ["leiden algorithm"]
+    # Within one language a phrase is named or it is something else: no match by meaning.
+    assert "leiden algorithm" not in {graph.phrases[n] for n in searcher.phrase_seeds("the leiden procedure")}

@@ -59,6 +59,7 @@ class Monjyu:
         self._answers: AnswerEngine | None = None
         self._doc_rows: tuple[str, dict[str, int]] | None = None
         self._reranker: Reranker | None = None
+        self._cached_embedder: CachedEmbedder | None = None
 
     # ------------------------------------------------------------------ indexing
     def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None) -> BuildReport:
@@ -93,10 +94,11 @@ class Monjyu:
         return (export_html if fmt == "html" else export_graphml)(self.generation_dir(), Path(path))
 
     def graph_neighbours(self, text: str, hops: int = 1, limit: int = 30) -> list[dict[str, Any]]:
-        """Phrases within `hops` co-occurrence steps of the phrases named in `text`."""
+        """Phrases within `hops` co-occurrence steps of the phrases `text` names (or, by embedding,
+        means: `text` may be in another language than the papers)."""
         _, searcher = self._searcher()
         graph = searcher.require_graph()
-        seeds = graph.match(text, searcher.phrase_extractor())
+        seeds = searcher.phrase_seeds(text)
         return [{"phrase": graph.phrases[n], "hop": hop, "strength": round(w, 4), "units": int(graph.df[n])}
                 for n, hop, w in graph.neighbours(list(seeds), hops, limit)]
 
@@ -168,7 +170,8 @@ class Monjyu:
             if self._loaded is None or self._loaded[0] != m.generation:
                 loaded = LoadedIndex.load(generation_dir(self.index_dir, m.generation), m.embedder_dim,
                                           self.config.search.graph_title_boost)
-                self._loaded = (m.generation, Searcher(loaded, self.config.search))
+                self._loaded = (m.generation, Searcher(loaded, self.config.search,
+                                                       embed_phrases=lambda texts: self._embed_phrases(m, texts)))
             return m, self._loaded[1]
 
     def _embedder(self) -> Embedder:
@@ -177,18 +180,31 @@ class Monjyu:
         return self._query_embedder
 
     def _embed_query(self, manifest: Manifest, query: str) -> np.ndarray:
+        self._check_embedder(manifest)
+        return self._query_embedder.embed_queries([query])[0]
+
+    def _check_embedder(self, manifest: Manifest) -> None:
         if self._embedder().id != manifest.embedder_id:
             raise EmbedderMismatchError(
                 f"the index at {self.index_dir} was built with embedder '{manifest.embedder_id}' but the "
                 f"configured embedder is '{self._query_embedder.id}'; query with the same embedding settings, "
                 "or rebuild the index with `monjyu index`")
-        return self._query_embedder.embed_queries([query])[0]
+
+    def _passage_embedder(self) -> CachedEmbedder:
+        """Passages, sentences and phrases embedded at query time, cached by text."""
+        with self._lock:
+            if self._cached_embedder is None:
+                cache = EmbeddingCache(self._cache_dir() / "embeddings.sqlite")
+                self._cached_embedder = CachedEmbedder(self._embedder(), cache)
+            return self._cached_embedder
+
+    def _embed_phrases(self, manifest: Manifest, phrases: list[str]) -> np.ndarray:
+        self._check_embedder(manifest)
+        return self._passage_embedder().embed_passages(phrases)
 
     def _answer_engine(self) -> AnswerEngine:
         if self._answers is None:
-            embedder = self._embedder()
-            cache = EmbeddingCache(self._cache_dir() / "embeddings.sqlite")
-            scorer = LocalRelevanceScorer(CachedEmbedder(embedder, cache).embed_passages)
+            scorer = LocalRelevanceScorer(self._passage_embedder().embed_passages)
             self._llm = create_llm(self.config.llm, self._cache_dir())
             self._answers = AnswerEngine(self.config.answer, self._llm, scorer, TokenCounter().count)
         return self._answers

@@ -70,8 +70,16 @@ class SearchConfig(BaseModel):
     graph_weight: float = Field(0.4, ge=0.0, le=1.0, description="weight of the graph list in hybrid fusion (needs Level 1)")
     graph_dense_seeds: int = Field(5, ge=0, le=100, description="best vector hits that also seed the graph walk")
     graph_damping: float = Field(0.5, gt=0.0, lt=1.0)
+    graph_phrase_similarity: float = Field(0.9, ge=0.0, le=1.0, description="cosine at which a query phrase that names no node seeds the most similar embedded phrase; 1: exact names only")
     graph_title_boost: float = Field(20.0, ge=1.0, le=1000.0, description="walk from a phrase to the units titled by it this many times as often")
     feedback: bool = True
+    # ANN: from this many text units a build adds an IVF_HNSW_SQ index, and unfiltered vector
+    # searches take their candidates from it, re-scored exactly from the vectors in memory
+    # (filtered searches stay exact). 100k synthetic units from real embeddings: 200 candidates
+    # keep recall@100 0.95 and recall@10 1.0 against exact search (bench/level0_latency.py).
+    ann_min_units: int = Field(50_000, ge=0, description="text units from which an index gets an ANN vector index; 0: never")
+    ann_nprobes: int = Field(50, ge=1, le=10_000)
+    ann_candidates: int = Field(200, ge=10, le=100_000, description="ANN candidates re-scored exactly (at least twice the hits wanted)")
     feedback_keep: int = Field(3, ge=0, le=100)
     feedback_weight: float = Field(2.0, ge=0.0, le=10.0, description="weight of each feedback list (vector, keyword) vs the first round (1.0)")
 
@@ -84,6 +92,7 @@ class GraphConfig(BaseModel):
     seed: int = 0xDEADBEEF
     min_edge_units: int = Field(1, ge=1, description="co-occurrence edges need at least this many shared units")
     max_phrase_share: float = Field(0.05, gt=0, le=1, description="phrases in a larger share of units are hubs and pruned")
+    embed_min_units: int = Field(2, ge=0, description="embed the non-hub phrases found in at least this many units, so query phrases match them by meaning (also across languages); 0: none")
     min_hub_units: int = Field(50, ge=1, description="never prune phrases found in fewer units than this")
     processes: int = Field(1, ge=1, le=64, description="spaCy worker processes")
 
@@ -138,10 +147,10 @@ class HybridConfig(BaseModel):
     weights: dict[str, tuple[float, float, float]] = {
         "local": (0.35, 0.35, 0.30), "global": (0.20, 0.30, 0.50),
         "relationship": (0.20, 0.20, 0.60), "hybrid": (0.33, 0.34, 0.33)}
-    # Query types reranked unless the query says otherwise. Measured on 2wiki (multi-hop): the
-    # local reranker alone demoted second-hop passages (Recall@5 0.896 -> 0.735); with a linked
-    # passage inheriting its linking sentence's score it gives 0.869 / complete@8 0.802 (0.772
-    # without reranking). bench/retrieval_quality.py --modes hybridrag,hybridrag-norerank
+    # Query types reranked unless the query says otherwise. Measured on 2wiki (multi-hop), local
+    # reranker with a linked passage inheriting its linking sentence's score: Recall@5 0.913 /
+    # complete@8 0.861 (0.896 / 0.772 without reranking).
+    # bench/retrieval_quality.py --modes hybridrag,hybridrag-norerank
     rerank_types: list[str] = ["local", "global", "relationship", "hybrid"]
     crag: bool = False  # grade results, drop the incorrect, retry once with a rewritten query
     crag_correct: float = Field(6.0, ge=0.0, le=10.0, description="relevance (0-10) at or above which a result is correct")

@@ -51,13 +51,21 @@ class LocalRelevanceScorer:
     def score(self, query: str, query_vector: np.ndarray, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        cos = self.embed(list(texts)) @ np.asarray(query_vector, dtype=np.float32)
+        return self.score_with_vectors(query, query_vector, self.embed(list(texts)), [[t] for t in texts])
+
+    def score_with_vectors(self, query: str, query_vector: np.ndarray, vectors: np.ndarray,
+                           parts: Sequence[Sequence[str]]) -> np.ndarray:
+        """Scores of texts whose vectors are known (e.g. text units, embedded at index time); the
+        lexical share of each is that of its best part (sentence), so a text that names the
+        question's terms in one statement beats one that scatters them."""
+        if not len(parts):
+            return np.zeros(0, dtype=np.float32)
+        cos = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
         semantic = np.clip((cos - self.cosine_floor) / (self.cosine_full - self.cosine_floor), 0.0, 1.0)
         q_terms = set(self._analyzer.terms(query))
+        lexical = np.zeros(len(parts), dtype=np.float32)
         if q_terms:
-            lexical = np.array([len(q_terms & set(self._analyzer.terms(t))) / len(q_terms) for t in texts],
-                               dtype=np.float32)
-        else:
-            lexical = np.zeros(len(texts), dtype=np.float32)
+            for i, group in enumerate(parts):
+                lexical[i] = max((len(q_terms & set(self._analyzer.terms(t))) for t in group), default=0) / len(q_terms)
         w = self.semantic_weight
         return (10.0 * (w * semantic + (1.0 - w) * lexical)).astype(np.float32)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,7 +32,7 @@ from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store.kv import SqliteKV
-from ..store.sparse import save_incidence
+from ..store.sparse import save_incidence, save_phrase_vectors
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
 from .level1 import Level1Result, PhraseCache, build_level1
@@ -234,6 +235,11 @@ class IndexBuilder:
         store = LanceStore(gen_dir / "lancedb")
         store.write({DOCUMENTS: docs_table, TEXT_UNITS: units_table})
         report.seconds["write"] = time.perf_counter() - t_write
+        ann_min = self.config.search.ann_min_units
+        if ann_min and units_table.num_rows >= ann_min:
+            t_ann = time.perf_counter()
+            store.create_vector_index()
+            report.seconds["ann_index"] = time.perf_counter() - t_ann
 
         t_bm25 = time.perf_counter()
         BM25Index.build(units_table["terms"].to_pylist()).save(gen_dir / "bm25")
@@ -243,6 +249,9 @@ class IndexBuilder:
             level1 = self._build_level1(units_table)
             store.write({ENTITIES: level1.entities, RELATIONSHIPS: level1.relationships, COMMUNITIES: level1.communities})
             save_incidence(gen_dir, level1.incidence)
+            t_embed = time.perf_counter()
+            self._embed_phrases(gen_dir, level1, embedder)
+            level1.seconds["phrase_embedding"] = time.perf_counter() - t_embed
             report.seconds.update({f"level1_{k}": v for k, v in level1.seconds.items()})
             report.level1 = level1.stats
 
@@ -279,6 +288,21 @@ class IndexBuilder:
         result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
         result.seconds["noun_phrases"] = t1 - t0
         return result
+
+    def _embed_phrases(self, gen_dir: Path, level1: Level1Result, embedder: CachedEmbedder) -> None:
+        """Vectors of the phrases that link units (non-hubs in >= graph.embed_min_units units): query
+        phrases that name no node reach these by meaning. Cached by text like every embedding."""
+        least = self.config.graph.embed_min_units
+        if not least:
+            return
+        entities = level1.entities
+        linking = np.flatnonzero((entities["frequency"].to_numpy() >= least)
+                                 & ~entities["is_hub"].to_numpy(zero_copy_only=False))
+        titles = entities["title"].to_pylist()
+        self.progress("phrase vectors", 0, len(linking))
+        vectors = embedder.embed_passages([titles[i] for i in linking],
+                                          progress=lambda n: self.progress("phrase vectors", n, None))
+        save_phrase_vectors(gen_dir, linking, vectors)
 
     def _cache_dir(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"

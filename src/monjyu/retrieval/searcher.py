@@ -8,6 +8,7 @@ this against LanceDB's own ANN search; exact search stays faster and exact up to
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,9 +17,11 @@ import numpy as np
 from ..config import SearchConfig
 from ..errors import MonjyuError
 from ..nlp import Analyzer
+from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
+from ..store.lancedb_store import VectorANN
 from ..types import SearchHit, SearchResults
 from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
@@ -38,10 +41,12 @@ class LoadedIndex:
     bm25: BM25Index
     graph: PhraseGraph | None = None
     communities: CommunityIndex | None = None
+    ann: VectorANN | None = None  # LanceDB's vector index, in generations of >= search.ann_min_units units
 
     @classmethod
     def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0) -> "LoadedIndex":
-        table = LanceStore(generation_dir / "lancedb").units(META_COLUMNS + ["vector"])
+        store = LanceStore(generation_dir / "lancedb")
+        table = store.units(META_COLUMNS + ["vector"])
         columns = {c: np.array(table[c].to_pylist(), dtype=object) for c in META_COLUMNS}
         n = table.num_rows
         flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False) if n else np.zeros(0)
@@ -53,7 +58,7 @@ class LoadedIndex:
         if graph is not None:
             communities = CommunityIndex.load(generation_dir, {u: i for i, u in enumerate(columns["id"])})
         return cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"),
-                   graph=graph, communities=communities)
+                   graph=graph, communities=communities, ann=store.vector_index())
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -93,22 +98,39 @@ def _top(scores: np.ndarray, n: int, valid: np.ndarray) -> list[int]:
 
 
 class Searcher:
-    def __init__(self, index: LoadedIndex, config: SearchConfig, analyzer: Analyzer | None = None):
+    def __init__(self, index: LoadedIndex, config: SearchConfig, analyzer: Analyzer | None = None,
+                 embed_phrases: Callable[[list[str]], np.ndarray] | None = None):
         self.index = index
         self.config = config
         self.analyzer = analyzer or Analyzer()
+        self.embed_phrases = embed_phrases  # the index's embedder, for query phrases that name no node
         self._np_extractor: NounPhraseExtractor | None = None
         self._rows: dict[str, int] | None = None
 
     # -- single strategies: (row, score) best first ---------------------------------
     def vector_ranking(self, query_vector: np.ndarray, n: int, mask: np.ndarray | None,
                        threshold: float | None = None) -> tuple[list[tuple[int, float]], int]:
+        if mask is None and self.index.ann is not None:
+            return self._ann_ranking(query_vector, n, threshold)
         scores = self.index.vectors @ np.asarray(query_vector, dtype=np.float32)
         valid = np.ones(len(scores), dtype=bool) if mask is None else mask.copy()
         if threshold is not None and threshold > -1.0:
             valid &= scores >= threshold
         rows = _top(scores, n, valid)
         return [(r, float(scores[r])) for r in rows], int(valid.sum())
+
+    def _ann_ranking(self, query_vector: np.ndarray, n: int, threshold: float | None) -> tuple[list[tuple[int, float]], int]:
+        """Unfiltered vector search: candidates from the ANN index, scored exactly. The count of
+        passing units is exact only when fewer than n pass; otherwise it is the index size."""
+        cfg = self.config
+        ids = self.index.ann.candidates(query_vector, max(cfg.ann_candidates, 2 * n), cfg.ann_nprobes)
+        rows = np.sort(np.array([self.row_of(u) for u in ids], dtype=np.int64))  # ties by row, as exact search
+        scores = self.index.vectors[rows] @ np.asarray(query_vector, dtype=np.float32)
+        valid = np.ones(len(rows), dtype=bool)
+        if threshold is not None and threshold > -1.0:
+            valid &= scores >= threshold
+        best = _top(scores, n, valid)
+        return [(int(rows[i]), float(scores[i])) for i in best], len(best) if len(best) < n else len(self.index)
 
     def keyword_ranking(self, query: str | list[str], n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
         terms = self.analyzer.terms(query) if isinstance(query, str) else query
@@ -124,7 +146,7 @@ class Searcher:
         """Personalised PageRank from the query's phrases and its best vector hits."""
         graph = self.require_graph()
         cfg = self.config
-        seeds = graph.match(query, self.phrase_extractor())
+        seeds = self.phrase_seeds(query)
         unit_seeds: dict[int, float] = {}
         if cfg.graph_dense_seeds and query_vector is not None:
             dense, _ = self.vector_ranking(query_vector, cfg.graph_dense_seeds, mask)
@@ -136,6 +158,26 @@ class Searcher:
             valid &= mask
         rows = _top(scores, n, valid)
         return [(r, float(scores[r])) for r in rows], int(valid.sum())
+
+    def phrase_seeds(self, query: str) -> dict[int, float]:
+        """Phrase nodes the query names, plus, for each of its noun phrases that names none, the
+        nearest embedded phrase in another language at cosine >= search.graph_phrase_similarity:
+        a Japanese question reaches the English graph this way. Within one language a phrase is
+        either named or a different thing whose spelling fools the embedding ("john smith" /
+        "john smyth"); on 2wiki same-language matches lowered graph complete@8 0.564 -> 0.554."""
+        graph = self.require_graph()
+        seeds = graph.match(query, self.phrase_extractor())
+        threshold = self.config.graph_phrase_similarity
+        if self.embed_phrases is None or graph.vectors is None or threshold >= 1.0:
+            return seeds
+        present = set(graph.vector_languages().tolist())
+        unnamed = [(p, detect_language(p)) for p in self.phrase_extractor().extract([query])[0] if p not in graph.vocab]
+        unnamed = [(p, lang) for p, lang in unnamed if present - {lang}]  # nothing to translate into: no embedding
+        if unnamed:
+            vectors = self.embed_phrases([p for p, _ in unnamed])
+            for _, node, weight in graph.similar(vectors, [lang for _, lang in unnamed], threshold):
+                seeds.setdefault(node, weight)
+        return seeds
 
     def community_ranking(self, query: str, query_vector: np.ndarray, n: int, mask: np.ndarray | None,
                           communities: int = 5) -> tuple[list[tuple[int, float]], int]:

@@ -97,7 +97,7 @@ class HybridRAGEngine:
         order (weighted RRF), so a reranker's mistake on one passage cannot bury a strong hit."""
         head = [row for row, _ in fused[:self.rerank_config.candidates]]
         texts = [self._text(row) for row in head]
-        scores = self.reranker.scores(query, vector, texts)
+        scores = self.reranker.scores(query, vector, texts, self.searcher.index.vectors[head])
         self._inherit_link_scores(query, vector, head, scores)
         by_rerank = [head[i] for i in np.argsort(-scores, kind="stable")]
         w = self.rerank_config.weight
@@ -107,18 +107,20 @@ class HybridRAGEngine:
     def _inherit_link_scores(self, query: str, vector: np.ndarray, head: list[int], scores: np.ndarray) -> None:
         """A passage that a top passage links to by title (the director's page, linked from the
         film's) shares few words with a multi-hop question; it is scored as relevant as the
-        sentence that links to it, if that is higher, so reranking does not bury the second hop."""
-        graph = self.searcher.index.graph
-        if graph is None or not graph.about:
+        sentence that links to it (with the linking passage's embedding, for the local reranker),
+        if that is higher, so reranking does not bury the second hop."""
+        index = self.searcher.index
+        if index.graph is None or not index.graph.about:
             return
         position = {row: i for i, row in enumerate(head)}
-        links = [(position[unit], sentence_naming(self.searcher.index.columns["text"][seed], phrase))
+        links = [(position[unit], seed, sentence_naming(index.columns["text"][seed], phrase))
                  for seed in head[:self.search_config.feedback_keep]
-                 for unit, phrase in graph.linked_units(seed) if unit in position]
-        links = [(i, sentence) for i, sentence in links if sentence]
+                 for unit, phrase in index.graph.linked_units(seed) if unit in position]
+        links = [(i, seed, sentence) for i, seed, sentence in links if sentence]
         if links:
-            link_scores = self.reranker.scores(query, vector, [sentence for _, sentence in links])
-            for (i, _), value in zip(links, link_scores):
+            link_scores = self.reranker.scores(query, vector, [sentence for _, _, sentence in links],
+                                               index.vectors[[seed for _, seed, _ in links]])
+            for (i, _, _), value in zip(links, link_scores):
                 scores[i] = max(scores[i], value)
 
     def _text(self, row: int) -> str:

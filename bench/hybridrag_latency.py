@@ -1,0 +1,158 @@
+"""HybridRAG latency without an LLM (classification, BM25 + vector + graph, RRF, reranking, CRAG)
+on the real index and on synthetic 10k / 100k text-unit indexes grown from it.
+
+    python bench/hybridrag_latency.py --real-index /tmp/evalidx/2wiki --beir ../shared/bench-data/2wiki
+
+Synthetic unit i mixes two real units a and b: its vector is a normalised blend of theirs, its
+text is resampled from real text, its phrases are the union of theirs (so the phrase graph keeps
+the real degree distribution), its title is a's and it sits in a's communities; from
+search.ann_min_units units on, unfiltered vector searches go through the ANN index as in a real
+build of that size. Query vectors are
+the real BEIR questions' embeddings, computed once and passed in (query embedding is timed
+separately). The local reranker and CRAG grader embed sentences: the first pass sees every
+sentence for the first time (cold embedding cache), the second pass hits the cache (warm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).parent))
+from level0_latency import ann_index, pct, synthesize  # noqa: E402
+
+from monjyu.config import load_config  # noqa: E402
+from monjyu.embed import CachedEmbedder, EmbeddingCache, create_embedder  # noqa: E402
+from monjyu.engines.answer import AnswerEngine  # noqa: E402
+from monjyu.engines.hybrid.engine import HybridRAGEngine  # noqa: E402
+from monjyu.engines.hybrid.rerank import create_reranker  # noqa: E402
+from monjyu.engines.relevance import LocalRelevanceScorer  # noqa: E402
+from monjyu.eval import BeirDataset  # noqa: E402
+from monjyu.index import read_manifest  # noqa: E402
+from monjyu.index.builder import generation_dir  # noqa: E402
+from monjyu.nlp import Analyzer  # noqa: E402
+from monjyu.nlp.tokens import TokenCounter  # noqa: E402
+from monjyu.retrieval import LoadedIndex, Searcher  # noqa: E402
+from monjyu.retrieval.communities import CommunityIndex  # noqa: E402
+from monjyu.retrieval.graph import PhraseGraph  # noqa: E402
+from monjyu.store.bm25 import BM25Index  # noqa: E402
+
+VARIANTS = {  # name -> asearch keyword arguments
+    "default (rerank)": {},
+    "no rerank": {"rerank": False},
+    "rerank + crag": {"crag": True},
+}
+
+
+def grow(real: LoadedIndex, n: int, rng: np.random.Generator, analyzer: Analyzer) -> LoadedIndex:
+    """A synthetic index of n units built from the real one (see the module docstring)."""
+    texts, vecs = synthesize(real, n, rng)
+    m = len(real)
+    a, b = rng.integers(0, m, n), rng.integers(0, m, n)
+    cols = {c: np.array([""] * n, dtype=object) for c in ("document_id", "source_path", "file_type", "date")}
+    cols |= {"id": np.array([f"u{i}" for i in range(n)], dtype=object), "text": np.array(texts, dtype=object),
+             "title": real.columns["title"][a], "chunk_index": np.zeros(n, dtype=object),
+             "page": np.array([None] * n, dtype=object), "start_char": np.zeros(n, dtype=object),
+             "end_char": np.array([len(t) for t in texts], dtype=object)}
+    g = real.graph
+    incidence = (g.incidence[a] + g.incidence[b]).tocsr()
+    graph = PhraseGraph(incidence=sp.csr_matrix(incidence), phrases=g.phrases, is_hub=g.is_hub, types=g.types)
+    graph.link_titles(cols["title"].tolist(), load_config().search.graph_title_boost)
+    rows_of_real = {}
+    for synth_row, real_row in enumerate(a.tolist()):
+        rows_of_real.setdefault(real_row, []).append(synth_row)
+    communities = []
+    for c in real.communities.by_id.values():
+        rows = sorted(r for real_row in c.unit_rows.tolist() for r in rows_of_real.get(real_row, []))
+        communities.append(type(c)(id=c.id, level=c.level, parent=c.parent, children=c.children, title=c.title,
+                                   unit_rows=np.array(rows, dtype=np.int64), size=c.size))
+    bm25 = BM25Index.build([analyzer.terms(t) for t in texts])
+    ann = None
+    if n >= load_config().search.ann_min_units:  # what a build of this size gets
+        ann = ann_index(Path(tempfile.mkdtemp(prefix="hybridrag-bench-")), cols["id"], vecs)
+    return LoadedIndex(columns=cols, vectors=vecs, bm25=bm25, graph=graph, communities=CommunityIndex(communities),
+                       ann=ann)
+
+
+def engine_for(index: LoadedIndex, cache_path: Path) -> HybridRAGEngine:
+    config = load_config()
+    embedder = create_embedder(config.embedding)
+    scorer = LocalRelevanceScorer(CachedEmbedder(embedder, EmbeddingCache(cache_path)).embed_passages)
+    answers = AnswerEngine(config.answer, None, scorer, TokenCounter().count)
+    searcher = Searcher(index, config.search)
+    # Queries come with their vectors; CRAG's rewritten query is embedded for real (and timed).
+    return HybridRAGEngine(config.hybrid, config.rerank, config.search, searcher,
+                           lambda q: embedder.embed_queries([q])[0], answers,
+                           create_reranker(config.rerank, scorer))
+
+
+def run(engine: HybridRAGEngine, queries: list[str], qvecs: np.ndarray, kwargs: dict) -> dict:
+    totals, stages = [], {}
+    for q, v in zip(queries, qvecs):
+        t0 = time.perf_counter()
+        r = asyncio.run(engine.asearch(q, top_k=10, answer=False, query_vector=v, **kwargs))
+        totals.append((time.perf_counter() - t0) * 1000)
+        for k, ms in r.timings_ms.items():
+            stages.setdefault(k, []).append(ms)
+    return {"p50": pct(totals, 50), "p95": pct(totals, 95)} | {f"{k}_p50": pct(v, 50) for k, v in stages.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--real-index", required=True, type=Path, help="a built MONJYU index with Level 1 (e.g. of 2wiki)")
+    ap.add_argument("--beir", required=True, type=Path, help="BEIR set whose queries to use")
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    os.environ.setdefault("LANCE_LOG", "error")
+    rng = np.random.default_rng(0)
+    manifest = read_manifest(args.real_index)
+    config = load_config()
+    real = LoadedIndex.load(generation_dir(args.real_index, manifest.generation), manifest.embedder_dim,
+                            config.search.graph_title_boost)
+    if real.graph is None or real.communities is None:
+        sys.exit(f"{args.real_index} has no Level 1 graph: build it with `monjyu index` (not --level 0)")
+    queries = list(BeirDataset.load(args.beir).queries.values())[: args.queries]
+    embedder = create_embedder(config.embedding)
+    t0 = time.perf_counter()
+    qvecs = embedder.embed_queries(queries)
+    print(f"query embedding ({embedder.id}, batched): {(time.perf_counter() - t0) * 1000 / len(queries):.1f} ms/query")
+
+    analyzer = Analyzer()
+    indexes = {f"real ({len(real)})": real}
+    for n in [int(s) for s in args.sizes.split(",") if s]:
+        t0 = time.perf_counter()
+        indexes[str(n)] = grow(real, n, rng, analyzer)
+        print(f"synthetic {n}: built in {time.perf_counter() - t0:.1f} s")
+    results = {}
+    for name, index in indexes.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            engine = engine_for(index, Path(tmp) / "embeddings.sqlite")
+            row = {}
+            for variant, kwargs in VARIANTS.items():
+                for cache in ("cold", "warm"):  # the first pass fills the sentence-embedding cache
+                    row[f"{variant}, {cache}"] = run(engine, queries, qvecs, kwargs)
+                    if variant == "no rerank":  # nothing is embedded: one pass says it all
+                        break
+        results[name] = row
+        print(f"\n== {name} text units, {len(queries)} queries (ms) ==")
+        for variant, fig in row.items():
+            stages = " ".join(f"{k[:-7]} {v:.1f}" for k, v in fig.items() if k.endswith("_ms_p50"))
+            print(f"  {variant:26s} p50 {fig['p50']:8.1f}  p95 {fig['p95']:8.1f}   stage p50: {stages}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
