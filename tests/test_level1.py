@@ -158,3 +158,18 @@ def test_query_phrases_reach_nodes_by_meaning_across_languages(sample_index):
     assert [graph.phrases[n] for n in exact] == ["leiden algorithm"]
     # Within one language a phrase is named or it is something else: no match by meaning.
     assert "leiden algorithm" not in {graph.phrases[n] for n in searcher.phrase_seeds("the leiden procedure")}
+
+
+def test_communities_rank_by_representative_phrases(sample_index):
+    """Community titles (representative phrases) are embedded at build time; with a title weight
+    the ranking also brings in communities about the question that hold none of its top units."""
+    manifest, searcher = sample_index._searcher()
+    index = searcher.index.communities
+    assert index.title_vectors is not None and len(index.title_ids) == len(index)
+    scores = index.title_similarity(sample_index._embed_query(manifest, "community detection in graphs"))
+    top = index.levels[0]
+    assert index.rank([], level=top, title_scores=scores) == []  # weight 0: units only, and there are none
+    by_title = index.rank([], level=top, title_scores=scores, title_weight=1.0)
+    best = max((c for c in index.by_id.values() if c.level == top), key=lambda c: (scores[c.id], -c.id))
+    assert by_title[0].community.id == best.id and all(h.matched_rows == [] for h in by_title)
+    assert all(h.community.level == top for h in by_title)

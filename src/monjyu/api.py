@@ -110,9 +110,12 @@ class Monjyu:
         communities = searcher.index.communities
         if communities is None:
             searcher.require_graph()
-        ranked = searcher.search(query, self._embed_query(manifest, query), "hybrid", units)
+        vector = self._embed_query(manifest, query)
+        ranked = searcher.search(query, vector, "hybrid", units)
         rows = [searcher.row_of(h.text_unit_id) for h in ranked.hits]
-        return [hit.to_dict() for hit in communities.rank(rows, level=level)[:top_k]]
+        hits = communities.rank(rows, level=level, title_scores=communities.title_similarity(vector),
+                                title_weight=self.config.search.community_title_weight)
+        return [hit.to_dict() for hit in hits[:top_k]]
 
     # ------------------------------------------------------------------ documents
     def _document_rows(self) -> tuple[LanceStore, dict[str, int]]:

@@ -70,6 +70,7 @@ class SearchConfig(BaseModel):
     graph_weight: float = Field(0.4, ge=0.0, le=1.0, description="weight of the graph list in hybrid fusion (needs Level 1)")
     graph_dense_seeds: int = Field(5, ge=0, le=100, description="best vector hits that also seed the graph walk")
     graph_damping: float = Field(0.5, gt=0.0, lt=1.0)
+    community_title_weight: float = Field(0.0, ge=0.0, le=1.0, description="share of representative-phrase similarity in community ranking (lazy, global queries); the rest is the query's top units they hold")
     graph_phrase_similarity: float = Field(0.9, ge=0.0, le=1.0, description="cosine at which a query phrase that names no node seeds the most similar embedded phrase; 1: exact names only")
     graph_title_boost: float = Field(20.0, ge=1.0, le=1000.0, description="walk from a phrase to the units titled by it this many times as often")
     feedback: bool = True
@@ -92,7 +93,7 @@ class GraphConfig(BaseModel):
     seed: int = 0xDEADBEEF
     min_edge_units: int = Field(1, ge=1, description="co-occurrence edges need at least this many shared units")
     max_phrase_share: float = Field(0.05, gt=0, le=1, description="phrases in a larger share of units are hubs and pruned")
-    embed_min_units: int = Field(2, ge=0, description="embed the non-hub phrases found in at least this many units, so query phrases match them by meaning (also across languages); 0: none")
+    embed_min_units: int = Field(2, ge=0, description="embed the non-hub phrases found in at least this many units (query phrases in another language reach them) and the communities' representative phrases; 0: none")
     min_hub_units: int = Field(50, ge=1, description="never prune phrases found in fewer units than this")
     processes: int = Field(1, ge=1, le=64, description="spaCy worker processes")
 

@@ -32,7 +32,7 @@ from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store.kv import SqliteKV
-from ..store.sparse import save_incidence, save_phrase_vectors
+from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, save_incidence, save_vectors
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
 from .level1 import Level1Result, PhraseCache, build_level1
@@ -290,8 +290,9 @@ class IndexBuilder:
         return result
 
     def _embed_phrases(self, gen_dir: Path, level1: Level1Result, embedder: CachedEmbedder) -> None:
-        """Vectors of the phrases that link units (non-hubs in >= graph.embed_min_units units): query
-        phrases that name no node reach these by meaning. Cached by text like every embedding."""
+        """Vectors of the phrases that link units (non-hubs in >= graph.embed_min_units units), so
+        query phrases in another language reach them, and of each community's representative
+        phrases, so communities can be ranked by what they are about. Cached by text."""
         least = self.config.graph.embed_min_units
         if not least:
             return
@@ -299,10 +300,12 @@ class IndexBuilder:
         linking = np.flatnonzero((entities["frequency"].to_numpy() >= least)
                                  & ~entities["is_hub"].to_numpy(zero_copy_only=False))
         titles = entities["title"].to_pylist()
-        self.progress("phrase vectors", 0, len(linking))
-        vectors = embedder.embed_passages([titles[i] for i in linking],
-                                          progress=lambda n: self.progress("phrase vectors", n, None))
-        save_phrase_vectors(gen_dir, linking, vectors)
+        community_titles = level1.communities["title"].to_pylist()
+        texts = [titles[i] for i in linking] + community_titles
+        self.progress("phrase vectors", 0, len(texts))
+        vectors = embedder.embed_passages(texts, progress=lambda n: self.progress("phrase vectors", n, None))
+        save_vectors(gen_dir, PHRASE_VECTORS, linking, vectors[:len(linking)])
+        save_vectors(gen_dir, COMMUNITY_VECTORS, level1.communities["id"].to_numpy(), vectors[len(linking):])
 
     def _cache_dir(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"

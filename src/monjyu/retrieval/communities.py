@@ -11,6 +11,8 @@ import numpy as np
 
 from ..store import LanceStore
 from ..store.lancedb_store import COMMUNITIES
+from ..store.sparse import COMMUNITY_VECTORS, load_vectors
+from .fusion import weighted_rrf
 
 
 @dataclass
@@ -37,8 +39,10 @@ class CommunityHit:
 
 
 class CommunityIndex:
-    def __init__(self, communities: Sequence[Community]):
+    def __init__(self, communities: Sequence[Community], title_vectors: tuple[np.ndarray, np.ndarray] | None = None):
         self.by_id = {c.id: c for c in communities}
+        # Embeddings of each community's representative phrases (ids, vectors), when built.
+        self.title_ids, self.title_vectors = title_vectors if title_vectors is not None else (None, None)
         self.levels = sorted({c.level for c in communities})
         # unit row -> the communities (any level) that contain it
         self._of_unit: dict[int, list[int]] = {}
@@ -59,7 +63,7 @@ class CommunityIndex:
                                          dtype=np.int64))
             for i in range(len(t["id"]))
         ]
-        return cls(communities)
+        return cls(communities, load_vectors(generation_dir, COMMUNITY_VECTORS))
 
     def __len__(self) -> int:
         return len(self.by_id)
@@ -74,19 +78,39 @@ class CommunityIndex:
         found = [self.by_id[c] for c in self._of_unit.get(row, [])]
         return [c for c in found if level is None or c.level == level]
 
+    def title_similarity(self, query_vectors: np.ndarray) -> dict[int, float]:
+        """Cosine of each community's representative phrases with the closest query vector."""
+        if self.title_vectors is None or not len(query_vectors):
+            return {}
+        sims = (self.title_vectors @ np.atleast_2d(np.asarray(query_vectors, dtype=np.float32)).T).max(axis=1)
+        return dict(zip(self.title_ids.tolist(), sims.tolist()))
+
     def rank(self, ranked_rows: Sequence[int], level: int | None = None, rrf_k: int = 10,
-             allowed: set[int] | None = None) -> list[CommunityHit]:
+             allowed: set[int] | None = None, title_scores: dict[int, float] | None = None,
+             title_weight: float = 0.0) -> list[CommunityHit]:
         """Communities by the query's top units they hold: each unit adds 1 / (rrf_k + rank), so a
         community holding several high-ranked units comes first. `level` restricts to one level of
-        the hierarchy (None: every level); `allowed` to a set of community ids."""
+        the hierarchy (None: every level); `allowed` to a set of community ids. With
+        `title_scores` (title_similarity) and a `title_weight` > 0, that order is fused (weighted
+        RRF) with the order of representative-phrase similarity, which can bring in communities
+        about the question that hold none of its top units."""
         scores: dict[int, float] = {}
         matched: dict[int, list[int]] = {}
+
+        def eligible(cid: int) -> bool:
+            c = self.by_id[cid]
+            return (level is None or c.level == level) and (allowed is None or cid in allowed)
+
         for rank, row in enumerate(ranked_rows, start=1):
             for cid in self._of_unit.get(row, []):
-                c = self.by_id[cid]
-                if (level is not None and c.level != level) or (allowed is not None and cid not in allowed):
-                    continue
-                scores[cid] = scores.get(cid, 0.0) + 1.0 / (rrf_k + rank)
-                matched.setdefault(cid, []).append(row)
+                if eligible(cid):
+                    scores[cid] = scores.get(cid, 0.0) + 1.0 / (rrf_k + rank)
+                    matched.setdefault(cid, []).append(row)
         order = sorted(scores, key=lambda c: (-scores[c], c))
-        return [CommunityHit(self.by_id[c], scores[c], matched[c]) for c in order]
+        if title_scores and title_weight > 0:
+            by_title = sorted((c for c in title_scores if c in self.by_id and eligible(c)),
+                              key=lambda c: (-title_scores[c], c))
+            fused = weighted_rrf([order, by_title], [1.0 - title_weight, title_weight], rrf_k)
+            scores = dict(fused)
+            order = [c for c, _ in fused]
+        return [CommunityHit(self.by_id[c], scores[c], matched.get(c, [])) for c in order]

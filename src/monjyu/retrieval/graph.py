@@ -19,7 +19,7 @@ from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import MAX_WORDS, NounPhraseExtractor, normalize_phrase
 from ..store import LanceStore
 from ..store.lancedb_store import ENTITIES
-from ..store.sparse import load_incidence, load_phrase_vectors
+from ..store.sparse import PHRASE_VECTORS, load_incidence, load_vectors
 
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")  # "Inherent Vice (film)" is about "inherent vice"
 _WORDS = re.compile(r"[\w][\w'’\-\.]*|[^\s\w]")
@@ -84,7 +84,7 @@ class PhraseGraph:
         has_types = "type" in store.column_names(ENTITIES)
         entities = store.read(ENTITIES, ["title", "is_hub"] + (["type"] if has_types else []))
         types = np.array(entities["type"].to_pylist(), dtype=object) if has_types else None
-        embedded = load_phrase_vectors(generation_dir)
+        embedded = load_vectors(generation_dir, PHRASE_VECTORS)
         return cls(incidence, entities["title"].to_pylist(), np.array(entities["is_hub"].to_pylist(), dtype=bool),
                    types, *(embedded or (None, None)))
 

@@ -1,5 +1,6 @@
 """The Level 1 arrays of a generation: the incidence matrix (text units x noun phrases) as a scipy
-.npz, and the embeddings of the phrases that link units (node ids + vectors) as a numpy .npz."""
+.npz, and the embeddings of the phrases that link units and of the communities' representative phrases
+(ids + vectors) as numpy .npz files."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import scipy.sparse as sp
 
 INCIDENCE = Path("graph") / "incidence.npz"
 PHRASE_VECTORS = Path("graph") / "phrase_vectors.npz"
+COMMUNITY_VECTORS = Path("graph") / "community_vectors.npz"
 
 
 def save_incidence(generation_dir: Path, matrix: sp.spmatrix) -> None:
@@ -23,15 +25,16 @@ def load_incidence(generation_dir: Path) -> sp.csr_matrix | None:
     return sp.load_npz(path).tocsr() if path.exists() else None
 
 
-def save_phrase_vectors(generation_dir: Path, nodes: np.ndarray, vectors: np.ndarray) -> None:
-    path = generation_dir / PHRASE_VECTORS
+def save_vectors(generation_dir: Path, name: Path, ids: np.ndarray, vectors: np.ndarray) -> None:
+    """Embeddings of some graph objects (PHRASE_VECTORS: node ids; COMMUNITY_VECTORS: community ids)."""
+    path = generation_dir / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, nodes=nodes.astype(np.int32), vectors=vectors.astype(np.float32))
+    np.savez(path, ids=np.asarray(ids, dtype=np.int64), vectors=np.asarray(vectors, dtype=np.float32))
 
 
-def load_phrase_vectors(generation_dir: Path) -> tuple[np.ndarray, np.ndarray] | None:
-    path = generation_dir / PHRASE_VECTORS
+def load_vectors(generation_dir: Path, name: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    path = generation_dir / name
     if not path.exists():
         return None
     with np.load(path) as data:
-        return data["nodes"], data["vectors"]
+        return data["ids"], data["vectors"]

@@ -104,9 +104,10 @@ class LazySearchEngine:
         subs = [s.strip() for s in result.parsed.subqueries if any(ch.isalnum() for ch in s)][:self.config.max_subqueries]
         return list(dict.fromkeys([query] + subs)), result.parsed.expanded_query.strip() or query
 
-    def _match(self, subqueries: Sequence[str]) -> tuple[list[int], np.ndarray]:
-        """Text units ranked for all subqueries (hybrid per subquery, fused by RRF), and every unit's
-        best cosine to any subquery (orders the untested units inside a community)."""
+    def _match(self, subqueries: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """Text units ranked for all subqueries (hybrid per subquery, fused by RRF), every unit's
+        best cosine to any subquery (orders the untested units inside a community), and the
+        subqueries' vectors."""
         k = self.config.top_k_units
         vectors = [self.embed_query(q) for q in subqueries]
         lists = []
@@ -115,7 +116,7 @@ class LazySearchEngine:
             lists.append([self.searcher.row_of(h.text_unit_id) for h in result.hits])
         ranked = [row for row, _ in weighted_rrf(lists, [1.0] * len(lists), self.searcher.config.rrf_k)][:k]
         similarity = (self.searcher.index.vectors @ np.stack(vectors).T).max(axis=1)
-        return ranked, similarity
+        return ranked, similarity, np.stack(vectors)
 
     # ------------------------------------------------------------------ exploration
     def _next_units(self, rows: np.ndarray, state: _State, rank_of: dict[int, int], similarity: np.ndarray) -> list[int]:
@@ -153,8 +154,8 @@ class LazySearchEngine:
                              "units_tested": len(rows), "sentences_tested": len(sentences), "relevant": found})
         return found
 
-    async def _explore(self, query: str, ranked: list[int], similarity: np.ndarray, state: _State,
-                       assessor: RelevanceAssessor, boost: Sequence[int], on_phase: PhaseCallback) -> str:
+    async def _explore(self, query: str, ranked: list[int], similarity: np.ndarray, query_vectors: np.ndarray,
+                       state: _State, assessor: RelevanceAssessor, boost: Sequence[int], on_phase: PhaseCallback) -> str:
         cfg = self.config
         communities = self.searcher.index.communities
         rank_of = {r: i for i, r in enumerate(ranked)}
@@ -165,7 +166,9 @@ class LazySearchEngine:
                 await self._test_units(query, ranked[start:start + cfg.units_per_visit], None, 0, state, assessor)
             return state.stop_reason() or "exhausted"
 
-        frontier = [h.community for h in communities.rank(ranked, level=communities.levels[0])]
+        titles = {"title_scores": communities.title_similarity(query_vectors),
+                  "title_weight": self.searcher.config.community_title_weight}
+        frontier = [h.community for h in communities.rank(ranked, level=communities.levels[0], **titles)]
         frontier = _boosted(frontier, boost)[:cfg.breadth_limit]
         depth = 0
         while frontier:
@@ -189,7 +192,7 @@ class LazySearchEngine:
                 break
             parents = productive or frontier[:cfg.zero_relevance_limit]
             children = {c.id for p in parents for c in communities.children(p.id)}
-            frontier = [h.community for h in communities.rank(ranked, allowed=children)][:cfg.breadth_limit]
+            frontier = [h.community for h in communities.rank(ranked, allowed=children, **titles)][:cfg.breadth_limit]
             depth += 1
         # The walk ended (max depth, or no community left) with budget to spare: the best matched
         # units it never reached are tested in rank order, since unspent budget buys nothing.
@@ -271,7 +274,7 @@ class LazySearchEngine:
         phase("refine", {"subqueries": subqueries, "expanded_query": expanded})
 
         t = time.perf_counter()
-        ranked, similarity = self._match(subqueries)
+        ranked, similarity, query_vectors = self._match(subqueries)
         timings["match_ms"] = (time.perf_counter() - t) * 1000
         phase("match", {"units": len(ranked)})
 
@@ -283,7 +286,7 @@ class LazySearchEngine:
         else:
             assessor = LocalAssessor(self.scorer, self.embed_query(expanded))
         boost = conversation.productive_communities if conversation else []
-        stop = await self._explore(query, ranked, similarity, state, assessor, boost, phase)
+        stop = await self._explore(query, ranked, similarity, query_vectors, state, assessor, boost, phase)
         timings["explore_ms"] = (time.perf_counter() - t) * 1000
         phase("explore", {"budget_used": state.used, "relevant": len(state.relevant), "stop": stop})
 
