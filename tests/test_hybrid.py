@@ -94,6 +94,9 @@ def test_request_schema_filters_and_options(sample_index):
                                         filters=SearchFilters(min_relevance=0.9))
     assert 1 <= len(strict.hits) < len(everything.hits)
     assert all(x.relevance.combined >= 0.9 for x in strict.response.results)
+    # A path glob has no field in the public request, and still filters (CLI --filter path=...)
+    md_only = sample_index.hybrid_search(q, top_k=5, answer=False, filters=SearchFilters(path_glob="*.md"))
+    assert md_only.hits and all(h.document_id.endswith(".md") for h in md_only.hits)
     with pytest.raises(MonjyuError, match="entity type"):
         SearchFilters(entity_types=["wizard"])
 

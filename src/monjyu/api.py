@@ -324,7 +324,8 @@ class Monjyu:
             rerank, crag = options.rerank_enabled, options.crag_enabled
             chosen = options.model_fields_set & {"weights", "strategies"}
             weights = _request_weights(request) if chosen else None  # None: by the query's type
-        else:
+            filters = SearchFilters.from_request(request.filters)
+        else:  # the request echoes the arguments; `filters` stays as given (its path glob has no request field)
             request = self._hybrid_request(query, top_k or self.config.search.top_k, offset, filters, weights,
                                            rerank, crag)
         vector = None
@@ -343,7 +344,7 @@ class Monjyu:
         with UsageScope() as usage:
             result = await engine.asearch(
                 request.text, request.options.limit, request.options.offset,
-                SearchFilters.from_request(request.filters), weights, rerank, crag, answer, on_token,
+                filters, weights, rerank, crag, answer, on_token,
                 query_type=request.type if "type" in request.model_fields_set else None, query_vector=vector)
         result.usage = usage.to_dict()
         result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000

@@ -150,7 +150,7 @@ class HybridConfig(BaseModel):
         "relationship": (0.20, 0.20, 0.60), "hybrid": (0.33, 0.34, 0.33)}
     # Query types reranked unless the query says otherwise. Measured on 2wiki (multi-hop), local
     # reranker with a linked passage inheriting its linking sentence's score: Recall@5 0.913 /
-    # complete@8 0.861 (0.896 / 0.772 without reranking).
+    # complete@8 0.861 (0.894 / 0.752 without reranking).
     # bench/retrieval_quality.py --modes hybridrag,hybridrag-norerank
     rerank_types: list[str] = ["local", "global", "relationship", "hybrid"]
     crag: bool = False  # grade results, drop the incorrect, retry once with a rewritten query
