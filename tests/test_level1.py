@@ -151,7 +151,7 @@ def test_query_phrases_reach_nodes_by_meaning_across_languages(sample_index):
     graph = searcher.index.graph
     assert len(graph.vector_nodes) == int(((graph.df >= 2) & ~graph.is_hub).sum()) > 0
     query = "ライデンアルゴリズム"
-    assert "leiden algorithm" not in {graph.phrases[n] for n in graph.match(query, searcher.phrase_extractor())}
+    assert "leiden algorithm" not in {graph.phrases[n] for n in graph.match(query, searcher.query_phrases(query))}
     assert "leiden algorithm" in {graph.phrases[n] for n in searcher.phrase_seeds(query)}
     assert sample_index.graph_neighbours(query)  # the CLI's `graph neighbours` takes such phrases too
     exact = searcher.phrase_seeds("leiden algorithm")

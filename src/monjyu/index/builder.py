@@ -250,8 +250,8 @@ class IndexBuilder:
             store.write({ENTITIES: level1.entities, RELATIONSHIPS: level1.relationships, COMMUNITIES: level1.communities})
             save_incidence(gen_dir, level1.incidence)
             t_embed = time.perf_counter()
-            self._embed_phrases(gen_dir, level1, embedder)
-            level1.seconds["phrase_embedding"] = time.perf_counter() - t_embed
+            self._embed_graph(gen_dir, level1, embedder)
+            level1.seconds["embedding"] = time.perf_counter() - t_embed
             report.seconds.update({f"level1_{k}": v for k, v in level1.seconds.items()})
             report.level1 = level1.stats
 
@@ -289,7 +289,7 @@ class IndexBuilder:
         result.seconds["noun_phrases"] = t1 - t0
         return result
 
-    def _embed_phrases(self, gen_dir: Path, level1: Level1Result, embedder: CachedEmbedder) -> None:
+    def _embed_graph(self, gen_dir: Path, level1: Level1Result, embedder: CachedEmbedder) -> None:
         """Vectors of the phrases that link units (non-hubs in >= graph.embed_min_units units), so
         query phrases in another language reach them, and of each community's representative
         phrases, so communities can be ranked by what they are about. Cached by text."""

@@ -9,6 +9,7 @@ units that share phrases with the seeds: the second hop of a multi-hop question.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..nlp.lang import detect_language
-from ..nlp.noun_phrases import MAX_WORDS, NounPhraseExtractor, normalize_phrase
+from ..nlp.noun_phrases import MAX_WORDS, normalize_phrase
 from ..store import LanceStore
 from ..store.lancedb_store import ENTITIES
 from ..store.sparse import PHRASE_VECTORS, load_incidence, load_vectors
@@ -94,9 +95,9 @@ class PhraseGraph:
         return (self.incidence > 0).astype(np.float32) @ wanted > 0
 
     # ------------------------------------------------------------------ query
-    def match(self, query: str, extractor: NounPhraseExtractor | None = None) -> dict[int, float]:
+    def match(self, query: str, phrases: Iterable[str] = ()) -> dict[int, float]:
         """Phrase nodes named in the query: every word n-gram of the query that is a node, plus the
-        query's own normalised noun phrases. Weight = idf; hubs never seed."""
+        query's own normalised noun `phrases` (Searcher.query_phrases). Weight = idf; hubs never seed."""
         words = [w.lower() for w in _WORDS.findall(query)]
         found: dict[int, float] = {}
         for n in range(1, MAX_WORDS + 1):
@@ -104,11 +105,10 @@ class PhraseGraph:
                 node = self.vocab.get(normalize_phrase(words[i:i + n]))
                 if node is not None:
                     found[node] = float(self.idf[node])
-        if extractor is not None:
-            for phrase in extractor.extract([query])[0]:
-                node = self.vocab.get(phrase)
-                if node is not None:
-                    found[node] = float(self.idf[node])
+        for phrase in phrases:
+            node = self.vocab.get(phrase)
+            if node is not None:
+                found[node] = float(self.idf[node])
         # A phrase inside a longer matched phrase ("wayne" in "lil wayne") adds little: keep the longest.
         longest = {n: w for n, w in found.items()
                    if not any(o != n and f" {self.phrases[n]} " in f" {self.phrases[o]} " for o in found)}

@@ -110,27 +110,23 @@ class Searcher:
     # -- single strategies: (row, score) best first ---------------------------------
     def vector_ranking(self, query_vector: np.ndarray, n: int, mask: np.ndarray | None,
                        threshold: float | None = None) -> tuple[list[tuple[int, float]], int]:
+        """Exact cosine over all (or the masked) units; an unfiltered search of an index with an
+        ANN index scores only the ANN's candidates, exactly. The count of passing units is then
+        exact only when fewer than n pass; otherwise it is the index size."""
+        cfg = self.config
+        qv = np.asarray(query_vector, dtype=np.float32)
+        candidates = None
         if mask is None and self.index.ann is not None:
-            return self._ann_ranking(query_vector, n, threshold)
-        scores = self.index.vectors @ np.asarray(query_vector, dtype=np.float32)
+            ids = self.index.ann.candidates(qv, max(cfg.ann_candidates, 2 * n), cfg.ann_nprobes)
+            candidates = np.sort(np.array([self.row_of(u) for u in ids], dtype=np.int64))  # ties by row
+        scores = self.index.vectors @ qv if candidates is None else self.index.vectors[candidates] @ qv
         valid = np.ones(len(scores), dtype=bool) if mask is None else mask.copy()
         if threshold is not None and threshold > -1.0:
             valid &= scores >= threshold
-        rows = _top(scores, n, valid)
-        return [(r, float(scores[r])) for r in rows], int(valid.sum())
-
-    def _ann_ranking(self, query_vector: np.ndarray, n: int, threshold: float | None) -> tuple[list[tuple[int, float]], int]:
-        """Unfiltered vector search: candidates from the ANN index, scored exactly. The count of
-        passing units is exact only when fewer than n pass; otherwise it is the index size."""
-        cfg = self.config
-        ids = self.index.ann.candidates(query_vector, max(cfg.ann_candidates, 2 * n), cfg.ann_nprobes)
-        rows = np.sort(np.array([self.row_of(u) for u in ids], dtype=np.int64))  # ties by row, as exact search
-        scores = self.index.vectors[rows] @ np.asarray(query_vector, dtype=np.float32)
-        valid = np.ones(len(rows), dtype=bool)
-        if threshold is not None and threshold > -1.0:
-            valid &= scores >= threshold
-        best = _top(scores, n, valid)
-        return [(int(rows[i]), float(scores[i])) for i in best], len(best) if len(best) < n else len(self.index)
+        top = _top(scores, n, valid)
+        if candidates is None:
+            return [(r, float(scores[r])) for r in top], int(valid.sum())
+        return [(int(candidates[i]), float(scores[i])) for i in top], len(top) if len(top) < n else len(self.index)
 
     def keyword_ranking(self, query: str | list[str], n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
         terms = self.analyzer.terms(query) if isinstance(query, str) else query
@@ -166,12 +162,13 @@ class Searcher:
         either named or a different thing whose spelling fools the embedding ("john smith" /
         "john smyth"); on 2wiki same-language matches lowered graph complete@8 0.564 -> 0.554."""
         graph = self.require_graph()
-        seeds = graph.match(query, self.phrase_extractor())
+        phrases = self.query_phrases(query)
+        seeds = graph.match(query, phrases)
         threshold = self.config.graph_phrase_similarity
         if self.embed_phrases is None or graph.vectors is None or threshold >= 1.0:
             return seeds
         present = set(graph.vector_languages().tolist())
-        unnamed = [(p, detect_language(p)) for p in self.phrase_extractor().extract([query])[0] if p not in graph.vocab]
+        unnamed = [(p, detect_language(p)) for p in phrases if p not in graph.vocab]
         unnamed = [(p, lang) for p, lang in unnamed if present - {lang}]  # nothing to translate into: no embedding
         if unnamed:
             vectors = self.embed_phrases([p for p, _ in unnamed])
@@ -214,7 +211,8 @@ class Searcher:
         Generic phrases ("film", "country") are not entities here: they connect everything."""
         graph = self.require_graph()
         base, total = self.graph_ranking(query, query_vector, n, mask)
-        nodes = graph.match(" ; ".join(entities) if entities else query, self.phrase_extractor())
+        text = " ; ".join(entities) if entities else query
+        nodes = graph.match(text, self.query_phrases(text))
         rare = max(5, int(0.002 * graph.incidence.shape[0]))
         specific = [node for node in nodes if graph.df[node] <= rare]
         if len(specific) < 2:
@@ -246,6 +244,10 @@ class Searcher:
         if self._np_extractor is None:
             self._np_extractor = NounPhraseExtractor()
         return self._np_extractor
+
+    def query_phrases(self, text: str) -> list[str]:
+        """The normalised noun phrases of a query (what graph.match takes besides its n-grams)."""
+        return list(self.phrase_extractor().extract([text])[0])
 
     def row_of(self, text_unit_id: str) -> int:
         if self._rows is None:

@@ -50,7 +50,7 @@ class HybridRAGEngine:
         entities = []
         if self.searcher.index.graph is not None:
             graph = self.searcher.index.graph
-            entities = [graph.phrases[n] for n in graph.match(query, self.searcher.phrase_extractor())]
+            entities = [graph.phrases[n] for n in graph.match(query, self.searcher.query_phrases(query))]
         rules = rule_classify(query, entities)
         if query_type is not None:
             return replace(rules, type=query_type, confidence=1.0, method="request")
