@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
 
-.PHONY: demo test install install-test clean
+.PHONY: demo test install install-test ocr-tools clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,13 @@ demo: install
 	$(BIN)/monjyu search "How does LazyGraphRAG keep indexing cheap?" --index .monjyu --top-k 3
 	$(BIN)/monjyu search "グラフを使った検索はどのように索引を作りますか？" --index .monjyu --top-k 3
 
-test: install-test
+# OCR tests need Debian's tesseract with the English and Japanese models (installed when missing).
+ocr-tools:
+	@command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -q jpn || \
+	  (apt-get install -y -q tesseract-ocr tesseract-ocr-eng tesseract-ocr-jpn >/dev/null || \
+	   sudo apt-get install -y -q tesseract-ocr tesseract-ocr-eng tesseract-ocr-jpn >/dev/null)
+
+test: install-test ocr-tools
 	$(BIN)/python -m pytest -q
 
 clean:

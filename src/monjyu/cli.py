@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,6 +57,35 @@ def _progress(enabled: bool):
         yield update
 
 
+@contextmanager
+def _build_log(index_dir: Path, verbose: bool):
+    """Library chatter (warnings of PDF, NLP and storage libraries) goes to <index>/logs/build.log,
+    and to the terminal only with --verbose: the user sees progress, a summary and named failures."""
+    import logging
+    from logging.handlers import RotatingFileHandler
+
+    log_dir = index_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    handlers: list[logging.Handler] = [RotatingFileHandler(log_dir / "build.log", maxBytes=5_000_000, backupCount=2,
+                                                           encoding="utf-8")]
+    handlers[0].setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if verbose:
+        handlers.append(logging.StreamHandler())
+    root = logging.getLogger()
+    saved = (root.level, list(root.handlers))
+    root.handlers = handlers
+    root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+    try:
+        yield log_dir / "build.log"
+    finally:
+        logging.captureWarnings(False)
+        for h in handlers:
+            h.close()
+        root.setLevel(saved[0])
+        root.handlers = saved[1]
+
+
 def _fail(exc: MonjyuError) -> None:
     err.print(f"[bold red]error:[/] {exc}", highlight=False)
     raise typer.Exit(2)
@@ -66,6 +96,7 @@ def index(
     paths: Annotated[list[Path], typer.Argument(help="files and folders to index")],
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
     level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph")] = 1,
+    verbose: Annotated[bool, typer.Option("--verbose", help="also show library warnings (always in <index>/logs/build.log)")] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -75,7 +106,7 @@ def index(
         if level not in (0, 1):
             raise MonjyuError("--level must be 0 or 1")
         m.config.graph.enabled = level >= 1
-        with _progress(not as_json) as progress:
+        with _build_log(index, verbose), _progress(not as_json) as progress:
             report = m.index(paths, progress=progress)
     except MonjyuError as exc:
         _fail(exc)
@@ -209,7 +240,8 @@ def _print_lazy(result, streamed: bool, trace: bool) -> None:
 
 
 def _where(hit) -> str:
-    return f"{hit.source_path}" + (f" p.{hit.page}" if hit.page else "")
+    section = f" §{hit.section.rsplit(' > ', 1)[-1]}" if getattr(hit, "section", "") else ""
+    return f"{hit.source_path}{section}" + (f" p.{hit.page}" if hit.page else "")
 
 
 def _print_answer(result, streamed: bool) -> None:
@@ -224,7 +256,7 @@ def _print_answer(result, streamed: bool) -> None:
     if a.note and a.kind != "extractive":
         out.print(f"[dim]{a.note}[/]", highlight=False)
     for c in a.citations:
-        out.print(f"  \\[{c.number}] [cyan]{escape(c.document_title)}[/] ({escape(_where(c))}, "
+        out.print(f"  \\[{c.number}] [cyan]{escape(c.label)}[/] ({escape(c.source_path)}, "
                   f"chars {c.start_char}-{c.end_char})", highlight=False)
     out.print()
 
@@ -260,42 +292,73 @@ def status(index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = None, 
 
 @app.command("eval")
 def eval_(
-    beir: Annotated[Path, typer.Option("--beir", help="BEIR-layout dataset folder")],
-    index: Annotated[Optional[Path], typer.Option("--index", help="index directory (default ./.monjyu-eval/<dataset>)")] = None,
+    beir: Annotated[Optional[Path], typer.Option("--beir", help="BEIR-layout dataset folder")] = None,
+    qa: Annotated[Optional[Path], typer.Option("--qa", help="questions JSONL (id, question, answers, doc) over a folder of papers")] = None,
+    docs: Annotated[Optional[Path], typer.Option("--docs", help="with --qa: the papers (default: docs/ beside the questions file)")] = None,
+    index: Annotated[Optional[Path], typer.Option("--index", help="index directory (default ./.monjyu-eval/<dataset>-<hash of its path>)")] = None,
     mode: Annotated[str, typer.Option(help="comma-separated modes")] = "vector,keyword,hybrid",
-    top_k: Annotated[int, typer.Option("--top-k", help="documents ranked per query")] = 10,
-    split: Annotated[str, typer.Option(help="qrels split")] = "test",
+    top_k: Annotated[int, typer.Option("--top-k", help="documents ranked per query (BEIR)")] = 10,
+    split: Annotated[str, typer.Option(help="qrels split (BEIR)")] = "test",
+    answers: Annotated[bool, typer.Option("--answers", help="with --qa: also answer each question and report how often the answer cites a passage holding the gold answer")] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Index a BEIR dataset (or reuse its index) and report Recall, nDCG, MRR, P@5 and complete@k."""
-    from .eval import BeirDataset, evaluate_beir
+    """Index a BEIR dataset or a folder of papers with QA pairs (or reuse its index) and report
+    Recall, nDCG, MRR, P@5 and complete@k (BEIR), or doc@k and ans@k (QA)."""
+    from .eval import BeirDataset, QADataset, evaluate_beir, evaluate_qa
 
     modes = [m.strip() for m in mode.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
-    if bad or top_k < 10:
-        err.print(f"[bold red]error:[/] modes must be among {', '.join(MODES)} and --top-k >= 10")
+    if bad or top_k < 10 or (beir is None) == (qa is None) or (docs is not None and qa is None) or \
+            (answers and qa is None):
+        err.print(f"[bold red]error:[/] give exactly one of --beir DIR or --qa FILE (--docs and --answers go with "
+                  f"--qa); modes must be among {', '.join(MODES)} and --top-k >= 10")
         raise typer.Exit(2)
     try:
-        dataset = BeirDataset.load(beir, split)
-        m = _facade(index or Path(".monjyu-eval") / beir.resolve().name, config)
-        with _progress(not as_json) as progress:
-            report = m.index([dataset.corpus], progress=progress)
-        if report.failures:
-            raise MonjyuError(f"indexing {dataset.corpus} failed: {report.failures[0][1]}")
+        if beir is not None:
+            dataset = BeirDataset.load(beir, split)
+            sources, name = dataset.corpus, beir.resolve().name
+        else:
+            dataset = QADataset.load(qa)
+            sources = (docs or dataset.docs_dir).resolve()
+            name = sources.parent.name if sources.name == "docs" else sources.name
+            if not sources.is_dir():
+                raise MonjyuError(f"papers folder {sources} not found; give it with --docs")
+        key = hashlib.sha256(str(Path(sources).resolve()).encode()).hexdigest()[:8]
+        index = index or Path(".monjyu-eval") / f"{name}-{key}"
+        m = _facade(index, config)
+        with _build_log(index, False), _progress(not as_json) as progress:
+            report = m.index([sources], progress=progress)
+        if report.failures and beir is not None:
+            raise MonjyuError(f"indexing {sources} failed: {report.failures[0][1]}")
+        for path, reason in report.failures:
+            err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}")
 
-        def run(query: str, mode: str, n: int) -> list[str]:
-            return [h.document_id for h in m.search(query, mode=mode, top_k=n, answer=False).hits]
+        if beir is not None:
+            def run(query: str, mode: str, n: int) -> list[str]:
+                return [h.document_id for h in m.search(query, mode=mode, top_k=n, answer=False).hits]
 
-        results = evaluate_beir(dataset, run, modes, top_k)
+            results = evaluate_beir(dataset, run, modes, top_k)
+        else:
+            def passages(question: str, mode: str, k: int) -> list[tuple[str, str]]:
+                return [(h.source_path, h.text) for h in m.search(question, mode=mode, top_k=k, answer=False).hits]
+
+            def cited(question: str, mode: str) -> list[str] | None:
+                result = m.search(question, mode=mode, top_k=10)
+                texts = {h.text_unit_id: h.text for h in result.hits}
+                return [texts[c.text_unit_id] for c in result.citations if c.text_unit_id in texts]
+
+            results = evaluate_qa(dataset, passages, modes, cite=cited if answers else None)
     except MonjyuError as exc:
         _fail(exc)
         return
     if as_json:
         print(json.dumps(results, indent=1))
         return
-    keys = [k for k in next(iter(results.values())) if k != "queries"]
-    table = Table(title=f"{beir.name}: {next(iter(results.values()))['queries']} queries")
+    first = next(iter(results.values()))
+    keys = [k for k in first if k not in ("queries", "questions")]
+    count = first.get("queries", first.get("questions"))
+    table = Table(title=f"{name}: {count} {'queries' if beir is not None else 'questions'}")
     table.add_column("metric")
     for m_ in results:
         table.add_column(m_, justify="right")

@@ -37,6 +37,8 @@ class IngestConfig(BaseModel):
     json_text_field: str = "text"
     json_date_field: str = "date"
     max_file_mb: float = Field(200.0, gt=0, description="larger files are skipped and reported")
+    ocr: bool = Field(False, description="read PDF pages that have no text layer with tesseract (Debian: tesseract-ocr)")
+    ocr_languages: str = Field("eng+jpn", description="tesseract language models, e.g. eng, jpn, eng+jpn")
     # Directory walk: files whose suffix is not listed are ignored (not reported as errors).
     suffixes: list[str] = [".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx", ".json", ".jsonl"]
 

@@ -7,6 +7,34 @@ from typing import Any
 
 
 @dataclass
+class Section:
+    """A span of a document's text under one heading path, of one kind (text, caption,
+    reference, front). Units never cross a section."""
+
+    start: int
+    end: int
+    path: str = ""  # "3 Model Architecture > 3.1 Encoder and Decoder Stacks"
+    kind: str = "text"
+
+    @property
+    def heading(self) -> str:
+        return self.path.rsplit(" > ", 1)[-1] if self.path else ""
+
+
+@dataclass
+class LineBox:
+    """Where a line of the stored text sits on its PDF page (points, origin bottom-left)."""
+
+    start: int
+    end: int
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
+@dataclass
 class Document:
     """A loaded source document (a file, or one record of a JSON/JSONL file)."""
 
@@ -18,7 +46,11 @@ class Document:
     date: str = ""  # ISO date (from metadata, else file modification time)
     # (char offset where the page starts, page number), ascending; empty when pages are unknown.
     page_starts: list[tuple[int, int]] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)  # doi, arxiv_id, abstract, JSON record fields ...
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    sections: list[Section] = field(default_factory=list)  # empty: the whole text is one section
+    line_boxes: list[LineBox] = field(default_factory=list)
 
     def page_at(self, offset: int) -> int | None:
         page = None
@@ -45,11 +77,15 @@ class TextUnit:
     file_type: str = ""
     date: str = ""
     page: int | None = None
+    section: str = ""  # heading path, shown in citations and indexed with the text
+    kind: str = "text"  # text | caption | reference | front
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
 
     @property
     def embedding_text(self) -> str:
-        """What is embedded and keyword-indexed: the title gives a chunk its context."""
-        return f"{self.title}\n{self.text}" if self.title else self.text
+        """What is embedded and keyword-indexed: the title and section path give a chunk its context."""
+        return "\n".join(p for p in (self.title, self.section, self.text) if p)
 
 
 @dataclass
@@ -68,6 +104,10 @@ class SearchHit:
     # Per-strategy scores (absent strategies stay None).
     vector_score: float | None = None
     keyword_score: float | None = None
+    section: str = ""  # heading path of the unit
+    kind: str = "text"  # text | caption | reference | front
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,6 +126,27 @@ class Citation:
     snippet: str = ""  # the cited sentence (extractive) or the start of the unit
     start_char: int = 0  # of the snippet in the document
     end_char: int = 0
+    section: str = ""  # heading path of the cited unit
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+
+    @property
+    def label(self) -> str:
+        """How a reader cites it: 'Devlin et al. 2019, "BERT: ...", §3.1 Pre-training, p. 4'."""
+        parts = []
+        if self.authors:
+            surname = self.authors[0].split()[-1]
+            who = surname if len(self.authors) == 1 else f"{surname} and {self.authors[1].split()[-1]}" \
+                if len(self.authors) == 2 else f"{surname} et al."
+            parts.append(f"{who} {self.year}" if self.year else who)
+        elif self.year:
+            parts.append(str(self.year))
+        parts.append(f'"{self.document_title}"' if self.document_title else self.document_id)
+        if self.section:
+            parts.append(f"§{self.section.rsplit(' > ', 1)[-1]}")
+        if self.page is not None:
+            parts.append(f"p. {self.page}")
+        return ", ".join(parts)
 
 
 @dataclass

@@ -21,7 +21,8 @@ def citation_for(source: Source, snippet: str = "", start: int | None = None, en
     return Citation(number=source.number, text_unit_id=h.text_unit_id, document_id=h.document_id,
                     document_title=h.document_title, source_path=h.source_path, page=h.page, snippet=text,
                     start_char=h.start_char if start is None else start,
-                    end_char=(h.start_char + len(text)) if end is None else end)
+                    end_char=(h.start_char + len(text)) if end is None else end, section=h.section,
+                    authors=list(h.authors), year=h.year)
 
 
 def resolve_citations(text: str, sources: Sequence[Source]) -> tuple[str, list[Citation]]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ingest.sentences import split_sentences
+from ..ingest.structure import heading_level
 from ..nlp.analyzer import Analyzer
 from .context import Source
 
@@ -28,7 +29,8 @@ def sentences_of(sources: Sequence[Source]) -> list[Sentence]:
     for source in sources:
         text = source.hit.text
         for a, b in split_sentences(text):
-            if b - a >= MIN_SENTENCE_CHARS and text[a] != "#":  # Markdown headings are not statements
+            # Headings (Markdown "#", or a paper's "3.1 Pre-training") are not statements.
+            if b - a >= MIN_SENTENCE_CHARS and text[a] != "#" and not heading_level(text[a:b]):
                 out.append(Sentence(text[a:b], source, source.hit.start_char + a, source.hit.start_char + b))
     return out
 

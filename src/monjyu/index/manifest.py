@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import IndexNotFoundError, MonjyuError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: unit kind/section/authors/year, document structure
 MANIFEST = "manifest.json"
 
 

@@ -7,7 +7,7 @@ import re
 
 from ..config import ChunkingConfig
 from ..nlp.tokens import TokenCounter
-from ..types import Document, TextUnit
+from ..types import Document, Section, TextUnit
 from .sentences import split_sentences
 
 _PIECES = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|\S+")  # a CJK character or a word
@@ -25,10 +25,12 @@ class Chunker:
         self.overlap = cfg.overlap
         self.counter = counter or TokenCounter()
 
-    def _spans(self, text: str) -> list[tuple[int, int, int]]:
-        """Sentence spans with token counts; sentences above `size` are cut into word runs."""
+    def _spans(self, text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int, int]]:
+        """Sentence spans of text[lo:hi] (offsets into `text`) with token counts; sentences above
+        `size` are cut into word runs."""
         out: list[tuple[int, int, int]] = []
-        for start, end in split_sentences(text):
+        hi = len(text) if hi is None else hi
+        for start, end in ((s + lo, e + lo) for s, e in split_sentences(text[lo:hi])):
             n = self.counter.count(text[start:end])
             if n <= self.size:
                 out.append((start, end, n))
@@ -49,8 +51,15 @@ class Chunker:
         return out
 
     def chunk(self, doc: Document) -> list[TextUnit]:
-        spans = self._spans(doc.text)
+        """Units within each section (never across one), carrying its heading path and kind."""
+        sections = doc.sections or [Section(0, len(doc.text))]
         units: list[TextUnit] = []
+        for section in sections:
+            self._chunk_span(doc, section, units)
+        return units
+
+    def _chunk_span(self, doc: Document, section: Section, units: list[TextUnit]) -> None:
+        spans = self._spans(doc.text, section.start, section.end)
         i = 0
         while i < len(spans):
             j, tokens = i, 0
@@ -64,6 +73,7 @@ class Chunker:
                 id=text_unit_id(doc.id, idx, text), document_id=doc.id, chunk_index=idx, text=text,
                 start_char=start, end_char=end, n_tokens=self.counter.count(text), title=doc.title,
                 source_path=doc.source_path, file_type=doc.file_type, date=doc.date, page=doc.page_at(start),
+                section=section.path, kind=section.kind, authors=list(doc.authors), year=doc.year,
             ))
             if j >= len(spans):
                 break
@@ -74,4 +84,3 @@ class Chunker:
                 back += spans[k - 1][2]
                 k -= 1
             i = k
-        return units

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,7 +15,8 @@ from charset_normalizer import from_bytes
 from ..config import IngestConfig
 from ..errors import IngestError
 from ..types import Document
-from .clean import clean_text, join_pdf_lines
+from .clean import clean_text
+from .structure import FRONT, Block, assemble, normalize, paragraphs_to_blocks
 
 FILE_TYPES = {
     ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html",
@@ -92,19 +94,112 @@ def _doc(doc_id: str, title: str, text: str, name: str, date: str, **kw: Any) ->
     return Document(id=doc_id, title=title, text=text, source_path=name, file_type="", date=date, **kw)
 
 
+def _structured(doc_id: str, title: str, blocks: list[Block], name: str, date: str, **kw: Any) -> Document:
+    """A document whose text, sections, pages and line boxes come from its blocks. A leading
+    heading that is the title stays plain text: the title is indexed with every unit already."""
+    if blocks and blocks[0].kind == "heading" and blocks[0].text == title:
+        blocks = [Block(blocks[0].text, page=blocks[0].page, lines=blocks[0].lines)] + blocks[1:]
+    built = assemble(blocks)
+    return _doc(doc_id, title, built.text, name, date, sections=built.sections, page_starts=built.page_starts,
+                line_boxes=built.line_boxes, **kw)
+
+
+def _text_blocks(text: str) -> list[Block]:
+    return [Block(normalize_block(b.text), b.kind, b.level) for b in paragraphs_to_blocks(text)]
+
+
+def normalize_block(text: str) -> str:
+    """NFKC per line, keeping the line breaks of a paragraph."""
+    return "\n".join(normalize(line) for line in text.split("\n"))
+
+
+_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_ABSTRACT_LABEL = re.compile(r"^(abstract|summary|概要|要旨)\s*[:：.]\s*", re.IGNORECASE)
+
+
+def _paper_header(blocks: list[Block]) -> tuple[str, list[str], str, str, int]:
+    """Plain-text papers often start with a header: a title line, then lines of authors
+    ("Surname, Given; ..."), a date, a DOI, a URL. Returns title, authors, date, DOI and how many
+    leading blocks the header spans (0 when the text does not start like that)."""
+    if len(blocks) < 2 or blocks[0].kind == "heading" or "\n" in blocks[0].text or len(blocks[0].text) > 300:
+        return "", [], "", "", 0
+    title, authors, date, doi = blocks[0].text, [], "", ""
+    used = 1
+    for block in blocks[1:6]:
+        lines = block.text.split("\n")
+        if block.kind == "heading" or _ABSTRACT_LABEL.match(block.text) or not all(map(_header_line, lines)):
+            break
+        for line in lines:
+            line = line.strip()
+            if m := _DOI.search(line):
+                doi = doi or m.group(1)
+            elif _ISO_DATE.match(line):
+                date = date or line
+            elif ";" in line and not authors and len(line) < 2000:
+                authors = [_given_surname(a) for a in line.split(";") if a.strip()]
+        used += 1
+    return title, [a for a in authors if a], date, doi, used
+
+
+def _header_line(line: str) -> bool:
+    """A line of a paper's header: a URL, DOI, date, author list or "Key: value" note, or a short
+    line that is no sentence."""
+    line = line.strip()
+    return bool(re.match(r"^(https?://|www\.|doi:|10\.\d{4})", line, re.IGNORECASE) or _ISO_DATE.match(line)
+                or (";" in line and len(line) < 2000) or re.match(r"^[A-Z][\w ]{1,20}:\s*\S", line) and len(line) < 200
+                or (len(line) < 80 and not line.endswith(".")))
+
+
+def _given_surname(name: str) -> str:
+    """"Devlin, Jacob" -> "Jacob Devlin"."""
+    surname, _, given = name.strip().partition(",")
+    return f"{given.strip()} {surname.strip()}".strip()
+
+
 def _load_txt(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig) -> list[Document]:
-    text = clean_text(decode_text(name, data))
-    return [_doc(doc_id, Path(name).stem, text, name, date)]
+    blocks = _text_blocks(clean_text(decode_text(name, data)))
+    title, authors, header_date, doi, used = _paper_header(blocks)
+    if used > 1 and (authors or header_date or doi):  # the metadata lines after the title are front matter
+        blocks = blocks[:1] + [Block(b.text, FRONT) for b in blocks[1:used]] + blocks[used:]
+    for i, b in enumerate(blocks):
+        if b.kind == "text" and _ABSTRACT_LABEL.match(b.text):
+            blocks[i:i + 1] = [Block("Abstract", "heading", 1), Block(_ABSTRACT_LABEL.sub("", b.text))]
+            break
+    metadata = {"doi": doi} if doi else {}
+    year = int(header_date[:4]) if header_date else None
+    return [_structured(doc_id, title or Path(name).stem, blocks, name, header_date or date, authors=authors,
+                        year=year, metadata=metadata)]
+
+
+def _markdown_blocks(text: str) -> list[Block]:
+    """ATX headings (# .. ######) outside code fences; everything else in paragraphs."""
+    blocks: list[Block] = []
+    para: list[str] = []
+    fence = False
+
+    def flush() -> None:
+        if para:
+            blocks.extend(_text_blocks("\n".join(para)))
+            para.clear()
+
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        m = None if fence else re.match(r"^(#{1,6})\s+(.+?)\s*#*\s*$", line)
+        if m:
+            flush()
+            blocks.append(Block(normalize(m.group(2)), "heading", len(m.group(1))))
+        else:
+            para.append(line)
+    flush()
+    return blocks
 
 
 def _load_md(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig) -> list[Document]:
-    text = clean_text(decode_text(name, data))
-    title = Path(name).stem
-    for line in text.split("\n"):
-        if line.startswith("# "):
-            title = line[2:].strip()
-            break
-    return [_doc(doc_id, title, text, name, date)]
+    blocks = _markdown_blocks(clean_text(decode_text(name, data)))
+    title = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), Path(name).stem)
+    return [_structured(doc_id, title, blocks, name, date)]
 
 
 def _load_html(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig) -> list[Document]:
@@ -119,42 +214,48 @@ def _load_html(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig
     h1 = soup.find("h1")
     title = title or (h1.get_text(" ", strip=True) if h1 else "") or Path(name).stem
     body = soup.body or soup
-    text = clean_text(body.get_text("\n"))
-    return [_doc(doc_id, title, text, name, date)]
+    for level in range(1, 7):  # headings become paragraphs of their own, marked with their level
+        for h in body.find_all(f"h{level}"):
+            h.replace_with(f"\n\n{_HEADING_MARK}{level}{_HEADING_MARK}{h.get_text(' ', strip=True)}\n\n")
+    blocks = []
+    for para in re.split(r"\n\s*\n", clean_text(body.get_text("\n"))):
+        m = re.match(rf"^{_HEADING_MARK}(\d){_HEADING_MARK}(.*)$", para.strip(), re.DOTALL)
+        blocks.extend([Block(normalize(m.group(2)), "heading", int(m.group(1)))] if m else _text_blocks(para))
+    return [_structured(doc_id, normalize(title), blocks, name, date)]
+
+
+_HEADING_MARK = "\ue000"  # private-use character: survives clean_text, never in real HTML text
 
 
 def _load_pdf(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig) -> list[Document]:
-    import io
+    from .pdf import read_pdf
 
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    paper = read_pdf(name, data)
+    blocks = paper.blocks
+    if paper.empty_pages and cfg.ocr:
+        from .ocr import ocr_pages
 
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            try:
-                reader.decrypt("")
-            except Exception as exc:  # noqa: BLE001 - pypdf raises several types here
-                raise IngestError(name, "PDF is encrypted with a password; decrypt it first") from exc
-        parts: list[str] = []
-        page_starts: list[tuple[int, int]] = []
-        offset = 0
-        for number, page in enumerate(reader.pages, start=1):
-            page_text = clean_text(join_pdf_lines(clean_text(page.extract_text() or "", dehyphenate=True)))
-            if not page_text:
-                continue
-            if parts:
-                offset += 2  # the "\n\n" page separator
-            page_starts.append((offset, number))
-            parts.append(page_text)
-            offset += len(page_text)
-        meta = reader.metadata
-        title = (meta.title if meta and meta.title else "") or Path(name).stem
-    except IngestError:
-        raise
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
-        raise IngestError(name, f"corrupt or unreadable PDF ({type(exc).__name__}: {exc})") from exc
-    return [_doc(doc_id, str(title).strip(), "\n\n".join(parts), name, date, page_starts=page_starts)]
+        blocks = blocks + ocr_pages(name, data, paper.empty_pages, cfg.ocr_languages)
+        blocks.sort(key=lambda b: b.page or 0)
+    elif paper.empty_pages and not any(b.text.strip() for b in blocks):
+        raise IngestError(name, f"no text layer on any of its {paper.pages} pages (a scanned PDF?); "
+                                "set ingest.ocr: true to read it with tesseract")
+    metadata: dict[str, Any] = {"pages": paper.pages}
+    for key in ("doi", "arxiv_id", "abstract"):
+        if getattr(paper, key):
+            metadata[key] = getattr(paper, key)
+    if paper.empty_pages:
+        metadata["pages_without_text"] = paper.empty_pages
+        metadata["ocr"] = bool(cfg.ocr)
+    title = paper.title or (paper.metadata_title if _useful_title(paper.metadata_title) else "") or Path(name).stem
+    return [_structured(doc_id, title, blocks, name, date, authors=paper.authors,
+                        year=paper.year or paper.metadata_year, metadata=metadata)]
+
+
+def _useful_title(title: str) -> bool:
+    """PDF metadata titles are often a file name or a tool's placeholder."""
+    t = title.strip()
+    return len(t.split()) >= 2 and not re.search(r"\.(dvi|pdf|docx?|tex|ps)$|^microsoft word|^untitled", t, re.IGNORECASE)
 
 
 def _load_docx(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig) -> list[Document]:
@@ -167,17 +268,26 @@ def _load_docx(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig
         document = docx.Document(io.BytesIO(data))
     except (zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise IngestError(name, f"corrupt or unreadable .docx ({type(exc).__name__}: {exc})") from exc
-    paragraphs = [p.text for p in document.paragraphs]
+    blocks: list[Block] = []
+    title = document.core_properties.title or ""
+    for p in document.paragraphs:
+        style = (p.style.name if p.style is not None else "").lower()
+        text = normalize(p.text)
+        if not text:
+            continue
+        if style == "title":
+            title = title or text
+            blocks.append(Block(text, "heading", 1))
+        elif m := re.match(r"heading\s*(\d)", style):
+            title = title or text
+            blocks.append(Block(text, "heading", int(m.group(1))))
+        else:
+            blocks.append(Block(text, "caption" if style == "caption" else "text"))
     for table in document.tables:
         for row in table.rows:
-            paragraphs.append(" | ".join(cell.text for cell in row.cells))
-    title = document.core_properties.title or ""
-    if not title:
-        for p in document.paragraphs:
-            if p.style is not None and p.style.name.lower().startswith(("title", "heading")) and p.text.strip():
-                title = p.text.strip()
-                break
-    return [_doc(doc_id, title or Path(name).stem, clean_text("\n\n".join(paragraphs)), name, date)]
+            blocks.append(Block(normalize(" | ".join(cell.text for cell in row.cells))))
+    return [_structured(doc_id, title or Path(name).stem, blocks, name, date,
+                        authors=[a.strip() for a in re.split(r"[;,]", document.core_properties.author or "") if a.strip()])]
 
 
 def _records_to_docs(name: str, records: list[Any], date: str, cfg: IngestConfig) -> list[Document]:
@@ -194,7 +304,12 @@ def _records_to_docs(name: str, records: list[Any], date: str, cfg: IngestConfig
         title = rec.get(cfg.json_title_field) or ""
         rec_date = rec.get(cfg.json_date_field)
         meta = {k: v for k, v in rec.items() if k not in {cfg.json_text_field, cfg.json_title_field, cfg.json_id_field}}
-        docs.append(_doc(str(rid), str(title), clean_text(text), name, str(rec_date) if rec_date else date, metadata=meta))
+        authors = rec.get("authors") or []
+        authors = [str(a) for a in authors] if isinstance(authors, list) else [a.strip() for a in str(authors).split(";")]
+        year = rec.get("year")
+        year = int(year) if isinstance(year, int) or (isinstance(year, str) and year.isdigit()) else None
+        docs.append(_doc(str(rid), normalize(str(title)), normalize_block(clean_text(text)), name,
+                         str(rec_date) if rec_date else date, metadata=meta, authors=authors, year=year))
     return docs
 
 

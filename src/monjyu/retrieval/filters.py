@@ -6,6 +6,7 @@ spliced into a query string, so no value can change what the filter means.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import PurePosixPath
@@ -16,7 +17,11 @@ from .. import schemas
 from ..errors import ConfigError
 from ..nlp.noun_phrases import ENTITY_TYPES
 
-FILTER_KEYS = "doc, type, path, from, to, entity, min"
+FILTER_KEYS = "doc, type, path, from, to, author, year, kind, entity, min"
+# Unit kinds searched when no kind= filter is given: reference lists and front matter (authors,
+# affiliations) match names and venues without answering questions.
+DEFAULT_KINDS = ("text", "caption")
+KINDS = ("text", "caption", "reference", "front")
 
 
 @dataclass
@@ -28,6 +33,10 @@ class SearchFilters:
     date_to: str = ""
     entity_types: list[str] = field(default_factory=list)  # units naming a phrase of these types (Level 1)
     min_relevance: float = 0.0  # drop results scoring below this share of the best result's score
+    authors: list[str] = field(default_factory=list)  # any author whose name contains one of these (case-insensitive)
+    year_from: int | None = None  # inclusive publication years
+    year_to: int | None = None
+    kinds: list[str] = field(default_factory=list)  # unit kinds; empty: DEFAULT_KINDS
 
     def __post_init__(self) -> None:
         for name in ("date_from", "date_to"):
@@ -44,6 +53,11 @@ class SearchFilters:
         unknown = sorted(set(self.entity_types) - set(ENTITY_TYPES))
         if unknown:
             raise ConfigError(f"filter entity type(s) {', '.join(unknown)} unknown; use {', '.join(ENTITY_TYPES)}")
+        self.kinds = [k.lower() for k in self.kinds]
+        if bad := sorted(set(self.kinds) - set(KINDS)):
+            raise ConfigError(f"filter kind={','.join(bad)} unknown; use {', '.join(KINDS)}")
+        if self.year_from and self.year_to and self.year_from > self.year_to:
+            raise ConfigError(f"filter year range is reversed: {self.year_from} > {self.year_to}")
         if not 0.0 <= self.min_relevance <= 1.0:
             raise ConfigError(f"filter min_relevance={self.min_relevance} must be between 0 and 1")
 
@@ -51,7 +65,7 @@ class SearchFilters:
     def active(self) -> bool:
         """Whether the filter restricts which units may be found (min_relevance only trims scores)."""
         return bool(self.document_ids or self.file_types or self.path_glob or self.date_from or self.date_to
-                    or self.entity_types)
+                    or self.entity_types or self.authors or self.year_from or self.year_to or self.kinds)
 
     def trim(self, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """The (row, score) results scoring at least min_relevance x the best one's score: scores
@@ -84,10 +98,10 @@ class SearchFilters:
 
     @classmethod
     def parse(cls, expressions: list[str]) -> "SearchFilters":
-        """CLI form: doc=ID, type=pdf, path=GLOB, from=YYYY-MM-DD, to=YYYY-MM-DD, entity=PERSON,
-        min=0.5 (repeatable)."""
+        """CLI form: doc=ID, type=pdf, path=GLOB, from=YYYY-MM-DD, to=YYYY-MM-DD, author=NAME,
+        year=2019 or year=2015-2019, kind=reference, entity=PERSON, min=0.5 (repeatable)."""
         f = cls()
-        docs, types, entity_types = [], [], []
+        docs, types, entity_types, authors, kinds = [], [], [], [], []
         for expr in expressions:
             key, sep, value = expr.partition("=")
             key = key.strip().lower()
@@ -105,6 +119,16 @@ class SearchFilters:
                 f.date_to = value
             elif key in ("entity", "entity_type"):
                 entity_types.append(value)
+            elif key in ("author", "authors"):
+                authors.append(value)
+            elif key == "kind":
+                kinds.append(value)
+            elif key == "year":
+                m = re.fullmatch(r"\s*(\d{4})?\s*(-)?\s*(\d{4})?\s*", value)
+                if not m or not (m.group(1) or m.group(3)) or (m.group(2) is None and m.group(3)):
+                    raise ConfigError(f"filter '{expr}': year must look like 2019, 2015-2019, 2015- or -2019")
+                f.year_from = int(m.group(1)) if m.group(1) else None
+                f.year_to = (int(m.group(3)) if m.group(3) else None) if m.group(2) else f.year_from
             elif key in ("min", "min_relevance"):
                 try:
                     f.min_relevance = float(value)
@@ -113,26 +137,33 @@ class SearchFilters:
             else:
                 raise ConfigError(f"unknown filter key '{key}' in '{expr}' (keys: {FILTER_KEYS})")
         return cls(document_ids=docs, file_types=types, path_glob=f.path_glob, date_from=f.date_from,
-                   date_to=f.date_to, entity_types=entity_types, min_relevance=f.min_relevance)
+                   date_to=f.date_to, entity_types=entity_types, min_relevance=f.min_relevance, authors=authors,
+                   year_from=f.year_from, year_to=f.year_to, kinds=kinds)
 
-    def mask(self, document_id: np.ndarray, file_type: np.ndarray, source_path: np.ndarray,
-             date_col: np.ndarray, entity_units: np.ndarray | None = None) -> np.ndarray:
-        """Units that pass; `entity_units` marks the units that name a phrase of `entity_types`."""
-        keep = np.ones(len(document_id), dtype=bool)
+    def mask(self, columns: dict[str, np.ndarray], entity_units: np.ndarray | None = None) -> np.ndarray:
+        """Units that pass, from the text_units columns; `entity_units` marks the units that name a
+        phrase of `entity_types`. Values are compared as data, never spliced into a query."""
+        keep = np.isin(columns["kind"], np.array(self.kinds or DEFAULT_KINDS, dtype=object))
         if self.entity_types:
             keep &= entity_units
         if self.document_ids:
-            keep &= np.isin(document_id, np.array(self.document_ids, dtype=object))
+            keep &= np.isin(columns["document_id"], np.array(self.document_ids, dtype=object))
         if self.file_types:
-            keep &= np.isin(file_type, np.array(self.file_types, dtype=object))
+            keep &= np.isin(columns["file_type"], np.array(self.file_types, dtype=object))
         if self.path_glob:
-            paths = np.unique(source_path)
-            matching = [p for p in paths if PurePosixPath(p).match(self.path_glob)]
+            source_path = columns["source_path"]
+            matching = [p for p in np.unique(source_path) if PurePosixPath(p).match(self.path_glob)]
             keep &= np.isin(source_path, np.array(matching, dtype=object))
         if self.date_from or self.date_to:
-            day = np.array([d[:10] for d in date_col], dtype=object)
+            day = np.array([d[:10] for d in columns["date"]], dtype=object)
             if self.date_from:
                 keep &= day >= self.date_from
             if self.date_to:
                 keep &= day <= self.date_to
+        if self.year_from or self.year_to:
+            year = np.array([y or 0 for y in columns["year"]])
+            keep &= (year >= (self.year_from or 0)) & (year <= (self.year_to or 9999)) & (year > 0)
+        if self.authors:
+            wanted = [a.lower() for a in self.authors]
+            keep &= np.array([any(w in name.lower() for w in wanted for name in names or []) for names in columns["authors"]])
         return keep

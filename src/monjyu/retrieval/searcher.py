@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,15 @@ from .communities import CommunityIndex
 from .graph import PhraseGraph
 
 META_COLUMNS = ["id", "document_id", "chunk_index", "text", "title", "source_path", "file_type",
-                "date", "page", "start_char", "end_char"]
+                "date", "page", "start_char", "end_char", "section", "kind", "authors", "year"]
+
+
+def _object_column(values: list) -> np.ndarray:
+    """A 1-d object array even when every value is a list of one length (numpy would make 2-d)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
 
 
 @dataclass
@@ -42,12 +50,13 @@ class LoadedIndex:
     graph: PhraseGraph | None = None
     communities: CommunityIndex | None = None
     ann: VectorANN | None = None  # LanceDB's vector index, in generations of >= search.ann_min_units units
+    _default_mask: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0) -> "LoadedIndex":
         store = LanceStore(generation_dir / "lancedb")
         table = store.units(META_COLUMNS + ["vector"])
-        columns = {c: np.array(table[c].to_pylist(), dtype=object) for c in META_COLUMNS}
+        columns = {c: _object_column(table[c].to_pylist()) for c in META_COLUMNS}
         n = table.num_rows
         flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False) if n else np.zeros(0)
         vectors = np.ascontiguousarray(flat, dtype=np.float32).reshape(n, dim)
@@ -64,7 +73,13 @@ class LoadedIndex:
         return len(self.vectors)
 
     def mask(self, filters: SearchFilters | None) -> np.ndarray | None:
+        """None (every unit) or the units a search may return; with no filter, the default kinds
+        (reference lists and front matter only when asked for with kind=)."""
         if filters is None or not filters.active:
+            if self._default_mask is None:
+                self._default_mask = SearchFilters().mask(self.columns)
+            if not self._default_mask.all():
+                return self._default_mask
             return None
         c = self.columns
         entity_units = None
@@ -73,7 +88,7 @@ class LoadedIndex:
                 raise MonjyuError("filter entity types need the Level 1 graph with phrase types: rebuild the "
                                   "index with `monjyu index` (Level 1 is on by default)")
             entity_units = self.graph.units_of_types(filters.entity_types)
-        return filters.mask(c["document_id"], c["file_type"], c["source_path"], c["date"], entity_units)
+        return filters.mask(c, entity_units)
 
 
 def sentence_naming(text: str, phrase: str) -> str:
@@ -363,5 +378,7 @@ class Searcher:
             rank=rank, chunk_index=int(c["chunk_index"][row]), document_title=c["title"][row],
             source_path=c["source_path"][row], page=int(page) if page is not None else None,
             start_char=int(c["start_char"][row]), end_char=int(c["end_char"][row]),
-            vector_score=vector_score, keyword_score=keyword_score,
+            vector_score=vector_score, keyword_score=keyword_score, section=c["section"][row] or "",
+            kind=c["kind"][row] or "text", authors=list(c["authors"][row] or []),
+            year=int(c["year"][row]) if c["year"][row] is not None else None,
         )

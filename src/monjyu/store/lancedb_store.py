@@ -7,6 +7,7 @@ current generation are never disturbed by a build in progress.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, astuple
 from pathlib import Path
 
 import lancedb
@@ -37,6 +38,10 @@ def units_schema(dim: int) -> pa.Schema:
         ("source_path", pa.string()),
         ("file_type", pa.string()),
         ("date", pa.string()),
+        ("section", pa.string()),  # heading path
+        ("kind", pa.string()),  # text | caption | reference | front
+        ("authors", pa.list_(pa.string())),
+        ("year", pa.int32()),
         ("terms", pa.list_(pa.string())),  # analyzed BM25 terms, kept so rebuilds need not re-analyze
         ("vector", pa.list_(pa.float32(), dim)),
     ])
@@ -51,6 +56,9 @@ DOCUMENTS_SCHEMA = pa.schema([
     ("text", pa.string()),
     ("text_unit_ids", pa.list_(pa.string())),
     ("metadata", pa.string()),  # JSON
+    ("authors", pa.list_(pa.string())),
+    ("year", pa.int32()),
+    ("structure", pa.string()),  # JSON: sections, page_starts, line_boxes (offsets into text)
 ])
 
 
@@ -69,6 +77,10 @@ def units_to_table(units: list[TextUnit], terms: list[list[str]], vectors: np.nd
         "source_path": [u.source_path for u in units],
         "file_type": [u.file_type for u in units],
         "date": [u.date for u in units],
+        "section": [u.section for u in units],
+        "kind": [u.kind for u in units],
+        "authors": pa.array([u.authors for u in units], pa.list_(pa.string())),
+        "year": pa.array([u.year for u in units], pa.int32()),
         "terms": pa.array(terms, pa.list_(pa.string())),
         "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
     }, schema=units_schema(dim))
@@ -84,6 +96,10 @@ def documents_to_table(docs: list[Document], unit_ids: dict[str, list[str]]) -> 
         "text": [d.text for d in docs],
         "text_unit_ids": pa.array([unit_ids.get(d.id, []) for d in docs], pa.list_(pa.string())),
         "metadata": [json.dumps(d.metadata, ensure_ascii=False, default=str) for d in docs],
+        "authors": pa.array([d.authors for d in docs], pa.list_(pa.string())),
+        "year": pa.array([d.year for d in docs], pa.int32()),
+        "structure": [json.dumps({"sections": [asdict(s) for s in d.sections], "page_starts": d.page_starts,
+                                  "line_boxes": [astuple(b) for b in d.line_boxes]}) for d in docs],
     }, schema=DOCUMENTS_SCHEMA)
 
 

@@ -1,0 +1,114 @@
+"""PDF loading: MONJYU's PDFium layout loader against plain pypdf and pdfplumber text, same run.
+
+    python bench/pdf_loading.py [--dir ../shared/bench-data/papers-pdf] [--gold tests/data/papers_pdf_gold.json]
+                                [--no-plumber] [--json]
+
+Per library: pages/s, ligature code points left in the text, and (for MONJYU, against the gold
+file) titles, first authors and section headings found. pypdf and pdfplumber give raw page text
+only; they are the speed reference the papers issue asks for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import logging
+import re
+import sys
+import time
+import unicodedata
+import warnings
+from pathlib import Path
+
+LIGATURES = re.compile("[\ufb00-\ufb06]")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", unicodedata.normalize("NFKC", text).lower()).strip()
+
+
+def pypdf_text(data: bytes) -> tuple[int, str]:
+    from pypdf import PdfReader
+
+    reader = PdfReader(io.BytesIO(data))
+    return len(reader.pages), "\n".join(p.extract_text() or "" for p in reader.pages)
+
+
+def plumber_text(data: bytes) -> tuple[int, str]:
+    import pdfplumber
+
+    with pdfplumber.open(io.BytesIO(data)) as pdf:
+        return len(pdf.pages), "\n".join(p.extract_text() or "" for p in pdf.pages)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dir", type=Path, default=Path("../shared/bench-data/papers-pdf"))
+    parser.add_argument("--gold", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/papers_pdf_gold.json")
+    parser.add_argument("--no-plumber", action="store_true", help="skip pdfplumber (slow)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)  # pypdf's warnings are not what is measured
+    warnings.simplefilter("ignore")
+    from monjyu.config import IngestConfig
+    from monjyu.ingest import load_file
+
+    files = sorted(args.dir.glob("*.pdf"))
+    blobs = {f: f.read_bytes() for f in files}
+    results: dict[str, dict] = {}
+
+    def run(name: str, fn) -> None:
+        pages = ligatures = 0
+        t0 = time.perf_counter()
+        for f in files:
+            n, text = fn(f)
+            pages += n
+            ligatures += len(LIGATURES.findall(text))
+        seconds = time.perf_counter() - t0
+        results[name] = {"pages": pages, "seconds": round(seconds, 2), "pages_per_s": round(pages / seconds, 1),
+                         "ligatures": ligatures}
+
+    docs = {}
+
+    def monjyu(f: Path) -> tuple[int, str]:
+        [doc] = load_file(f, f.name, IngestConfig())
+        docs[f.name] = doc
+        return doc.metadata.get("pages", 0), doc.text
+
+    run("monjyu (pypdfium2 layout)", monjyu)
+    run("pypdf", lambda f: pypdf_text(blobs[f]))
+    if not args.no_plumber:
+        run("pdfplumber", lambda f: plumber_text(blobs[f]))
+
+    if args.gold.exists():
+        gold = json.loads(args.gold.read_text(encoding="utf-8"))
+        titles = authors = found = total = 0
+        per_paper = {}
+        for g in gold:
+            doc = docs.get(g["file"])
+            if doc is None:
+                continue
+            titles += _norm(doc.title) == _norm(g["title"])
+            authors += bool(doc.authors) and _norm(doc.authors[0]) == _norm(g["first_author"])
+            headings = {_norm(s.path.rsplit(" > ", 1)[-1]) for s in doc.sections}
+            hit = sum(_norm(h) in headings for h in g["sections"])
+            found, total = found + hit, total + len(g["sections"])
+            per_paper[g["file"]] = {"sections_found": hit, "sections_gold": len(g["sections"]),
+                                    "sections_detected": len({s.path for s in doc.sections if s.path})}
+        results["monjyu (pypdfium2 layout)"].update({"titles": f"{titles}/{len(gold)}", "first_authors": f"{authors}/{len(gold)}",
+                                                     "section_recall": round(found / max(total, 1), 3),
+                                                     "per_paper": per_paper})
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return
+    for name, r in results.items():
+        extra = {k: v for k, v in r.items() if k not in ("per_paper",)}
+        print(f"{name:28} " + "  ".join(f"{k}={v}" for k, v in extra.items()))
+    for f, r in results["monjyu (pypdfium2 layout)"].get("per_paper", {}).items():
+        print(f"  {f:18} sections {r['sections_found']}/{r['sections_gold']} of the gold headings, "
+              f"{r['sections_detected']} section paths")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

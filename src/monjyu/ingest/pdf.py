@@ -1,0 +1,570 @@
+"""PDF text fit for retrieval, read with PDFium (pypdfium2, Apache-2.0/BSD).
+
+Why PDFium: measured on ../shared/bench-data/papers-pdf (bench/pdf_loading.py) it reads pages
+several times faster than pypdf, gives every character's box and font, and marks the hyphens it
+finds at line ends. From characters we build lines (with boxes, font size, bold), then:
+- rotated text (the arXiv stamp in the margin) is read for metadata and left out of the text;
+- running headers and footers (a line repeated at the top or bottom of many pages, digits
+  ignored), page numbers and line-number gutters are dropped;
+- two-column pages whose content stream interleaves the columns are put back in column order;
+- lines become paragraphs (vertical gaps, indents), headings (font size, bold, numbering),
+  captions and reference entries (after a "References" heading);
+- line-end hyphens are joined unless the document itself writes the word with a hyphen.
+Page 1 gives the title (largest type above the abstract), the authors and the year.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..errors import IngestError
+from .structure import FRONT, REFERENCE, TEXT, Block, heading_level, is_references_heading, normalize
+
+_SOFT_HYPHENS = {0x02, 0xFFFE, 0xAD}
+_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?:um)?\b|-medi|cmbx|cmb10|\.b$|,bold", re.IGNORECASE)
+_PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–—(\[]?\s*(?:\d{1,4}|[ivxlc]{1,6})\s*[-–—)\]]?(?:\s*(?:of|/)\s*\d{1,4})?$",
+                          re.IGNORECASE)
+_ARXIV_STAMP = re.compile(r"arXiv:\s*(\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})(v\d+)?", re.IGNORECASE)
+_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
+_YEAR = re.compile(r"(?<!\d)(19[4-9]\d|20[0-4]\d)(?!\d)")
+_VENUE = re.compile(r"conference|proceedings|journal|copyright|©|\(c\)|published|preprint|workshop|symposium|"
+                    r"transactions|arxiv|iclr|neurips|nips|icml|acl|emnlp|naacl|cvpr|iccv|eccv|aaai|ijcai|sigir|"
+                    r"kdd|www|vldb|sigmod|osdi|sosp|nsdi|usenix|vol\.|volume", re.IGNORECASE)
+_FOOTNOTE_MARKS = re.compile(r"[∗*†‡§¶#⋆✝♠♣♥♦♯♮✉]+|\^?\{?\d+(?:,\s*\d+)*\}?$")
+_AFFILIATION = re.compile(
+    r"universit|institut|college|school|department|dept\.|faculty|laborator|\blab\b|labs\b|research|center|centre|"
+    r"inc\.|corp|ltd|llc|gmbh|google|deepmind|openai|microsoft|facebook|\bmeta\b|amazon|apple|nvidia|ibm|baidu|"
+    r"alibaba|tencent|brain|academy|hospital|foundation|email|e-mail|\bai\b|@|http|www\.|\bcorresponding|"
+    r"equal contribution|\bwork done\b|\bstreet\b|\bavenue\b|\busa\b|\buk\b|\bchina\b|\bjapan\b|\bcanada\b", re.IGNORECASE)
+_NAME_TOKEN = re.compile(r"^(?:[A-ZÀ-ÖØ-Þ][\w'’\-]*\.?|[A-Z]\.(?:-?[A-Z]\.)*|van|von|der|den|de|del|della|di|da|du|la|le|bin|al|dos|das|y)$")
+
+
+@dataclass
+class Line:
+    page: int
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    size: float
+    bold: bool
+    rotated: bool = False
+    hyphen: bool = False  # ended in a line-break hyphen
+    base: float = 0.0  # baseline of the first character (y, points)
+
+    @property
+    def height(self) -> float:
+        return max(self.y1 - self.y0, 1.0)
+
+
+@dataclass
+class PdfPaper:
+    """What the PDF layout gives the loader: blocks for `assemble`, and page-1 metadata."""
+
+    blocks: list[Block]
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    arxiv_id: str = ""
+    doi: str = ""
+    abstract: str = ""
+    pages: int = 0
+    empty_pages: list[int] = field(default_factory=list)  # pages with no text layer
+    metadata_title: str = ""
+    metadata_year: int | None = None
+
+
+# ----------------------------------------------------------------------------- characters -> lines
+def _font(raw, textpage, index: int, buf) -> tuple[float, bool]:
+    flags = ctypes.c_int()
+    n = raw.FPDFText_GetFontInfo(textpage, index, buf, len(buf), ctypes.byref(flags))
+    name = buf.value.decode("latin-1", "replace") if n else ""
+    weight = raw.FPDFText_GetFontWeight(textpage, index)
+    bold = bool(_BOLD_NAME.search(name)) or (weight is not None and weight >= 600) or bool(flags.value & (1 << 18))
+    return float(raw.FPDFText_GetFontSize(textpage, index)), bold
+
+
+def page_lines(page, number: int, split_gaps: bool = False) -> list[Line]:
+    """The page's lines as PDFium breaks them, each with its box and the font of three sampled
+    characters (first, middle, last: a line is bold only if all three are). With `split_gaps`
+    (page 1: author grids) a line is also cut where its characters leave a wide horizontal gap."""
+    import pypdfium2.raw as raw
+
+    textpage = page.get_textpage()
+    try:
+        h = textpage.raw
+        n = raw.FPDFText_CountChars(h)
+        codes = [raw.FPDFText_GetUnicode(h, i) for i in range(n)]
+        lines: list[Line] = []
+        left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+        buf = ctypes.create_string_buffer(128)
+
+        def box(i: int) -> tuple[float, float, float, float]:
+            raw.FPDFText_GetCharBox(h, i, ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top))
+            return left.value, bottom.value, right.value, top.value
+
+        start = 0
+        for i in range(n + 1):
+            if i < n and codes[i] not in (0x0D, 0x0A):
+                continue
+            pieces = [[j for j in range(start, i) if codes[j] > 0x20 and codes[j] not in _SOFT_HYPHENS]]
+            if split_gaps and pieces[0]:
+                pieces = _split_at_gaps(pieces[0], box, raw.FPDFText_GetFontSize(h, pieces[0][0]))
+            for k, idx in enumerate(pieces):
+                if not idx:
+                    continue
+                lo, hi = (idx[0], idx[-1] + 1) if len(pieces) > 1 else (start, i)
+                text = "".join(chr(c) if c < 0x110000 and not 0xD800 <= c < 0xE000 else " "
+                               for c in codes[lo:hi] if c not in _SOFT_HYPHENS)
+                hyphen = k == len(pieces) - 1 and any(codes[j] in _SOFT_HYPHENS for j in range(idx[-1] + 1, i))
+                fonts = [_font(raw, h, j, buf) for j in (idx[0], idx[len(idx) // 2], idx[-1])]
+                (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = box(idx[0]), box(idx[-1])
+                rotated = abs(raw.FPDFText_GetCharAngle(h, idx[len(idx) // 2])) > 0.1
+                raw.FPDFText_GetCharOrigin(h, idx[0], ctypes.byref(left), ctypes.byref(bottom))
+                lines.append(Line(number, text, min(ax0, bx0), min(ay0, by0), max(ax1, bx1), max(ay1, by1),
+                                  statistics.median(f[0] for f in fonts), all(f[1] for f in fonts), rotated, hyphen,
+                                  bottom.value))
+            start = i + 1
+        return lines
+    finally:
+        textpage.close()
+
+
+def _split_at_gaps(idx: list[int], box, size: float) -> list[list[int]]:
+    """Cut a run of character indices where the next character starts more than 1.5 font sizes
+    to the right of the previous one's end (names set apart in an author line)."""
+    out = [[idx[0]]]
+    prev_right = box(idx[0])[2]
+    for j in idx[1:]:
+        x0, _, x1, _ = box(j)
+        if x0 - prev_right > 1.5 * max(size, 1.0):
+            out.append([])
+        out[-1].append(j)
+        prev_right = x1
+    return out
+
+
+# ----------------------------------------------------------------------------- page cleanup
+def _signature(text: str) -> str:
+    return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.lower())).strip()
+
+
+def drop_running_lines(pages: list[list[Line]], heights: list[float]) -> None:
+    """Remove running headers/footers (same text, digits ignored, in the top or bottom 9% of at
+    least 3 pages and a quarter of them) and bare page numbers near the page edges."""
+    def edge(line: Line, h: float) -> bool:
+        return line.y0 > 0.91 * h or line.y1 < 0.09 * h
+
+    counts: Counter[str] = Counter()
+    for lines, h in zip(pages, heights):
+        counts.update({_signature(ln.text) for ln in lines if edge(ln, h)})
+    repeated = {s for s, c in counts.items() if c >= 3 and c >= 0.25 * len(pages)}
+    for k, (lines, h) in enumerate(zip(pages, heights)):
+        pages[k] = [ln for ln in lines if not (edge(ln, h) and (_signature(ln.text) in repeated
+                                                                 or _PAGE_NUMBER.match(ln.text.strip())))]
+
+
+_LEADING_NUMBER = re.compile(r"^\s*(\d{1,4})(?:\s+|$)")
+
+
+def drop_line_numbers(lines: list[Line]) -> list[Line]:
+    """Review copies number their lines in a margin gutter. When at least 10 lines of a page
+    start with (or are) an integer and those integers mostly run consecutively, strip them."""
+    numbered = [(i, int(m.group(1))) for i, ln in enumerate(lines) if (m := _LEADING_NUMBER.match(ln.text))]
+    if len(numbered) < 10:
+        return lines
+    values = sorted(v for _, v in numbered)
+    steps = sum(1 for a, b in zip(values, values[1:]) if 1 <= b - a <= 2)
+    if steps < 0.6 * (len(values) - 1):
+        return lines
+    out = []
+    numbered_rows = {i for i, _ in numbered}
+    for i, ln in enumerate(lines):
+        if i in numbered_rows:
+            rest = _LEADING_NUMBER.sub("", ln.text, count=1)
+            if not rest.strip():
+                continue
+            ln = Line(ln.page, rest, ln.x0, ln.y0, ln.x1, ln.y1, ln.size, ln.bold, ln.rotated, ln.hyphen, ln.base)
+        out.append(ln)
+    return out
+
+
+def column_order(lines: list[Line], width: float) -> list[Line]:
+    """Keep the content-stream order unless it jumps between the two columns of a page more than
+    column order would; then read band by band (bands split by full-width lines), left column
+    top to bottom, then right."""
+    mid = width / 2
+    side = ["L" if ln.x1 <= mid + 0.03 * width else "R" if ln.x0 >= mid - 0.03 * width else "S" for ln in lines]
+    if side.count("L") < 5 or side.count("R") < 5:
+        return lines
+    seq = [s for s in side]
+    jumps = sum(1 for a, b in zip(seq, seq[1:]) if a != b)
+    spans = sum(1 for a, b in zip(seq, seq[1:]) if b == "S" and a != "S")
+    if jumps <= 2 * spans + 4:
+        return lines
+    # Bands: full-width lines sorted top-down split the page into horizontal bands.
+    order = sorted(range(len(lines)), key=lambda i: -lines[i].y1)
+    out: list[Line] = []
+    band: list[int] = []
+
+    def flush() -> None:
+        out.extend(lines[i] for i in sorted((i for i in band if side[i] == "L"), key=lambda i: -lines[i].y1))
+        out.extend(lines[i] for i in sorted((i for i in band if side[i] == "R"), key=lambda i: -lines[i].y1))
+        band.clear()
+
+    for i in order:
+        if side[i] == "S":
+            flush()
+            out.append(lines[i])
+        else:
+            band.append(i)
+    flush()
+    return out
+
+
+# ----------------------------------------------------------------------------- lines -> blocks
+def _body_size(pages: list[list[Line]]) -> float:
+    sizes: Counter[float] = Counter()
+    for lines in pages:
+        for ln in lines:
+            sizes[round(ln.size * 2) / 2] += len(ln.text)
+    return sizes.most_common(1)[0][0] if sizes else 10.0
+
+
+def _is_heading_line(ln: Line, body: float) -> int:
+    """Heading level of a standalone line, from its numbering or name and its type."""
+    text = ln.text.strip()
+    styled = ln.bold or ln.size >= body + 0.9 or text.isupper()
+    level = heading_level(text, styled)
+    if level and styled and re.search(r"[A-Za-z]{3}|[\u3040-\u9fff]", text):
+        return level
+    return 0
+
+
+_NUMBER = re.compile(r"^(?:appendix\s+)?((?:\d{1,2}|[A-H])(?:\.\d{1,2}){0,3})\.?\s", re.IGNORECASE)
+
+
+class HeadingNumbers:
+    """Numbered headings must continue the sequence seen so far (1, 2, 2.1, 2.2, 3 ... then
+    A, A.1, B): a bold "4 C $ C A B" inside a figure, or a table-of-contents line, does not."""
+
+    def __init__(self) -> None:
+        self.current: list[int] = []
+        self.letters = False
+
+    @staticmethod
+    def _parse(text: str) -> tuple[bool, list[int]] | None:
+        m = _NUMBER.match(text.strip())
+        if not m:
+            return None
+        parts = m.group(1).split(".")
+        letter = parts[0].isalpha()
+        first = ord(parts[0].upper()) - ord("A") + 1 if letter else int(parts[0])
+        return letter, [first] + [int(p) for p in parts[1:]]
+
+    def accept(self, text: str) -> bool:
+        parsed = self._parse(text)
+        if parsed is None:
+            return True  # unnumbered: judged by name elsewhere
+        letter, nums = parsed
+        if re.search(r"(\s\d{2,4}|\.\s?\.\s?\.\s*\d+)$", text.strip()) and len(nums) <= 2:
+            return False  # "B Compute Usage 65": a table-of-contents line with its page number
+        if letter != self.letters:  # numbering switches to appendix letters (or back) only at A / 1
+            ok = nums[0] == 1
+        else:
+            cur = self.current
+            depth = len(nums)
+            if depth == 1:
+                ok = not cur or cur[0] < nums[0] <= cur[0] + 2
+            else:
+                parent = nums[:-1]
+                ok = (cur[:depth - 1] == parent and (len(cur) < depth or nums[-1] > cur[depth - 1])
+                      and nums[-1] <= (cur[depth - 1] if len(cur) >= depth else 0) + 2) or \
+                     (parent[0] in (cur[0] + 1 if cur else 1,) and all(n == 1 for n in nums[1:]))
+        if ok:
+            self.letters, self.current = letter, nums
+        return ok
+
+
+def _paragraph_break(para: list[Line], cur: Line) -> bool:
+    """Whether `cur` starts a new paragraph after the lines `para` (same column so far): a change
+    of type, a blank line or a jump up, or a short last line followed by an indent or after a
+    sentence end. Edges are the paragraph's own, so narrower blocks (an abstract) hold together.
+    Tiny lines (sub- and superscripts of formulas) never break a paragraph."""
+    if len(cur.text.strip()) <= 4:
+        return False
+    prev = next((x for x in reversed(para) if len(x.text.strip()) > 4), para[-1])
+    if cur.page != prev.page:
+        return prev.text.rstrip()[-1:] in ".!?:。" and not cur.text[:1].islower()
+    if abs(cur.size - prev.size) > 1.0 or cur.bold != prev.bold and len(cur.text) < 60:
+        return True
+    pitch = prev.base - cur.base  # baseline to baseline: about 1.2 font sizes within a paragraph
+    if pitch > 1.45 * max(prev.size, cur.size) or pitch < -prev.size:  # a blank line, or a jump up (next column)
+        return True
+    context = [x for x in para[-4:] if len(x.text.strip()) > 4] + [cur]
+    left = min(x.x0 for x in context)
+    right = max(x.x1 for x in context)
+    ends = prev.text.rstrip()[-1:] in ".!?:。"
+    short = prev.x1 < right - 2.5 * prev.size
+    indented = cur.x0 > left + 0.8 * cur.size and prev.x0 <= left + 1
+    return (short and (indented or ends)) or (indented and ends and len(para) > 1)
+
+
+def _join(lines: list[Line], vocabulary: set[str]) -> tuple[str, list[tuple[int, int, int, tuple]]]:
+    """Join a paragraph's lines (NFKC-normalised), mending line-end hyphenation: 'exam-' + 'ple'
+    becomes 'example' unless the document writes the hyphenated form elsewhere."""
+    text = ""
+    spans = []
+    for k, ln in enumerate(lines):
+        piece = normalize(ln.text)
+        if not piece:
+            continue
+        if text:
+            prev_hyphen = lines[k - 1].hyphen or (text.endswith("-") and not text.endswith(" -"))
+            if prev_hyphen and piece[:1].isalpha() and piece[:1].islower():
+                text = text.rstrip("-")
+                left = re.search(r"([\w\-]+)$", text)
+                right = re.match(r"[\w]+", piece)
+                joined = (left.group(1) if left else "") + (right.group(0) if right else "")
+                hyphenated = f"{left.group(1) if left else ''}-{right.group(0) if right else ''}".lower()
+                keep = ("-" in (left.group(1) if left else "")) or (hyphenated in vocabulary and joined.lower() not in vocabulary)
+                text += "-" if keep else ""
+            elif lines[k - 1].hyphen:
+                text += "-"  # PDFium marked a hyphen but the next line is not a word's continuation
+            else:
+                text += " "
+        spans.append((len(text), len(text) + len(piece), ln.page, (round(ln.x0, 1), round(ln.y0, 1),
+                                                                   round(ln.x1, 1), round(ln.y1, 1))))
+        text += piece
+    return text, spans
+
+
+def _reference_entries(lines: list[Line]) -> list[list[Line]]:
+    """Split a reference list into entries: numbered ("[12]", "12."), else hanging indents, else
+    lines that end a sentence and start a new capitalised one."""
+    if not lines:
+        return []
+    numbered = re.compile(r"^\s*(?:\[\d{1,4}\]|\d{1,4}\.\s|\(\d{1,4}\))")
+    n_numbered = sum(1 for ln in lines if numbered.match(ln.text))
+    entries: list[list[Line]] = []
+    lefts: dict[tuple[int, bool], float] = {}
+    for ln in lines:
+        key = (ln.page, ln.x0 > 0)
+        lefts[key] = min(lefts.get(key, ln.x0), ln.x0)
+    col_left: dict[int, list[float]] = {}
+    for ln in lines:
+        col_left.setdefault(ln.page, []).append(ln.x0)
+    indented_any = any(ln.x0 - min(col_left[ln.page], key=lambda x: abs(x - ln.x0) if x <= ln.x0 else 1e9) > 1 for ln in lines)
+
+    def column_min(ln: Line) -> float:
+        xs = [x for x in col_left[ln.page] if abs(x - ln.x0) < 40]
+        return min(xs) if xs else ln.x0
+
+    for k, ln in enumerate(lines):
+        if not entries:
+            entries.append([ln])
+            continue
+        prev = lines[k - 1]
+        if n_numbered >= 0.3 * len(lines) / 3 and n_numbered >= 3:
+            start = bool(numbered.match(ln.text))
+        elif indented_any:
+            start = ln.x0 <= column_min(ln) + 1.5 and (prev.x0 > column_min(prev) + 1.5 or prev.text.rstrip().endswith("."))
+        else:
+            start = prev.text.rstrip().endswith(".") and ln.text[:1].isupper()
+        if start:
+            entries.append([ln])
+        else:
+            entries[-1].append(ln)
+    return entries
+
+
+# ----------------------------------------------------------------------------- page 1 metadata
+def _front_matter(lines: list[Line], body: float, page_height: float) -> tuple[str, list[str], int]:
+    """Title (largest type in the top two thirds of page 1, its consecutive lines) and authors
+    (the name-like pieces of the lines between the title and the abstract). Returns the title,
+    the authors and how many leading lines of the page are front matter."""
+    if not lines:
+        return "", [], 0
+    end = len(lines)
+    for i, ln in enumerate(lines):
+        text = ln.text.strip()
+        if re.match(r"^(abstract|a b s t r a c t|summary|概要|要旨|keywords)\b", text, re.IGNORECASE) or \
+                (heading_level(text) and re.match(r"^(1\.?|I\.)\s", text)):
+            end = i
+            break
+    candidates = [i for i in range(end) if lines[i].y1 > page_height / 3 and len(lines[i].text.strip()) >= 3
+                  and sum(c.isalpha() for c in lines[i].text) >= 3 and not re.search(r"@|https?:|www\.", lines[i].text)
+                  and not _ARXIV_STAMP.search(lines[i].text)]
+    if not candidates:
+        return "", [], min(end, len(lines))
+    top_size = max(lines[i].size for i in candidates)
+    if top_size < body + 1.0 and end == len(lines):
+        return "", [], 0
+    first = next(i for i in candidates if lines[i].size >= top_size - 0.5)
+    last = first  # a title goes on over lines of large type (a subtitle may be a little smaller)
+    while last + 1 < end and lines[last + 1].size >= max(body + 2.0, 0.75 * top_size) and \
+            lines[last].y0 - lines[last + 1].y1 < 1.5 * lines[last + 1].size:
+        last += 1
+    if end == len(lines):  # no abstract or introduction marker: front matter ends at the first body line
+        end = next((i for i in range(last + 1, len(lines)) if len(lines[i].text) > 80 and abs(lines[i].size - body) < 1),
+                   last + 1)
+    title = " ".join(normalize(lines[i].text) for i in range(first, last + 1))
+    title = re.sub(r"\s*[∗*†‡§¶]+\s*$", "", title).strip()
+    authors = _authors([lines[i] for i in range(last + 1, end) if lines[i].size < lines[last].size - 0.5])
+    return title, authors, end
+
+
+def _authors(lines: list[Line]) -> list[str]:
+    names: list[str] = []
+    for ln in lines:
+        text = normalize(ln.text)
+        if _AFFILIATION.search(text) and not re.search(r",|\band\b", text):
+            continue
+        for piece in re.split(r",|;|\band\b|&|·|\s{2,}|\u2022|[∗*†‡§¶⋆✝♠♣♥♦]+\d*|(?<=[a-z])\d+(?:,\d+)*", text):
+            piece = _FOOTNOTE_MARKS.sub("", piece.strip()).strip()
+            piece = re.sub(r"\s*\d+$", "", piece).strip()
+            tokens = piece.split()
+            if 2 <= len(tokens) <= 5 and all(_NAME_TOKEN.match(t) for t in tokens) and \
+                    not _AFFILIATION.search(piece) and sum(t[0].isupper() for t in tokens) >= 2 and piece not in names:
+                names.append(piece)
+    return names
+
+
+def _year(arxiv_id: str, page1: list[Line]) -> int | None:
+    if re.match(r"^\d{4}\.", arxiv_id):
+        return 2000 + int(arxiv_id[:2])
+    if "/" in arxiv_id:
+        yy = int(arxiv_id.split("/")[1][:2])
+        return (1900 if yy > 90 else 2000) + yy
+    for ln in page1:
+        if _VENUE.search(ln.text):
+            m = _YEAR.search(ln.text)
+            if m:
+                return int(m.group(1))
+    return None
+
+
+# ----------------------------------------------------------------------------- the whole file
+def read_pdf(name: str, data: bytes) -> PdfPaper:
+    import pypdfium2 as pdfium
+
+    try:
+        pdf = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        reason = str(exc)
+        if "password" in reason.lower():
+            raise IngestError(name, "PDF is encrypted with a password; decrypt it first") from exc
+        raise IngestError(name, f"corrupt or unreadable PDF ({reason})") from exc
+    try:
+        meta = pdf.get_metadata_dict(skip_empty=True)
+        pages: list[list[Line]] = []
+        widths, heights = [], []
+        empty = []
+        for number in range(1, len(pdf) + 1):
+            page = pdf[number - 1]
+            try:
+                w, h = page.get_size()
+                lines = page_lines(page, number, split_gaps=number == 1)
+            finally:
+                page.close()
+            if not any(ln.text.strip() for ln in lines):
+                empty.append(number)
+            pages.append(lines)
+            widths.append(w)
+            heights.append(h)
+    finally:
+        pdf.close()
+    paper = PdfPaper(blocks=[], pages=len(pages), empty_pages=empty,
+                     metadata_title=str(meta.get("Title", "")).strip())
+    m = re.match(r"D:(\d{4})", str(meta.get("CreationDate", "")))
+    paper.metadata_year = int(m.group(1)) if m else None
+    stamp = " ".join(ln.text for lines in pages[:1] for ln in lines if ln.rotated)
+    if m_ax := _ARXIV_STAMP.search(stamp) or (_ARXIV_STAMP.search(" ".join(ln.text for ln in pages[0])) if pages else None):
+        paper.arxiv_id = m_ax.group(1)
+    pages = [[ln for ln in lines if not ln.rotated] for lines in pages]
+    drop_running_lines(pages, heights)
+    pages = [column_order(drop_line_numbers(lines), w) for lines, w in zip(pages, widths)]
+    page1_text = " ".join(ln.text for ln in pages[0]) if pages else ""
+    if m_doi := _DOI.search(page1_text) or _DOI.search(str(meta.get("Subject", ""))):
+        paper.doi = m_doi.group(1)
+    body = _body_size(pages)
+    front_end = 0
+    if pages:
+        paper.title, paper.authors, front_end = _front_matter(pages[0], body, heights[0])
+    paper.year = _year(paper.arxiv_id, pages[0] if pages else [])
+    paper.blocks = _blocks(pages, body, front_end)
+    for i, b in enumerate(paper.blocks):
+        if b.kind == "heading" and re.match(r"^(abstract|summary|概要|要旨)\b", b.text, re.IGNORECASE):
+            paper.abstract = next((x.text for x in paper.blocks[i + 1:i + 3] if x.kind == TEXT), "")
+            break
+        if b.kind == TEXT and re.match(r"^abstract\b[\s.:—-]*", b.text, re.IGNORECASE):
+            paper.abstract = re.sub(r"^abstract\b[\s.:—-]*", "", b.text, flags=re.IGNORECASE)
+            break
+    return paper
+
+
+def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]:
+    vocabulary = {w.lower() for lines in pages for ln in lines for w in re.findall(r"[\w\-]+", normalize(ln.text))}
+    blocks: list[Block] = []
+    para: list[Line] = []
+    numbers = HeadingNumbers()
+    in_refs = False
+    ref_lines: list[Line] = []
+
+    def flush(kind: str = TEXT) -> None:
+        if para:
+            text, spans = _join(para, vocabulary)
+            blocks.append(Block(text, kind, page=para[0].page, lines=spans))
+            para.clear()
+
+    def flush_refs() -> None:
+        for entry in _reference_entries(ref_lines):
+            text, spans = _join(entry, vocabulary)
+            blocks.append(Block(text, REFERENCE, page=entry[0].page, lines=spans))
+        ref_lines.clear()
+
+    for k, lines in enumerate(pages):
+        if not lines:
+            continue
+        skip = 0
+        for i, ln in enumerate(lines):
+            if skip:
+                skip -= 1
+                continue
+            if k == 0 and i < front_end:
+                para.append(ln)
+                if i == front_end - 1:
+                    flush(FRONT)
+                continue
+            level = _is_heading_line(ln, body) if len(ln.text.strip()) <= 90 else 0
+            if level and numbers.accept(normalize(ln.text)):
+                flush()
+                if in_refs and not is_references_heading(ln.text):
+                    flush_refs()
+                    in_refs = False
+                parts = [ln]  # a long heading wraps onto a line of the same type that is no heading itself
+                while i + len(parts) < len(lines):
+                    nxt = lines[i + len(parts)]
+                    if abs(nxt.size - ln.size) > 0.3 or nxt.bold != ln.bold or len(nxt.text) > 60 or \
+                            parts[-1].y0 - nxt.y1 > ln.size or _is_heading_line(nxt, body) or not ln.bold and ln.size < body + 0.9:
+                        break
+                    parts.append(nxt)
+                skip = len(parts) - 1
+                heading, spans = _join(parts, vocabulary)
+                blocks.append(Block(heading, "heading", level, page=ln.page, lines=spans))
+                in_refs = in_refs or is_references_heading(heading)
+                continue
+            if in_refs:
+                ref_lines.append(ln)
+                continue
+            if para and _paragraph_break(para, ln):
+                flush()
+            para.append(ln)
+    flush()
+    flush_refs()
+    return blocks

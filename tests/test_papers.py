@@ -1,0 +1,324 @@
+"""Research papers for real: PDF layout (two columns, running headers, page numbers, line-number
+gutters, hyphenation), paper structure and metadata in every format, odd PDFs, and the unit kinds
+and filters that come from them, through the real index."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import unicodedata
+from pathlib import Path
+
+import docx
+import pytest
+from reportlab.lib.pagesizes import letter
+from reportlab.pdfgen import canvas
+
+from monjyu import Monjyu
+from monjyu.config import IngestConfig
+from monjyu.errors import ConfigError, IngestError
+from monjyu.ingest import Chunker, load_file
+from monjyu.config import ChunkingConfig
+from monjyu.retrieval import SearchFilters
+
+from .conftest import REPO
+
+CFG = IngestConfig()
+PAPERS_PDF = REPO.parent / "shared" / "bench-data" / "papers-pdf"
+GOLD = json.loads((REPO / "tests" / "data" / "papers_pdf_gold.json").read_text(encoding="utf-8"))
+LIGATURES = re.compile("[\ufb00-\ufb06]")
+
+BODY = ("Retrieval augmented generation grounds a language model in passages found at query time. "
+        "We study how the structure of scientific papers, their sections, captions and reference "
+        "lists, changes what a retriever should index. Dense and sparse retrievers disagree on long "
+        "documents, and a fused ranking recovers what either alone would miss. ")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", unicodedata.normalize("NFKC", text).lower()).strip()
+
+
+def _wrap(c: canvas.Canvas, text: str, x: float, y: float, width: float, size: float = 10) -> float:
+    """Greedy line wrapping with a hyphen break in 'retrieval' when it falls at a line end."""
+    words, line = text.split(), ""
+    for word in words:
+        trial = f"{line} {word}".strip()
+        if c.stringWidth(trial, "Helvetica", size) > width:
+            if word.startswith("retriev") and c.stringWidth(f"{line} retr-", "Helvetica", size) <= width:
+                c.drawString(x, y, f"{line} retr-")
+                line, y = word[4:], y - size * 1.25
+                continue
+            c.drawString(x, y, line)
+            line, y = word, y - size * 1.25
+        else:
+            line = trial
+    c.drawString(x, y, line)
+    return y - size * 1.25
+
+
+def make_paper_pdf(path: Path, *, two_columns: bool = True, line_numbers: bool = False) -> Path:
+    """A three-page paper: title, authors, abstract, numbered sections in two columns, a running
+    header and page numbers on every page, a figure caption and a numbered reference list."""
+    c = canvas.Canvas(str(path), pagesize=letter)
+    c.setTitle("paper_final_v3.dvi")
+    width, height = letter
+    for page in range(1, 4):
+        c.setFont("Helvetica", 8)
+        c.drawString(72, height - 30, "Proceedings of the Workshop on Test Papers 2024")
+        c.drawCentredString(width / 2, 30, str(page))
+        if line_numbers:
+            for k in range(40):
+                c.drawString(30, height - 120 - k * 14, f"{(page - 1) * 40 + k + 1:03d}")
+        top = height - 80
+        if page == 1:
+            c.setFont("Helvetica-Bold", 18)
+            c.drawCentredString(width / 2, top, "Structured Retrieval over Scientific Papers")
+            c.setFont("Helvetica", 11)
+            c.drawCentredString(width / 2, top - 28, "Ada Lovelace, Alan Turing and Grace Hopper")
+            c.drawCentredString(width / 2, top - 42, "University of Testing")
+            c.setFont("Helvetica-Bold", 11)
+            c.drawCentredString(width / 2, top - 70, "Abstract")
+            c.setFont("Helvetica", 10)
+            top = _wrap(c, "We show that indexing a paper by its sections improves retrieval of answers.",
+                        100, top - 86, width - 200) - 20
+        col_width = (width - 72 * 2 - 24) / 2 if two_columns else width - 144
+        columns = [72, 72 + col_width + 24] if two_columns else [72]
+        for ci, x in enumerate(columns):
+            y = top
+            c.setFont("Helvetica-Bold", 11)
+            number = (page - 1) * len(columns) + ci + 1
+            if page == 3 and ci == len(columns) - 1:
+                c.drawString(x, y, "References")
+                c.setFont("Helvetica", 9)
+                y -= 18
+                for r in range(1, 6):
+                    y = _wrap(c, f"[{r}] Author{r} Surname{r}. A referenced work on topic number {r}. "
+                                 f"In Proceedings of a Venue, pages {r}0-{r}9, 20{10 + r}.", x, y, col_width, 9) - 4
+                continue
+            c.drawString(x, y, f"{number} Section Number {number}")
+            c.setFont("Helvetica", 10)
+            y = _wrap(c, BODY * 2 + f"Section {number} ends with the marker phrase zebra{number}.", x, y - 18, col_width)
+            if page == 2 and ci == 0:
+                _wrap(c, "Figure 1: Retrieval quality of the fused ranking on long papers.", x, y - 10, col_width, 9)
+        c.showPage()
+    c.save()
+    return path
+
+
+# ----------------------------------------------------------------------------- layout on built PDFs
+def test_pdf_paper_layout_title_authors_sections_references(tmp_path):
+    [doc] = load_file(make_paper_pdf(tmp_path / "paper.pdf"), "paper", CFG)
+    assert doc.title == "Structured Retrieval over Scientific Papers"  # page 1, not the junk metadata title
+    assert doc.authors == ["Ada Lovelace", "Alan Turing", "Grace Hopper"]
+    assert "Proceedings of the Workshop" not in doc.text  # running header gone
+    assert not re.search(r"(^|\n)\d(\n|$)", doc.text)  # page numbers gone
+    assert "retr-" not in doc.text and "retrieval" in doc.text  # hyphenation joined
+    paths = [s.path for s in doc.sections if s.kind == "text"]
+    assert any(p.endswith("1 Section Number 1") for p in paths) and any(p.endswith("4 Section Number 4") for p in paths)
+    # reading order: section 1 (left column) ends before section 2 (right column) starts
+    assert doc.text.index("zebra1") < doc.text.index("2 Section Number 2") < doc.text.index("zebra2")
+    kinds = {s.kind for s in doc.sections}
+    assert {"text", "caption", "reference", "front"} <= kinds
+    units = Chunker(ChunkingConfig()).chunk(doc)
+    refs = [u for u in units if u.kind == "reference"]
+    assert refs and refs[0].text.startswith("References\n\n[1] Author1 Surname1")
+    assert all("Surname" not in u.text for u in units if u.kind == "text")  # no reference text in body units
+    for u in units:  # a unit never crosses a section, and its offsets index the stored text
+        assert doc.text[u.start_char:u.end_char] == u.text
+        assert any(s.start <= u.start_char and u.end_char <= s.end for s in doc.sections)
+    assert all(u.page in (1, 2, 3) for u in units)
+    zebra3 = next(u for u in units if "zebra3" in u.text)
+    assert zebra3.page == 2 and zebra3.section.endswith("3 Section Number 3")
+    boxes = [b for b in doc.line_boxes if "zebra3" in doc.text[b.start:b.end]]
+    assert boxes and boxes[0].page == 2 and 0 < boxes[0].x0 < boxes[0].x1 <= letter[0]
+
+
+def test_line_number_gutter_is_removed(tmp_path):
+    [doc] = load_file(make_paper_pdf(tmp_path / "review.pdf", line_numbers=True), "review", CFG)
+    assert not re.search(r"\b0\d\d\b", doc.text), re.findall(r".{20}\b0\d\d\b.{20}", doc.text)[:3]
+    assert "zebra1" in doc.text and doc.title == "Structured Retrieval over Scientific Papers"
+
+
+# ----------------------------------------------------------------------------- odd PDFs
+def _image_only_pdf(path: Path) -> Path:
+    """A 'scanned' page: the words are pixels in an image, with no text layer."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("L", (1700, 700), 255)
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 60) \
+        if Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists() else ImageFont.load_default(60)
+    ImageDraw.Draw(image).text((80, 200), "Scanned pages need optical\ncharacter recognition today", fill=0, font=font)
+    c = canvas.Canvas(str(path), pagesize=letter)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    buf.seek(0)
+    from reportlab.lib.utils import ImageReader
+    c.drawImage(ImageReader(buf), 36, 400, width=540, height=222)
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_odd_pdfs_are_refused_by_name_with_a_reason(tmp_path):
+    good = make_paper_pdf(tmp_path / "good.pdf")
+    data = good.read_bytes()
+    (tmp_path / "empty.pdf").write_bytes(b"")
+    (tmp_path / "truncated.pdf").write_bytes(data[: len(data) // 3])
+    (tmp_path / "garbage.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 20)
+    encrypted = tmp_path / "encrypted.pdf"
+    from reportlab.lib import pdfencrypt
+    c = canvas.Canvas(str(encrypted), encrypt=pdfencrypt.StandardEncryption("secret", canPrint=0))
+    c.drawString(72, 700, "A secret paper")
+    c.showPage()
+    c.save()
+    scanned = _image_only_pdf(tmp_path / "scanned.pdf")
+    reasons = {}
+    for name in ("empty.pdf", "truncated.pdf", "garbage.pdf", "encrypted.pdf", "scanned.pdf"):
+        with pytest.raises(IngestError) as info:
+            load_file(tmp_path / name, name, CFG)
+        assert info.value.path.endswith(name)
+        reasons[name] = info.value.reason
+    assert "empty" in reasons["empty.pdf"]
+    assert "password" in reasons["encrypted.pdf"]
+    assert "ingest.ocr" in reasons["scanned.pdf"]
+    assert scanned.exists()
+
+
+def test_broken_font_map_loads_or_is_refused_cleanly(tmp_path):
+    """A font whose encoding maps codes to unknown glyph names (and an xref that no longer fits)."""
+    good = make_paper_pdf(tmp_path / "good.pdf", two_columns=False).read_bytes()
+    broken = good.replace(b"/Encoding /WinAnsiEncoding", b"/Encoding << /Differences [ 32 /g1 /g2 /g3 /g4 ] >>")
+    assert broken != good
+    (tmp_path / "fonts.pdf").write_bytes(broken)
+    try:
+        [doc] = load_file(tmp_path / "fonts.pdf", "fonts", CFG)
+        assert doc.text
+    except IngestError as exc:
+        assert exc.reason
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is installed by `make test`")
+def test_ocr_reads_a_scanned_page_when_opted_in(tmp_path):
+    scanned = _image_only_pdf(tmp_path / "scanned.pdf")
+    [doc] = load_file(scanned, "scanned", IngestConfig(ocr=True, ocr_languages="eng"))
+    assert "optical" in doc.text.lower() and "recognition" in doc.text.lower()
+    assert doc.metadata["pages_without_text"] == [1] and doc.metadata["ocr"] is True
+    assert doc.line_boxes and doc.line_boxes[0].page == 1
+
+
+def test_ocr_without_tesseract_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no tesseract on this PATH
+    with pytest.raises(ConfigError, match="tesseract"):
+        load_file(_image_only_pdf(tmp_path / "scanned.pdf"), "s", IngestConfig(ocr=True))
+
+
+# ----------------------------------------------------------------------------- real arXiv papers
+@pytest.fixture(scope="module")
+def real_papers():
+    if not PAPERS_PDF.is_dir():
+        pytest.skip(f"{PAPERS_PDF} not present (bench data)")
+    return {g["file"]: load_file(PAPERS_PDF / g["file"], g["file"], CFG)[0] for g in GOLD}
+
+
+def test_real_papers_titles_authors_years_against_gold(real_papers):
+    for g in GOLD:
+        doc = real_papers[g["file"]]
+        assert _norm(doc.title) == _norm(g["title"]), g["file"]
+        assert doc.authors and _norm(doc.authors[0]) == _norm(g["first_author"]), g["file"]
+        assert doc.year == g["year"], g["file"]
+
+
+def test_real_papers_text_is_clean_and_structured(real_papers):
+    found = total = 0
+    for g in GOLD:
+        doc = real_papers[g["file"]]
+        assert not LIGATURES.search(doc.text), g["file"]
+        units = Chunker(ChunkingConfig()).chunk(doc)
+        refs = [u for u in units if u.kind == "reference"]
+        first_ref = re.sub(r"^\[\d+\]\s*", "", refs[0].text.split("\n\n", 1)[-1])
+        assert _norm(first_ref).startswith(_norm(g["first_reference_start"])), g["file"]
+        body = " ".join(_norm(u.text) for u in units if u.kind in ("text", "caption"))
+        assert _norm(g["first_reference"])[:80] not in body, g["file"]
+        headings = {_norm(s.path.rsplit(" > ", 1)[-1]) for s in doc.sections}
+        gold = [_norm(h) for h in g["sections"]]
+        found += sum(h in headings for h in gold)
+        total += len(gold)
+    assert found / total >= 0.85, f"{found}/{total} gold section headings detected"
+
+
+# ----------------------------------------------------------------------------- other formats
+def test_markdown_html_docx_sections(tmp_path):
+    md = tmp_path / "paper.md"
+    md.write_text("# A Markdown Paper\n\nIntro text here.\n\n## 2 Method\n\nWe do things.\n\n```\n# not a heading\n```\n\n"
+                  "## 関連研究\n\n先行研究を述べる。\n\n## References\n\n[1] Someone. A cited work. 2020.\n", encoding="utf-8")
+    [doc] = load_file(md, "md", CFG)
+    by_path = {s.path: s.kind for s in doc.sections}
+    assert by_path.get("2 Method") == "text" and by_path.get("関連研究") == "text"
+    assert by_path.get("References") == "reference"
+    assert "# not a heading" in doc.text and "not a heading" not in by_path
+
+    html = tmp_path / "paper.html"
+    html.write_text("<html><head><title>An HTML Paper</title></head><body><h1>An HTML Paper</h1><p>Opening.</p>"
+                    "<h2>3.1 Pre-training</h2><p>We pre-train.</p><h2>Bibliography</h2><p>[1] A. Person. Work.</p>"
+                    "</body></html>", encoding="utf-8")
+    [doc] = load_file(html, "html", CFG)
+    assert {s.path: s.kind for s in doc.sections}.get("3.1 Pre-training") == "text"
+    assert any(s.kind == "reference" for s in doc.sections)
+
+    d = docx.Document()
+    d.add_heading("A Word Paper", level=0)
+    d.add_paragraph("Opening paragraph.")
+    d.add_heading("Experiments", level=1)
+    d.add_paragraph("We ran experiments.")
+    d.add_heading("Setup", level=2)
+    d.add_paragraph("The setup.")
+    d.save(tmp_path / "paper.docx")
+    [doc] = load_file(tmp_path / "paper.docx", "docx", CFG)
+    assert doc.title == "A Word Paper"
+    assert "Experiments > Setup" in {s.path for s in doc.sections}
+
+
+def test_plain_text_paper_header(tmp_path):
+    txt = tmp_path / "paper.txt"
+    txt.write_text("A Plain Text Paper About Viruses\n\nhttps://example.org/paper\n\nCurie, Marie; Pasteur, Louis\n"
+                   "2019-05-01\nDOI:10.1000/xyz.123\nLicense:cc-by\n\nAbstract: Viruses spread.\n\nText: Body here.\n",
+                   encoding="utf-8")
+    [doc] = load_file(txt, "txt", CFG)
+    assert doc.title == "A Plain Text Paper About Viruses"
+    assert doc.authors == ["Marie Curie", "Louis Pasteur"] and doc.year == 2019
+    assert doc.metadata["doi"] == "10.1000/xyz.123" and doc.date == "2019-05-01"
+    assert [s.path for s in doc.sections if s.kind == "text"][-1] == "Abstract"
+
+
+# ----------------------------------------------------------------------------- through the index
+def test_kinds_and_metadata_filters_through_the_index(tmp_path, make_config):
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    make_paper_pdf(folder / "paper.pdf")
+    (folder / "other.txt").write_text("Another Paper On Zebras\n\nSmith, John\n2001-01-01\n\nZebras graze.\n", encoding="utf-8")
+    m = Monjyu(tmp_path / "idx", make_config())
+    report = m.index([folder])
+    assert not report.failures
+    default = m.search("Author1 Surname1 referenced work venue", mode="keyword", top_k=20, answer=False)
+    assert all(h.kind in ("text", "caption") for h in default.hits)
+    refs = m.search("Author1 Surname1 referenced work venue", mode="keyword", top_k=5, answer=False,
+                    filters=SearchFilters.parse(["kind=reference"]))
+    assert refs.hits and all(h.kind == "reference" for h in refs.hits)
+    for mode in ("vector", "keyword", "hybrid", "graph"):
+        hits = m.search("marker phrase zebras", mode=mode, top_k=10, answer=False, filters=SearchFilters.parse(["author=lovelace"])).hits
+        assert hits and all("Ada Lovelace" in h.authors for h in hits), mode
+        hits = m.search("marker phrase zebras", mode=mode, top_k=10, answer=False, filters=SearchFilters.parse(["year=1990-2005"])).hits
+        assert hits and all(h.year == 2001 for h in hits), mode
+    cited = m.search("Which marker phrase ends section 3?", top_k=3)
+    assert cited.citations and cited.citations[0].label.startswith("Lovelace et al.")
+    section_hit = next(h for h in cited.hits if "zebra3" in h.text)
+    assert section_hit.section.endswith("3 Section Number 3") and section_hit.page == 2
+
+
+def test_bad_year_and_kind_filters_are_refused():
+    with pytest.raises(ConfigError, match="year"):
+        SearchFilters.parse(["year=nineteen"])
+    with pytest.raises(ConfigError, match="kind"):
+        SearchFilters.parse(["kind=footnote"])
