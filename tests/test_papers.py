@@ -322,3 +322,20 @@ def test_bad_year_and_kind_filters_are_refused():
         SearchFilters.parse(["year=nineteen"])
     with pytest.raises(ConfigError, match="kind"):
         SearchFilters.parse(["kind=footnote"])
+
+
+def test_evidence_rerank_puts_the_stating_passage_first(tmp_path, make_config):
+    """Among passages sharing a topic, the one whose sentence states the answer comes first."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "zorbia.md").write_text(
+        "# Zorbia\n\n## Geography\n\nZorbia has rivers, hills and a long coast. The capital region has many "
+        "harbours and the capital district is busy. Capital investment in Zorbia grew.\n\n"
+        "## Cities\n\nThe capital of Zorbia is Quellport, a harbour city founded in 1602.\n\n"
+        "## Economy\n\nZorbia exports fish. Its capital markets are small.\n", encoding="utf-8")
+    m = Monjyu(tmp_path / "idx", make_config(chunking={"size": 40, "overlap": 0}))
+    m.index([folder])
+    result = m.search("What is the capital of Zorbia?", mode="hybrid", top_k=3, answer=False)
+    assert "Quellport" in result.hits[0].text and result.hits[0].section.endswith("Cities")
+    assert "rerank_ms" in result.timings_ms
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)

@@ -174,7 +174,7 @@ class Monjyu:
                 loaded = LoadedIndex.load(generation_dir(self.index_dir, m.generation), m.embedder_dim,
                                           self.config.search.graph_title_boost)
                 self._loaded = (m.generation, Searcher(loaded, self.config.search,
-                                                       embed_phrases=lambda texts: self._embed_phrases(m, texts)))
+                                                       embed_texts=lambda texts: self._embed_texts(m, texts)))
             return m, self._loaded[1]
 
     def _embedder(self) -> Embedder:
@@ -201,9 +201,9 @@ class Monjyu:
                 self._cached_embedder = CachedEmbedder(self._embedder(), cache)
             return self._cached_embedder
 
-    def _embed_phrases(self, manifest: Manifest, phrases: list[str]) -> np.ndarray:
+    def _embed_texts(self, manifest: Manifest, texts: list[str]) -> np.ndarray:
         self._check_embedder(manifest)
-        return self._passage_embedder().embed_passages(phrases)
+        return self._passage_embedder().embed_passages(texts)
 
     def _answer_engine(self) -> AnswerEngine:
         if self._answers is None:

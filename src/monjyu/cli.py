@@ -115,7 +115,7 @@ def index(
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     else:
         for path, reason in report.failures:
-            err.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
+            err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True)
         out.print(f"{len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed, "
                   f"{report.unchanged} unchanged; {report.documents} documents, {report.text_units} text units "
                   f"({report.embedded} embedded now) in {report.seconds.get('total', 0):.1f}s -> {index}")
@@ -332,7 +332,7 @@ def eval_(
         if report.failures and beir is not None:
             raise MonjyuError(f"indexing {sources} failed: {report.failures[0][1]}")
         for path, reason in report.failures:
-            err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}")
+            err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True)
 
         if beir is not None:
             def run(query: str, mode: str, n: int) -> list[str]:

@@ -8,12 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ingest.sentences import split_sentences
-from ..ingest.structure import heading_level
+from ..ingest.sentences import statement_spans
 from ..nlp.analyzer import Analyzer
 from .context import Source
-
-MIN_SENTENCE_CHARS = 12
 
 
 @dataclass
@@ -28,10 +25,8 @@ def sentences_of(sources: Sequence[Source]) -> list[Sentence]:
     out = []
     for source in sources:
         text = source.hit.text
-        for a, b in split_sentences(text):
-            # Headings (Markdown "#", or a paper's "3.1 Pre-training") are not statements.
-            if b - a >= MIN_SENTENCE_CHARS and text[a] != "#" and not heading_level(text[a:b]):
-                out.append(Sentence(text[a:b], source, source.hit.start_char + a, source.hit.start_char + b))
+        for a, b in statement_spans(text):
+            out.append(Sentence(text[a:b], source, source.hit.start_char + a, source.hit.start_char + b))
     return out
 
 

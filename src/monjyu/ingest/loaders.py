@@ -160,8 +160,8 @@ def _given_surname(name: str) -> str:
 def _load_txt(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig) -> list[Document]:
     blocks = _text_blocks(clean_text(decode_text(name, data)))
     title, authors, header_date, doi, used = _paper_header(blocks)
-    if used > 1 and (authors or header_date or doi):  # the metadata lines after the title are front matter
-        blocks = blocks[:1] + [Block(b.text, FRONT) for b in blocks[1:used]] + blocks[used:]
+    if used > 1 and (authors or header_date or doi):  # title and metadata lines are front matter
+        blocks = [Block(b.text, FRONT) for b in blocks[:used]] + blocks[used:]
     for i, b in enumerate(blocks):
         if b.kind == "text" and _ABSTRACT_LABEL.match(b.text):
             blocks[i:i + 1] = [Block("Abstract", "heading", 1), Block(_ABSTRACT_LABEL.sub("", b.text))]

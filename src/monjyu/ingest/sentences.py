@@ -8,6 +8,7 @@ from functools import lru_cache
 import pysbd
 
 from ..nlp.lang import detect_language
+from .structure import heading_level
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _WRAPPED = re.compile(r"\n(?=[a-z(])")  # a hard line wrap inside a sentence: the next line goes on in lower case
@@ -46,3 +47,13 @@ def split_sentences(text: str, lang: str | None = None) -> list[tuple[int, int]]
                 cursor = found + len(s)
         pos = start + len(para)
     return spans
+
+
+MIN_STATEMENT_CHARS = 12
+
+
+def statement_spans(text: str) -> list[tuple[int, int]]:
+    """The sentences of `text` that state something: at least 12 characters, not a heading
+    (Markdown "#", or a paper's "3.1 Pre-training"). What answers quote and rerankers read."""
+    return [(a, b) for a, b in split_sentences(text)
+            if b - a >= MIN_STATEMENT_CHARS and text[a] != "#" and not heading_level(text[a:b])]

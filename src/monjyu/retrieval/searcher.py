@@ -26,6 +26,7 @@ from ..types import SearchHit, SearchResults
 from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
 from .communities import CommunityIndex
+from .evidence import EvidenceReranker
 from .graph import PhraseGraph
 
 META_COLUMNS = ["id", "document_id", "chunk_index", "text", "title", "source_path", "file_type",
@@ -114,11 +115,14 @@ def _top(scores: np.ndarray, n: int, valid: np.ndarray) -> list[int]:
 
 class Searcher:
     def __init__(self, index: LoadedIndex, config: SearchConfig, analyzer: Analyzer | None = None,
-                 embed_phrases: Callable[[list[str]], np.ndarray] | None = None):
+                 embed_texts: Callable[[list[str]], np.ndarray] | None = None):
         self.index = index
         self.config = config
         self.analyzer = analyzer or Analyzer()
-        self.embed_phrases = embed_phrases  # the index's embedder, for query phrases that name no node
+        # The index's embedder in the passage role, cached by text: query phrases that name no
+        # node, and the sentences the evidence rerank reads. None: both are left out.
+        self.embed_texts = embed_texts
+        self.evidence = EvidenceReranker(index.columns["text"], index.vectors, index.bm25, self.analyzer, embed_texts)
         self._np_extractor: NounPhraseExtractor | None = None
         self._rows: dict[str, int] | None = None
 
@@ -180,13 +184,13 @@ class Searcher:
         phrases = self.query_phrases(query)
         seeds = graph.match(query, phrases)
         threshold = self.config.graph_phrase_similarity
-        if self.embed_phrases is None or graph.vectors is None or threshold >= 1.0:
+        if self.embed_texts is None or graph.vectors is None or threshold >= 1.0:
             return seeds
         present = set(graph.vector_languages().tolist())
         unnamed = [(p, detect_language(p)) for p in phrases if p not in graph.vocab]
         unnamed = [(p, lang) for p, lang in unnamed if present - {lang}]  # nothing to translate into: no embedding
         if unnamed:
-            vectors = self.embed_phrases([p for p, _ in unnamed])
+            vectors = self.embed_texts([p for p, _ in unnamed])
             for _, node, weight in graph.similar(vectors, [lang for _, lang in unnamed], threshold):
                 seeds.setdefault(node, weight)
         return seeds
@@ -308,6 +312,10 @@ class Searcher:
                 ranked = weighted_rrf([[r for r, _ in lst] for lst in lists], weights, cfg.rrf_k)
             else:
                 ranked = linear_fusion(lists, weights)
+            if cfg.rerank_candidates and query_vector is not None and len(ranked) > 1:
+                t = time.perf_counter()
+                ranked = self.evidence_round(query, query_vector, ranked)
+                timings["rerank_ms"] = (time.perf_counter() - t) * 1000
             if cfg.feedback and ranked:
                 t = time.perf_counter()
                 ranked = self.feedback_round(query, query_vector, ranked, n, mask, threshold)
@@ -324,11 +332,26 @@ class Searcher:
         timings["search_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResults(query=query, mode=mode, hits=hits, total_count=total, timings_ms=timings)
 
+    def evidence_round(self, query: str, query_vector: np.ndarray, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """The fused list's best `rerank_candidates` reordered by their evidence. Scores are spread
+        evenly between the head's best fused score and the rest's, so they still fall with rank."""
+        n = self.config.rerank_candidates
+        head, rest = fused[:n], fused[n:]
+        reranked = self.evidence.rerank(self.analyzer.terms(query), query_vector, [r for r, _ in head])
+        top, floor = head[0][1], rest[0][1] if rest else 0.0
+        return [(r, floor + (top - floor) * (len(head) - i) / len(head)) for i, (r, _) in enumerate(reranked)] + rest
+
     def feedback_round(self, query: str, query_vector: np.ndarray, first: list[tuple[int, float]], n: int,
                         mask: np.ndarray | None, threshold: float | None) -> list[tuple[int, float]]:
         """Search again with the best passage added to the query (vector: sum of the two unit
-        vectors; keyword: both term lists), fuse with the first round, keep its top hits in place."""
+        vectors; keyword: both term lists) and follow the title links of the best passages; fuse
+        with the first round, keeping its top hits in place. Only when those passages link to
+        other units by title: without a second hop to follow, the re-search only pushes near
+        copies of the best passage into the list (measured on covidqa-dev: ans@10 0.92 -> 0.89)."""
         cfg = self.config
+        linked = self.linked_ranking(query, [r for r, _ in first[:cfg.feedback_keep]], mask)
+        if not linked:
+            return first
         best = first[0][0]
         q2 = np.asarray(query_vector, dtype=np.float32) + self.index.vectors[best]
         q2 /= max(float(np.linalg.norm(q2)), 1e-12)
@@ -337,11 +360,8 @@ class Searcher:
         passage = f"{c['title'][best]}\n{c['text'][best]}" if c["title"][best] else c["text"][best]
         k2, _ = self.keyword_ranking(self.analyzer.terms(query) + self.analyzer.terms(passage), n, mask)
         lists = [[r for r, _ in first], [r for r, _ in v2], [r for r, _ in k2]]
-        weights = [1.0, cfg.feedback_weight, cfg.feedback_weight]
-        linked = self.linked_ranking(query, [r for r, _ in first[:cfg.feedback_keep]], mask)
-        if linked:
-            lists.append(linked)
-            weights.append(cfg.feedback_weight)
+        weights = [1.0, cfg.feedback_weight, cfg.feedback_weight, cfg.feedback_weight]
+        lists.append(linked)
         fused = weighted_rrf(lists, weights, cfg.rrf_k)
         kept = first[:cfg.feedback_keep]
         kept_rows = {r for r, _ in kept}

@@ -39,6 +39,20 @@ class BM25Index:
             return cls(None, n_docs)
         return cls(bm25s.BM25.load(str(path), show_progress=False), n_docs)
 
+    def idf(self, terms: set[str]) -> dict[str, float]:
+        """Lucene's BM25 IDF of each term the index knows (document frequency from the term's
+        column of bm25s's sparse score matrix)."""
+        if self._retriever is None:
+            return {}
+        indptr = self._retriever.scores["indptr"]
+        out = {}
+        for t in terms:
+            i = self._vocab.get(t)
+            if i is not None:
+                df = int(indptr[i + 1] - indptr[i])
+                out[t] = float(np.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5)))
+        return out
+
     def scores(self, query_terms: list[str]) -> np.ndarray:
         """BM25 score of every text unit (row order of the text_units table)."""
         ids = [self._vocab[t] for t in query_terms if t in self._vocab]

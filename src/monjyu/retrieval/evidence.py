@@ -1,0 +1,81 @@
+"""Evidence rerank: the best fused candidates reordered by how directly they state what the query asks.
+
+First-round fusion (vector, BM25, graph) finds the right neighbourhood; a reader wants the passage
+whose sentence answers. Four signals per candidate, each min-max scaled over the candidates and
+averaged with equal weights (no weight tuned to a collection):
+
+- the unit's embedding against the query (stored in the index);
+- the unit's BM25 score;
+- its best sentence by query terms: IDF-weighted share of the query's terms it contains, plus
+  half the share of the query's adjacent term pairs it repeats in order;
+- its best sentence by meaning: the highest cosine of one of its sentences to the query
+  (sentence vectors come from the cached embedder: the extractive answer embeds the same
+  sentences, so an answered search pays for them once).
+
+Measured (bench/retrieval_quality.py, README): on full-text papers (covidqa-dev) it lifts ans@1
+from 0.52 to 0.70; on 2wiki's multi-hop questions it leaves Recall@5 / complete@8 as they were,
+because the second hop is added after it by the feedback round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..ingest.sentences import statement_spans
+from ..nlp import Analyzer
+from ..store.bm25 import BM25Index
+
+
+def _scaled(values: np.ndarray) -> np.ndarray:
+    lo, hi = float(values.min()), float(values.max())
+    return (values - lo) / (hi - lo) if hi > lo else np.ones_like(values)
+
+
+class EvidenceReranker:
+    def __init__(self, texts: np.ndarray, vectors: np.ndarray, bm25: BM25Index, analyzer: Analyzer,
+                 embed_texts: Callable[[list[str]], np.ndarray] | None):
+        self.texts, self.vectors, self.bm25, self.analyzer = texts, vectors, bm25, analyzer
+        self.embed_texts = embed_texts  # None: the sentence-meaning signal is left out
+        self._sentences: dict[int, tuple[list[str], list[list[str]]]] = {}
+
+    def sentences(self, row: int) -> tuple[list[str], list[list[str]]]:
+        """A unit's statements and their index terms (cached per unit: units recur across queries)."""
+        cached = self._sentences.get(row)
+        if cached is None:
+            text = self.texts[row]
+            sentences = [text[a:b] for a, b in statement_spans(text)] or [text]
+            cached = (sentences, [self.analyzer.terms(s) for s in sentences])
+            if len(self._sentences) > 100_000:
+                self._sentences.clear()
+            self._sentences[row] = cached
+        return cached
+
+    def rerank(self, query_terms: list[str], query_vector: np.ndarray, rows: list[int]) -> list[tuple[int, float]]:
+        """(row, score in 0..1) best first; ties keep the given order."""
+        if len(rows) < 2:
+            return [(r, 1.0) for r in rows]
+        q = np.asarray(query_vector, dtype=np.float32)
+        signals = [self.vectors[rows] @ q, self.bm25.scores(query_terms)[rows] if query_terms else np.zeros(len(rows))]
+        idf = self.bm25.idf(set(query_terms))
+        total = sum(idf.values()) or 1.0
+        pairs = set(zip(query_terms, query_terms[1:]))
+        lexical = np.zeros(len(rows))
+        for i, row in enumerate(rows):
+            for terms in self.sentences(row)[1]:
+                covered = sum(idf[t] for t in idf.keys() & set(terms)) / total
+                ordered = len(pairs & set(zip(terms, terms[1:]))) / len(pairs) if pairs else 0.0
+                lexical[i] = max(lexical[i], covered + 0.5 * ordered)
+        signals.append(lexical)
+        if self.embed_texts is not None:
+            groups = [self.sentences(r)[0] for r in rows]
+            vectors = self.embed_texts([s for g in groups for s in g])
+            best, start = np.zeros(len(rows)), 0
+            for i, g in enumerate(groups):
+                best[i] = float(np.max(vectors[start:start + len(g)] @ q))
+                start += len(g)
+            signals.append(best)
+        score = np.mean([_scaled(np.asarray(s, dtype=np.float64)) for s in signals], axis=0)
+        order = np.lexsort((np.arange(len(rows)), -score))
+        return [(rows[i], float(score[i])) for i in order]
