@@ -2,6 +2,7 @@
 
     python bench/qa_reference.py                       # bm25s, e5, RRF
     python bench/qa_reference.py --no-dense --json     # bm25s only, JSON out
+    python bench/qa_reference.py --monjyu hybrid,keyword   # and MONJYU's modes, in the same run
 
 Every docs/*.txt is cut as is into fixed windows of 200 whitespace words overlapping by 50 (a new
 window starts every 150 words until one reaches the end of the paper: 1,211 windows), ranked by
@@ -26,7 +27,7 @@ import numpy as np
 
 from monjyu.eval.qa import QADataset, evaluate_qa
 
-DEFAULT_DATA = Path("/work/shared/bench-data/covidqa-dev")
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "covidqa-dev"
 CACHE = Path.home() / ".cache" / "monjyu-bench" / "embeddings.sqlite"
 KEYS = ["doc@1", "doc@5", "ans@1", "ans@5", "ans@10", "mean_unit_words", "latency_ms_p50"]
 
@@ -138,6 +139,7 @@ def main() -> None:
     ap.add_argument("--overlap", type=int, default=50, help="words shared by consecutive windows")
     ap.add_argument("--candidates", type=int, default=50, help="hits taken from each ranking for RRF")
     ap.add_argument("--no-dense", action="store_true", help="bm25s only (no embeddings, no RRF)")
+    ap.add_argument("--monjyu", default="", help="also run `monjyu eval --qa` with these comma-separated modes")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not 0 <= args.overlap < args.window:
@@ -160,6 +162,13 @@ def main() -> None:
 
     modes = list(rankers) + ([] if args.no_dense else ["rrf"])
     results = evaluate_qa(dataset, search, modes)
+    if args.monjyu:  # the engine through its own CLI, in the same run as the reference
+        import subprocess
+
+        monjyu = Path(sys.executable).with_name("monjyu")
+        out = subprocess.run([str(monjyu), "eval", "--qa", str(dataset.path), "--docs", str(dataset.docs_dir),
+                              "--mode", args.monjyu, "--json"], capture_output=True, text=True, check=True).stdout
+        results.update({f"monjyu {k}": v for k, v in json.loads(out).items()})
     summary = {"data": str(args.data), "windows": n, "window": args.window, "overlap": args.overlap,
                "rrf_candidates": None if args.no_dense else args.candidates,
                "mean_window_words": sum(len(t.split()) for t in texts) / n, "results": results}
@@ -168,9 +177,9 @@ def main() -> None:
         return
     print(f"{args.data}: {len(dataset.questions)} questions, {n} windows of {args.window} words "
           f"(overlap {args.overlap}), mean {summary['mean_window_words']:.1f} words per window")
-    print(f"{'ranking':<8}" + "".join(f"{k:>16}" for k in KEYS))
+    print(f"{'ranking':<16}" + "".join(f"{k:>16}" for k in KEYS))
     for mode, m in results.items():
-        print(f"{mode:<8}" + "".join(f"{m[k]:>16.3f}" if k != "latency_ms_p50" and k != "mean_unit_words"
+        print(f"{mode:<16}" + "".join(f"{m[k]:>16.3f}" if k != "latency_ms_p50" and k != "mean_unit_words"
                                      else f"{m[k]:>16.1f}" for k in KEYS))
 
 

@@ -18,6 +18,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from .errors import ConfigError
 
 CONFIG_FILE_NAME = "monjyu.yaml"
+# Bumped when loaders or chunking change what they produce from the same file, so an index built
+# by an earlier MONJYU re-reads its sources instead of keeping stale units.
+INGEST_PIPELINE_VERSION = 3
 
 
 class ChunkingConfig(BaseModel):
@@ -235,7 +238,8 @@ class MonjyuConfig(BaseSettings):
 
     def index_hash(self) -> str:
         """Hash of the settings that change what an index contains."""
-        relevant = {"chunking": self.chunking.model_dump(), "ingest": self.ingest.model_dump()}
+        relevant = {"chunking": self.chunking.model_dump(), "ingest": self.ingest.model_dump(),
+                    "pipeline": INGEST_PIPELINE_VERSION}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 

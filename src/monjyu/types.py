@@ -81,6 +81,7 @@ class TextUnit:
     kind: str = "text"  # text | caption | reference | front
     authors: list[str] = field(default_factory=list)
     year: int | None = None
+    sentences: list[tuple[int, int]] = field(default_factory=list)  # sentence spans, offsets in `text`
 
     @property
     def embedding_text(self) -> str:

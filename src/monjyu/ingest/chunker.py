@@ -74,6 +74,7 @@ class Chunker:
                 start_char=start, end_char=end, n_tokens=self.counter.count(text), title=doc.title,
                 source_path=doc.source_path, file_type=doc.file_type, date=doc.date, page=doc.page_at(start),
                 section=section.path, kind=section.kind, authors=list(doc.authors), year=doc.year,
+                sentences=[(a - start, b - start) for a, b, _ in spans[i:j]],
             ))
             if j >= len(spans):
                 break

@@ -52,8 +52,9 @@ def split_sentences(text: str, lang: str | None = None) -> list[tuple[int, int]]
 MIN_STATEMENT_CHARS = 12
 
 
-def statement_spans(text: str) -> list[tuple[int, int]]:
-    """The sentences of `text` that state something: at least 12 characters, not a heading
-    (Markdown "#", or a paper's "3.1 Pre-training"). What answers quote and rerankers read."""
-    return [(a, b) for a, b in split_sentences(text)
+def statement_spans(text: str, spans: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+    """The sentences of `text` (given `spans`, or split now) that state something: at least 12
+    characters, not a heading (Markdown "#", or a paper's "3.1 Pre-training"). What answers quote
+    and rerankers read."""
+    return [(a, b) for a, b in (split_sentences(text) if spans is None else spans)
             if b - a >= MIN_STATEMENT_CHARS and text[a] != "#" and not heading_level(text[a:b])]

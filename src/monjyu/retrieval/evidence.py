@@ -20,12 +20,15 @@ because the second hop is added after it by the feedback round.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..ingest.sentences import statement_spans
 from ..nlp import Analyzer
-from ..store.bm25 import BM25Index
+
+if TYPE_CHECKING:
+    from .searcher import LoadedIndex
 
 
 def _scaled(values: np.ndarray) -> np.ndarray:
@@ -34,9 +37,9 @@ def _scaled(values: np.ndarray) -> np.ndarray:
 
 
 class EvidenceReranker:
-    def __init__(self, texts: np.ndarray, vectors: np.ndarray, bm25: BM25Index, analyzer: Analyzer,
-                 embed_texts: Callable[[list[str]], np.ndarray] | None):
-        self.texts, self.vectors, self.bm25, self.analyzer = texts, vectors, bm25, analyzer
+    def __init__(self, index: LoadedIndex, analyzer: Analyzer, embed_texts: Callable[[list[str]], np.ndarray] | None):
+        self.index, self.analyzer = index, analyzer
+        self.texts, self.vectors, self.bm25 = index.columns["text"], index.vectors, index.bm25
         self.embed_texts = embed_texts  # None: the sentence-meaning signal is left out
         self._sentences: dict[int, tuple[list[str], list[list[str]]]] = {}
 
@@ -45,7 +48,8 @@ class EvidenceReranker:
         cached = self._sentences.get(row)
         if cached is None:
             text = self.texts[row]
-            sentences = [text[a:b] for a, b in statement_spans(text)] or [text]
+            spans = statement_spans(text, self.index.sentence_spans(row) or None)
+            sentences = [text[a:b] for a, b in spans] or [text]
             cached = (sentences, [self.analyzer.terms(s) for s in sentences])
             if len(self._sentences) > 100_000:
                 self._sentences.clear()

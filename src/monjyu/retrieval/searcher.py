@@ -51,13 +51,18 @@ class LoadedIndex:
     graph: PhraseGraph | None = None
     communities: CommunityIndex | None = None
     ann: VectorANN | None = None  # LanceDB's vector index, in generations of >= search.ann_min_units units
+    # Sentence spans of every unit, as flat arrays (list offsets, start/end values): no Python
+    # list per unit, so a million units cost a few tens of MB.
+    sentence_offsets: np.ndarray | None = None
+    sentence_values: np.ndarray | None = None
     _default_mask: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0) -> "LoadedIndex":
         store = LanceStore(generation_dir / "lancedb")
-        table = store.units(META_COLUMNS + ["vector"])
+        table = store.units(META_COLUMNS + ["vector", "sentences"])
         columns = {c: _object_column(table[c].to_pylist()) for c in META_COLUMNS}
+        spans = table["sentences"].combine_chunks()
         n = table.num_rows
         flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False) if n else np.zeros(0)
         vectors = np.ascontiguousarray(flat, dtype=np.float32).reshape(n, dim)
@@ -68,7 +73,15 @@ class LoadedIndex:
         if graph is not None:
             communities = CommunityIndex.load(generation_dir, {u: i for i, u in enumerate(columns["id"])})
         return cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"),
-                   graph=graph, communities=communities, ann=store.vector_index())
+                   graph=graph, communities=communities, ann=store.vector_index(),
+                   sentence_offsets=spans.offsets.to_numpy(), sentence_values=spans.values.to_numpy(zero_copy_only=False))
+
+    def sentence_spans(self, row: int) -> list[tuple[int, int]]:
+        """The unit's sentences as the chunker cut them (offsets in the unit text)."""
+        if self.sentence_offsets is None:
+            return []
+        flat = self.sentence_values[self.sentence_offsets[row]:self.sentence_offsets[row + 1]]
+        return list(zip(flat[0::2].tolist(), flat[1::2].tolist()))
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -122,7 +135,7 @@ class Searcher:
         # The index's embedder in the passage role, cached by text: query phrases that name no
         # node, and the sentences the evidence rerank reads. None: both are left out.
         self.embed_texts = embed_texts
-        self.evidence = EvidenceReranker(index.columns["text"], index.vectors, index.bm25, self.analyzer, embed_texts)
+        self.evidence = EvidenceReranker(index, self.analyzer, embed_texts)
         self._np_extractor: NounPhraseExtractor | None = None
         self._rows: dict[str, int] | None = None
 

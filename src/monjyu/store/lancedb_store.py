@@ -42,6 +42,7 @@ def units_schema(dim: int) -> pa.Schema:
         ("kind", pa.string()),  # text | caption | reference | front
         ("authors", pa.list_(pa.string())),
         ("year", pa.int32()),
+        ("sentences", pa.list_(pa.int32())),  # sentence spans in the unit text, flattened: start, end, start, end ...
         ("terms", pa.list_(pa.string())),  # analyzed BM25 terms, kept so rebuilds need not re-analyze
         ("vector", pa.list_(pa.float32(), dim)),
     ])
@@ -81,6 +82,7 @@ def units_to_table(units: list[TextUnit], terms: list[list[str]], vectors: np.nd
         "kind": [u.kind for u in units],
         "authors": pa.array([u.authors for u in units], pa.list_(pa.string())),
         "year": pa.array([u.year for u in units], pa.int32()),
+        "sentences": pa.array([[x for span in u.sentences for x in span] for u in units], pa.list_(pa.int32())),
         "terms": pa.array(terms, pa.list_(pa.string())),
         "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
     }, schema=units_schema(dim))
