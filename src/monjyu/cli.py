@@ -28,7 +28,7 @@ IndexOpt = Annotated[Path, typer.Option("--index", help="index directory")]
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="monjyu.yaml (default: ./monjyu.yaml if present)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for scripts")]
 
-STAGES = {"load": "Loading and chunking files", "embed": "Embedding text units",
+STAGES = {"load": "Loading and chunking files", "embed": "Embedding text units", "sentences": "Embedding sentences",
           "phrases": "Extracting noun phrases"}
 
 

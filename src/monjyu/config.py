@@ -58,6 +58,10 @@ class EmbeddingConfig(BaseModel):
     passage_prefix: str = ""
     batch_size: int = Field(32, ge=1, le=2048)
     timeout_s: float = Field(60.0, gt=0)
+    # Build time: also embed every sentence of the new units into the vector cache, so the evidence
+    # rerank, extractive answers and lazy relevance tests find them there (a cold query would
+    # otherwise embed ~200 sentences: seconds on a CPU). About doubles embedding time.
+    sentences: bool = True
 
 
 class SearchConfig(BaseModel):

@@ -27,6 +27,7 @@ from ..config import MonjyuConfig
 from ..embed import CachedEmbedder, EmbeddingCache, create_embedder
 from ..errors import IngestError, MonjyuError
 from ..ingest import Chunker, iter_source_files, load_file
+from ..ingest.sentences import statement_spans
 from ..nlp import Analyzer
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
@@ -208,6 +209,10 @@ class IndexBuilder:
                                           progress=lambda n: self.progress("embed", n, None))
         report.embedded = embedder.misses - before
         report.seconds["embed"] = time.perf_counter() - t_embed
+        if self.config.embedding.sentences:
+            t_sent = time.perf_counter()
+            self._embed_sentences(new_units, embedder)
+            report.seconds["embed_sentences"] = time.perf_counter() - t_sent
 
         # 4. Assemble the new generation: carried-over rows + new rows.
         t_write = time.perf_counter()
@@ -275,6 +280,14 @@ class IndexBuilder:
             shutil.rmtree(generation_dir(self.index_dir, previous.generation), ignore_errors=True)
         report.seconds["commit"] = time.perf_counter() - t_commit
         return report
+
+    def _embed_sentences(self, units: list[TextUnit], embedder: CachedEmbedder, batch: int = 4096) -> None:
+        """Every statement of the new units into the vector cache (what queries read), in batches
+        so a large build never holds all sentence vectors at once."""
+        sentences = list(dict.fromkeys(u.text[a:b] for u in units for a, b in statement_spans(u.text, u.sentences or None)))
+        self.progress("sentences", 0, len(sentences))
+        for start in range(0, len(sentences), batch):
+            embedder.embed_passages(sentences[start:start + batch], progress=lambda n: self.progress("sentences", n, None))
 
     def _build_level1(self, units_table: pa.Table) -> Level1Result:
         t0 = time.perf_counter()
