@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import SAMPLES
 
 
@@ -95,3 +97,19 @@ def test_init_writes_a_config_that_loads(tmp_path, cache_dir):
     assert "ollama" in (tmp_path / "monjyu.yaml").read_text().lower()
     again = run(["init"], tmp_path, cache_dir, check=False)
     assert again.returncode == 2 and "--force" in again.stderr
+
+
+def test_unknown_environment_settings_are_refused(tmp_path, cache_dir, monkeypatch):
+    monkeypatch.setenv("MONJYU_SEARCH__MOED", "keyword")
+    proc = run(["status", "--index", str(tmp_path / "none")], tmp_path, cache_dir, check=False)
+    assert proc.returncode == 2 and "MONJYU_SEARCH__MOED names no setting" in proc.stderr
+    assert "MONJYU_SEARCH__MODE" in proc.stderr and "Traceback" not in proc.stderr
+    monkeypatch.delenv("MONJYU_SEARCH__MOED")
+    from monjyu.config import ConfigError, load_config
+    monkeypatch.setenv("MONJYU_STORE__BACKEND", "postgres")
+    with pytest.raises(ConfigError, match="MONJYU_STORE__BACKEND"):
+        load_config()
+    monkeypatch.delenv("MONJYU_STORE__BACKEND")
+    monkeypatch.setenv("MONJYU_MY_KEY", "secret")  # named by an *_env setting: a key, not a setting
+    monkeypatch.setenv("MONJYU_LLM__API_KEY_ENV", "MONJYU_MY_KEY")
+    assert load_config().llm.api_key_env == "MONJYU_MY_KEY"

@@ -193,3 +193,17 @@ def test_ann_index_answers_unfiltered_vector_search_like_exact(tmp_path, samples
     pdf_only = m.search("Leiden communities", mode="vector", top_k=5, answer=False,
                         filters=SearchFilters(file_types=["pdf"]))
     assert pdf_only.hits and all(h.document_id.endswith(".pdf") for h in pdf_only.hits)
+
+
+def test_long_queries_are_bounded_and_too_long_ones_refused(sample_index):
+    """A pasted abstract is served (embedding, phrases and graph seeds from its start, its most
+    distinctive terms for BM25); a query above search.max_query_chars is refused at once."""
+    abstract = " ".join(["Community detection with the Leiden algorithm groups noun phrases of a concept graph"] * 400)
+    for mode in ("vector", "keyword", "hybrid", "graph"):
+        assert sample_index.search(abstract, mode=mode, top_k=3, answer=False).hits, mode
+    assert sample_index.hybrid_search(abstract, top_k=3, answer=False).items
+    too_long = "x" * (sample_index.config.search.max_query_chars + 1)
+    for call in (lambda: sample_index.search(too_long), lambda: sample_index.lazy_search(too_long),
+                 lambda: sample_index.hybrid_search(too_long)):
+        with pytest.raises(MonjyuError, match="max_query_chars"):
+            call()

@@ -29,6 +29,7 @@ from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
 from .retrieval import LoadedIndex, SearchFilters, Searcher
 from .retrieval.fusion import weighted_rrf
+from .retrieval.searcher import QUERY_TEXT_CHARS
 from .store import LanceStore
 from .store.lancedb_store import DOCUMENTS
 from .types import HybridSearchResult, LazySearchResult, SearchResults
@@ -183,8 +184,19 @@ class Monjyu:
         return self._query_embedder
 
     def _embed_query(self, manifest: Manifest, query: str) -> np.ndarray:
+        """The query's vector from its first QUERY_TEXT_CHARS characters (a pasted abstract or
+        section embeds in bounded time; the model reads 512 tokens at once anyway)."""
         self._check_embedder(manifest)
-        return self._query_embedder.embed_queries([query])[0]
+        return self._query_embedder.embed_queries([query[:QUERY_TEXT_CHARS]])[0]
+
+    def _check_query(self, query: str) -> None:
+        """One rule for every door: empty or longer than search.max_query_chars is refused at once."""
+        if not query or not query.strip():
+            raise MonjyuError("the query is empty")
+        limit = self.config.search.max_query_chars
+        if len(query) > limit:
+            raise MonjyuError(f"the query is {len(query):,} characters, above search.max_query_chars={limit:,}; "
+                              "shorten it (a passage's first pages say what it is about) or raise the setting")
 
     def _check_embedder(self, manifest: Manifest) -> None:
         if self._embedder().id != manifest.embedder_id:
@@ -230,8 +242,7 @@ class Monjyu:
         mode = mode or self.config.search.mode
         if mode not in MODES:
             raise MonjyuError(f"unknown search mode '{mode}'; choose one of {', '.join(MODES)}")
-        if not query or not query.strip():
-            raise MonjyuError("the query is empty")
+        self._check_query(query)
         top_k = top_k or self.config.search.top_k
         if offset < 0 or top_k < 1:
             raise MonjyuError("top_k must be >= 1 and offset >= 0")
@@ -269,8 +280,7 @@ class Monjyu:
                            conversation: LazyConversation | None = None, on_phase: PhaseCallback | None = None,
                            on_token: Callable[[str], None] | None = None) -> LazySearchResult:
         """The async twin of `lazy_search`."""
-        if not query or not query.strip():
-            raise MonjyuError("the query is empty")
+        self._check_query(query)
         overrides = {k: v for k, v in {"preset": preset, "budget": budget}.items() if v is not None}
         try:
             cfg = LazyConfig.model_validate({**self.config.lazy.model_dump(), **overrides})
@@ -293,6 +303,7 @@ class Monjyu:
         return run_sync(self.aroute(query))
 
     async def aroute(self, query: str) -> dict[str, Any]:
+        self._check_query(query)
         _, searcher = self._searcher()
         answers = self._answer_engine()
         engine = HybridRAGEngine(self.config.hybrid, self.config.rerank, self.config.search, searcher,
@@ -319,6 +330,7 @@ class Monjyu:
                              on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
         """The async twin of `hybrid_search`."""
         if isinstance(query, SearchQuery):
+            self._check_query(query.text)
             request = query
             options = request.options
             rerank, crag = options.rerank_enabled, options.crag_enabled
@@ -326,6 +338,7 @@ class Monjyu:
             weights = _request_weights(request) if chosen else None  # None: by the query's type
             filters = SearchFilters.from_request(request.filters)
         else:  # the request echoes the arguments; `filters` stays as given (its path glob has no request field)
+            self._check_query(query)
             request = self._hybrid_request(query, top_k or self.config.search.top_k, offset, filters, weights,
                                            rerank, crag)
         vector = None

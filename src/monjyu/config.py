@@ -66,6 +66,7 @@ class EmbeddingConfig(BaseModel):
 
 class SearchConfig(BaseModel):
     mode: Literal["vector", "keyword", "hybrid", "graph"] = "hybrid"
+    max_query_chars: int = Field(100_000, ge=1, description="longer queries are refused at once, in every door (API, CLI, MCP)")
     top_k: int = Field(10, ge=1, le=1000)
     threshold: float = Field(0.0, ge=-1.0, le=1.0, description="minimum cosine similarity for vector hits")
     fusion: Literal["rrf", "linear"] = "rrf"
@@ -240,11 +241,61 @@ class MonjyuConfig(BaseSettings):
         # Environment beats the file (the file's values arrive as init kwargs).
         return env_settings, init_settings
 
+    @model_validator(mode="after")
+    def _no_unknown_env(self) -> "MonjyuConfig":
+        unknown_env_settings(self)
+        return self
+
     def index_hash(self) -> str:
         """Hash of the settings that change what an index contains."""
         relevant = {"chunking": self.chunking.model_dump(), "ingest": self.ingest.model_dump(),
                     "pipeline": INGEST_PIPELINE_VERSION}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _setting_names(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """MONJYU_ variable names of every setting: SECTION__KEY, and the sections themselves (JSON)."""
+    names = []
+    for name, field in model.model_fields.items():
+        full = f"{prefix}{name}".upper()
+        names.append(full)
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            names.extend(_setting_names(field.annotation, f"{full}__"))
+    return names
+
+
+def _named_env_vars(config: BaseModel) -> set[str]:
+    """Variables that settings ending in `_env` name (API keys): they are read, not settings."""
+    out = set()
+    for name, value in config:
+        if isinstance(value, BaseModel):
+            out |= _named_env_vars(value)
+        elif name.endswith("_env") and isinstance(value, str) and value:
+            out.add(value.upper())
+    return out
+
+
+def unknown_env_settings(config: MonjyuConfig, environ: dict[str, str] | None = None) -> None:
+    """A MONJYU_* variable that names no setting is refused like an unknown YAML key (a typo
+    such as MONJYU_SEARCH__MOED would otherwise run with the default and say nothing)."""
+    import difflib
+    import os
+
+    environ = os.environ if environ is None else environ
+    valid = _setting_names(MonjyuConfig)
+    dict_fields = [n for n in valid if n.endswith("__WEIGHTS")]  # dict settings take deeper keys
+    allowed = _named_env_vars(config)
+    for key in environ:
+        upper = key.upper()
+        if not upper.startswith("MONJYU_") or upper in allowed:
+            continue
+        name = upper[len("MONJYU_"):]
+        if name in valid or any(name.startswith(d + "__") for d in dict_fields):
+            continue
+        near = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+        hint = f"; did you mean MONJYU_{near[0]}?" if near else ""
+        raise ValueError(f"environment variable {key} names no setting{hint} (settings are "
+                         "MONJYU_<SECTION>__<KEY>, e.g. MONJYU_SEARCH__MODE; unset it or fix the name)")
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> MonjyuConfig:

@@ -153,7 +153,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
 
     @server.tool(annotations=READ_ONLY)
     async def search(
-        query: Annotated[QueryText, Field(description="the question or keywords, 1-1000 characters")],
+        query: Annotated[QueryText, Field(description="the question or keywords (or a passage to find others like it), up to search.max_query_chars characters (default 100,000)")],
         mode: Annotated[SearchMode | None, Field(description="vector | keyword | hybrid (BM25 + vector + graph) | graph | "
                                                  "hybridrag (classification, fusion, rerank, CRAG) | auto (picks "
                                                  "by the question's type); default: the configured mode")] = None,
@@ -162,7 +162,10 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         filters: Annotated[SearchFilters | None, Field(description="file_ids (document ids), file_types (pdf, md, "
                                                        "...), entity_types (PERSON, ORG, GPE, ..., CONCEPT: "
                                                        "passages naming such a phrase), date_range {start, "
-                                                       "end}, min_relevance (share of the best score, 0-1)")] = None,
+                                                       "end}, min_relevance (share of the best score, 0-1), "
+                                                       "authors (name parts), year_range {start, end}, kinds "
+                                                       "(text, caption, reference, front; default text and "
+                                                       "caption)")] = None,
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
         weights: Annotated[SearchWeights | None, Field(description="hybridrag: keyword/semantic/graph shares "
                                                        "summing to 1; default by question type")] = None,
@@ -194,7 +197,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
 
     @server.tool(annotations=READ_ONLY)
     async def lazy_search(
-        query: Annotated[QueryText, Field(description="the question, 1-1000 characters")],
+        query: Annotated[QueryText, Field(description="the question, up to search.max_query_chars characters (default 100,000)")],
         preset: Annotated[Literal["z100", "z500", "z1500"] | None,
                           Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
         budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,

@@ -25,7 +25,9 @@ CRAGGrade = Literal["correct", "ambiguous", "incorrect"]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]  # scores, weights, confidences: 0-1
 Count = Annotated[int, Field(ge=0)]
 Millis = Annotated[float, Field(ge=0.0)]
-QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+# No length cap here: search.max_query_chars (default 100,000) is checked by the facade, one rule
+# for the API, the CLI and MCP.
+QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Limit = Annotated[int, Field(ge=1, le=100)]  # results per page
 Offset = Annotated[int, Field(ge=0)]
 
@@ -56,6 +58,19 @@ class DateRange(Schema):
         return self
 
 
+class YearRange(Schema):
+    """Inclusive publication years; either end may be open."""
+
+    start: int | None = Field(None, ge=1000, le=9999)
+    end: int | None = Field(None, ge=1000, le=9999)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> YearRange:
+        if self.start and self.end and self.start > self.end:
+            raise ValueError(f"year range start {self.start} is after end {self.end}; swap them")
+        return self
+
+
 class SearchFilters(Schema):
     """Which results may be returned (searchFiltersSchema). None means no restriction."""
 
@@ -64,6 +79,9 @@ class SearchFilters(Schema):
     entity_types: list[str] | None = None
     date_range: DateRange | None = None
     min_relevance: Unit = 0.3
+    authors: list[str] | None = None  # any author whose name contains one of these
+    year_range: YearRange | None = None  # publication year (papers)
+    kinds: list[Literal["text", "caption", "reference", "front"]] | None = None  # default: text and caption
 
 
 class SearchWeights(Schema):
@@ -96,7 +114,8 @@ class SearchOptions(Schema):
 
 
 class SearchQuery(Schema):
-    """A search request: text of 1-1000 characters after trimming (searchQuerySchema)."""
+    """A search request: text of at least 1 character after trimming, at most search.max_query_chars
+    (searchQuerySchema caps it at 1,000; MONJYU takes pasted abstracts and sections)."""
 
     text: QueryText
     type: QueryType = "hybrid"

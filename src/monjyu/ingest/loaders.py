@@ -306,7 +306,7 @@ def _records_to_docs(name: str, records: list[Any], date: str, cfg: IngestConfig
         meta = {k: v for k, v in rec.items() if k not in {cfg.json_text_field, cfg.json_title_field, cfg.json_id_field}}
         authors = rec.get("authors") or []
         authors = [str(a) for a in authors] if isinstance(authors, list) else [a.strip() for a in str(authors).split(";")]
-        year = rec.get("year")
+        year = rec.get("year") or (str(rec_date)[:4] if rec_date else None)  # a record's date is its publication date
         year = int(year) if isinstance(year, int) or (isinstance(year, str) and year.isdigit()) else None
         docs.append(_doc(str(rid), normalize(str(title)), normalize_block(clean_text(text)), name,
                          str(rec_date) if rec_date else date, metadata=meta, authors=authors, year=year))

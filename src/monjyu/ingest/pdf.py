@@ -345,38 +345,32 @@ def _join(lines: list[Line], vocabulary: set[str]) -> tuple[str, list[tuple[int,
 
 
 def _reference_entries(lines: list[Line]) -> list[list[Line]]:
-    """Split a reference list into entries: numbered ("[12]", "12."), else hanging indents, else
-    lines that end a sentence and start a new capitalised one."""
+    """Split a reference list into entries: numbered ("[12]", "12.", "(12)"), else hanging indents
+    (an entry's first line at its column's left edge, the rest indented), else lines that end a
+    sentence followed by a capitalised one."""
     if not lines:
         return []
     numbered = re.compile(r"^\s*(?:\[\d{1,4}\]|\d{1,4}\.\s|\(\d{1,4}\))")
-    n_numbered = sum(1 for ln in lines if numbered.match(ln.text))
-    entries: list[list[Line]] = []
-    lefts: dict[tuple[int, bool], float] = {}
+    edges: dict[int, list[float]] = {}
     for ln in lines:
-        key = (ln.page, ln.x0 > 0)
-        lefts[key] = min(lefts.get(key, ln.x0), ln.x0)
-    col_left: dict[int, list[float]] = {}
-    for ln in lines:
-        col_left.setdefault(ln.page, []).append(ln.x0)
-    indented_any = any(ln.x0 - min(col_left[ln.page], key=lambda x: abs(x - ln.x0) if x <= ln.x0 else 1e9) > 1 for ln in lines)
+        edges.setdefault(ln.page, []).append(ln.x0)
 
-    def column_min(ln: Line) -> float:
-        xs = [x for x in col_left[ln.page] if abs(x - ln.x0) < 40]
-        return min(xs) if xs else ln.x0
+    def column_edge(ln: Line) -> float:  # the leftmost line start within 40 pt: the column's edge
+        return min(x for x in edges[ln.page] if abs(x - ln.x0) < 40)
 
-    for k, ln in enumerate(lines):
-        if not entries:
-            entries.append([ln])
-            continue
-        prev = lines[k - 1]
-        if n_numbered >= 0.3 * len(lines) / 3 and n_numbered >= 3:
-            start = bool(numbered.match(ln.text))
-        elif indented_any:
-            start = ln.x0 <= column_min(ln) + 1.5 and (prev.x0 > column_min(prev) + 1.5 or prev.text.rstrip().endswith("."))
+    if sum(1 for ln in lines if numbered.match(ln.text)) >= max(3, 0.1 * len(lines)):
+        starts = [bool(numbered.match(ln.text)) for ln in lines]
+    else:
+        flush = [ln.x0 <= column_edge(ln) + 1.5 for ln in lines]
+        if all(flush):
+            starts = [k == 0 or (lines[k - 1].text.rstrip().endswith(".") and ln.text[:1].isupper())
+                      for k, ln in enumerate(lines)]
         else:
-            start = prev.text.rstrip().endswith(".") and ln.text[:1].isupper()
-        if start:
+            starts = [k == 0 or (flush[k] and (not flush[k - 1] or lines[k - 1].text.rstrip().endswith(".")))
+                      for k in range(len(lines))]
+    entries: list[list[Line]] = []
+    for ln, start in zip(lines, starts):
+        if start or not entries:
             entries.append([ln])
         else:
             entries[-1].append(ln)

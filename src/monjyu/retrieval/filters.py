@@ -81,20 +81,24 @@ class SearchFilters:
         relevance) in the form the retrieval core applies."""
         if request is None:
             return None
-        dates = request.date_range
+        dates, years = request.date_range, request.year_range
         return cls(document_ids=request.file_ids or [], file_types=request.file_types or [],
                    date_from=dates.start.isoformat() if dates and dates.start else "",
                    date_to=dates.end.isoformat() if dates and dates.end else "",
-                   entity_types=request.entity_types or [], min_relevance=request.min_relevance)
+                   entity_types=request.entity_types or [], min_relevance=request.min_relevance,
+                   authors=request.authors or [], year_from=years.start if years else None,
+                   year_to=years.end if years else None, kinds=list(request.kinds or []))
 
     def to_request(self) -> schemas.SearchFilters:
         """The public request form (the path glob has no field there and is left out)."""
         dates = None
         if self.date_from or self.date_to:
             dates = schemas.DateRange(start=self.date_from or None, end=self.date_to or None)
+        years = schemas.YearRange(start=self.year_from, end=self.year_to) if self.year_from or self.year_to else None
         return schemas.SearchFilters(file_ids=self.document_ids or None, file_types=self.file_types or None,
                                      entity_types=self.entity_types or None, date_range=dates,
-                                     min_relevance=self.min_relevance)
+                                     min_relevance=self.min_relevance, authors=self.authors or None,
+                                     year_range=years, kinds=self.kinds or None)
 
     @classmethod
     def parse(cls, expressions: list[str]) -> "SearchFilters":

@@ -29,6 +29,12 @@ from .communities import CommunityIndex
 from .evidence import EvidenceReranker
 from .graph import PhraseGraph
 
+# A long query ("find passages like this abstract") is served in bounded time: its first
+# QUERY_TEXT_CHARS characters give the embedding, noun phrases and graph seeds, and its
+# MAX_QUERY_TERMS most distinctive terms (highest IDF) the keyword query.
+QUERY_TEXT_CHARS = 2000
+MAX_QUERY_TERMS = 64
+
 META_COLUMNS = ["id", "document_id", "chunk_index", "text", "title", "source_path", "file_type",
                 "date", "page", "start_char", "end_char", "section", "kind", "authors", "year"]
 
@@ -160,8 +166,18 @@ class Searcher:
             return [(r, float(scores[r])) for r in top], int(valid.sum())
         return [(int(candidates[i]), float(scores[i])) for i in top], len(top) if len(top) < n else len(self.index)
 
+    def query_terms(self, query: str) -> list[str]:
+        """The query's index terms; past MAX_QUERY_TERMS distinct ones, the most distinctive."""
+        terms = self.analyzer.terms(query)
+        distinct = set(terms)
+        if len(distinct) <= MAX_QUERY_TERMS:
+            return terms
+        idf = self.index.bm25.idf(distinct)
+        keep = set(sorted(idf, key=lambda t: (-idf[t], t))[:MAX_QUERY_TERMS])
+        return list(dict.fromkeys(t for t in terms if t in keep))
+
     def keyword_ranking(self, query: str | list[str], n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
-        terms = self.analyzer.terms(query) if isinstance(query, str) else query
+        terms = self.query_terms(query) if isinstance(query, str) else query
         scores = self.index.bm25.scores(terms)
         valid = scores > 0
         if mask is not None:
@@ -194,6 +210,7 @@ class Searcher:
         either named or a different thing whose spelling fools the embedding ("john smith" /
         "john smyth"); on 2wiki same-language matches lowered graph complete@8 0.564 -> 0.554."""
         graph = self.require_graph()
+        query = query[:QUERY_TEXT_CHARS]
         phrases = self.query_phrases(query)
         seeds = graph.match(query, phrases)
         threshold = self.config.graph_phrase_similarity
@@ -279,7 +296,7 @@ class Searcher:
 
     def query_phrases(self, text: str) -> list[str]:
         """The normalised noun phrases of a query (what graph.match takes besides its n-grams)."""
-        return list(self.phrase_extractor().extract([text])[0])
+        return list(self.phrase_extractor().extract([text[:QUERY_TEXT_CHARS]])[0])
 
     def row_of(self, text_unit_id: str) -> int:
         if self._rows is None:
@@ -350,7 +367,7 @@ class Searcher:
         evenly between the head's best fused score and the rest's, so they still fall with rank."""
         n = self.config.rerank_candidates
         head, rest = fused[:n], fused[n:]
-        reranked = self.evidence.rerank(self.analyzer.terms(query), query_vector, [r for r, _ in head])
+        reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head])
         top, floor = head[0][1], rest[0][1] if rest else 0.0
         return [(r, floor + (top - floor) * (len(head) - i) / len(head)) for i, (r, _) in enumerate(reranked)] + rest
 
@@ -371,7 +388,7 @@ class Searcher:
         v2, _ = self.vector_ranking(q2, n, mask, threshold)
         c = self.index.columns
         passage = f"{c['title'][best]}\n{c['text'][best]}" if c["title"][best] else c["text"][best]
-        k2, _ = self.keyword_ranking(self.analyzer.terms(query) + self.analyzer.terms(passage), n, mask)
+        k2, _ = self.keyword_ranking(self.query_terms(query) + self.analyzer.terms(passage), n, mask)
         lists = [[r for r, _ in first], [r for r, _ in v2], [r for r, _ in k2]]
         weights = [1.0, cfg.feedback_weight, cfg.feedback_weight, cfg.feedback_weight]
         lists.append(linked)

@@ -1,0 +1,98 @@
+"""Bounded work for any query: a 10,000-word query against a 20-word one, every mode, answers on.
+
+    python bench/long_query.py --index IDX [--words 10000] [--repeat 3]
+
+The long query is a run of real passages of the index (someone pasting a section to find related
+work). Prints per mode the median seconds of the short and the long query and their ratio (the
+aim: long <= 2x short), then sends a 1 MB query through the API, the CLI and MCP (stdio) and
+prints how each refused it and how fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from monjyu import Monjyu
+from monjyu.errors import MonjyuError
+
+SHORT = "Which film director was born in the same city as the author of the novel the film adapts?"
+
+
+def timed(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def long_text(m: Monjyu, words: int) -> str:
+    out: list[str] = []
+    docs = m.list_documents(limit=500)["documents"]
+    i = 0
+    while sum(len(t.split()) for t in out) < words:
+        out.append(m.get_document(docs[i % len(docs)]["id"], max_chars=4000)["text"])
+        i += 1
+    return " ".join(" ".join(out).split()[:words])
+
+
+async def mcp_refusal(index: Path, query: str) -> tuple[str, float]:
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "monjyu.cli", "serve", "--index", str(index)])
+    async with Client(params) as client:
+        t0 = time.perf_counter()
+        result = await client.call_tool("search", {"query": query})
+        return result.content[0].text[:160], time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--index", type=Path, required=True)
+    ap.add_argument("--words", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    m = Monjyu(args.index)
+    long_query = long_text(m, args.words)
+    modes = {
+        "vector": lambda q: m.search(q, mode="vector"),
+        "keyword": lambda q: m.search(q, mode="keyword"),
+        "hybrid": lambda q: m.search(q, mode="hybrid"),
+        "graph": lambda q: m.search(q, mode="graph"),
+        "hybridrag": lambda q: m.hybrid_search(q),
+        "lazy": lambda q: m.lazy_search(q),
+        "auto (route)": lambda q: m.route(q),
+    }
+    print(f"long query: {len(long_query.split()):,} words, {len(long_query):,} characters; short: {len(SHORT.split())} words")
+    print(f"{'mode':14}{'short s':>10}{'long s':>10}{'ratio':>8}")
+    for name, fn in modes.items():
+        fn(SHORT)  # warm: models loaded, caches filled for the short query's units
+        short = timed(lambda: fn(SHORT), args.repeat)
+        long_ = timed(lambda: fn(long_query), args.repeat)
+        print(f"{name:14}{short:>10.3f}{long_:>10.3f}{long_ / short:>8.2f}")
+
+    mb = "x" * 1_000_000
+    t0 = time.perf_counter()
+    try:
+        m.search(mb)
+        api = "accepted (!)"
+    except MonjyuError as exc:
+        api = str(exc)
+    print(f"API, 1 MB: {time.perf_counter() - t0:.3f} s: {api[:120]}")
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "monjyu.cli", "search", "--index", str(args.index), "--", mb],
+                          capture_output=True, text=True)
+    print(f"CLI, 1 MB: {time.perf_counter() - t0:.3f} s (whole process), exit {proc.returncode}: {proc.stderr.strip()[:120]}")
+    text, seconds = asyncio.run(mcp_refusal(args.index, mb))
+    print(f"MCP stdio, 1 MB: {seconds:.3f} s: {text}")
+
+
+if __name__ == "__main__":
+    main()
