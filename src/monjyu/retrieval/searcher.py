@@ -34,6 +34,7 @@ from .graph import PhraseGraph
 # MAX_QUERY_TERMS most distinctive terms (highest IDF) the keyword query.
 QUERY_TEXT_CHARS = 2000
 MAX_QUERY_TERMS = 64
+LIST_TOP = 10  # each list's best that always reach the evidence rerank
 
 META_COLUMNS = ["id", "document_id", "chunk_index", "text", "title", "source_path", "file_type",
                 "date", "page", "start_char", "end_char", "section", "kind", "authors", "year"]
@@ -344,7 +345,7 @@ class Searcher:
                 ranked = linear_fusion(lists, weights)
             if cfg.rerank_candidates and query_vector is not None and len(ranked) > 1:
                 t = time.perf_counter()
-                ranked = self.evidence_round(query, query_vector, ranked)
+                ranked = self.evidence_round(query, query_vector, ranked, lists)
                 timings["rerank_ms"] = (time.perf_counter() - t) * 1000
             if cfg.feedback and ranked:
                 t = time.perf_counter()
@@ -362,11 +363,15 @@ class Searcher:
         timings["search_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResults(query=query, mode=mode, hits=hits, total_count=total, timings_ms=timings)
 
-    def evidence_round(self, query: str, query_vector: np.ndarray, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
-        """The fused list's best `rerank_candidates` reordered by their evidence. Scores are spread
-        evenly between the head's best fused score and the rest's, so they still fall with rank."""
+    def evidence_round(self, query: str, query_vector: np.ndarray, fused: list[tuple[int, float]],
+                       lists: list[list[tuple[int, float]]] = ()) -> list[tuple[int, float]]:
+        """The fused list's best `rerank_candidates`, and every list's own top 10 (fusion never
+        hides what one list is sure of), reordered by their evidence. Scores are spread evenly
+        between the head's best fused score and the rest's, so they still fall with rank."""
         n = self.config.rerank_candidates
-        head, rest = fused[:n], fused[n:]
+        wanted = {r for r, _ in fused[:n]} | {r for lst in lists for r, _ in lst[:LIST_TOP]}
+        head = [(r, sc) for r, sc in fused if r in wanted]
+        rest = [(r, sc) for r, sc in fused if r not in wanted]
         reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head])
         top, floor = head[0][1], rest[0][1] if rest else 0.0
         return [(r, floor + (top - floor) * (len(head) - i) / len(head)) for i, (r, _) in enumerate(reranked)] + rest
