@@ -86,7 +86,8 @@ def test_query_expansion_merges_rewrites(llm_index, llm_server):  # noqa: F811
 
 def test_cli_answers_through_the_configured_endpoint(tmp_path, sample_index, llm_server, cache_dir):  # noqa: F811
     cfg = tmp_path / "monjyu.yaml"
-    cfg.write_text(f"cache_dir: {cache_dir}\nllm:\n  provider: openai\n  base_url: {llm_server.v1}\n  model: tiny\n")
+    cfg.write_text(f"cache_dir: {cache_dir}\nllm:\n  provider: openai\n  base_url: {llm_server.v1}\n  model: tiny\n"
+                   "  api_key_env: MONJYU_TEST_LLM_KEY\n")
     env = {**os.environ, "MONJYU_TEST_LLM_KEY": "sk-secret-value"}
     proc = subprocess.run([sys.executable, "-m", "monjyu.cli", "search", QUESTION, "--index", str(sample_index.index_dir),
                            "--config", str(cfg), "--json"], capture_output=True, text=True, env=env, timeout=300)

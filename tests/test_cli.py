@@ -113,3 +113,23 @@ def test_unknown_environment_settings_are_refused(tmp_path, cache_dir, monkeypat
     monkeypatch.setenv("MONJYU_MY_KEY", "secret")  # named by an *_env setting: a key, not a setting
     monkeypatch.setenv("MONJYU_LLM__API_KEY_ENV", "MONJYU_MY_KEY")
     assert load_config().llm.api_key_env == "MONJYU_MY_KEY"
+
+
+def test_options_that_do_not_apply_to_a_mode_are_refused(tmp_path, cache_dir, monkeypatch):
+    """In-process (typer's runner): the refusal comes before any index is read."""
+    from typer.testing import CliRunner
+
+    from monjyu.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    idx = str(tmp_path / "idx")
+    for args, option in ((["--mode", "lazy", "--filter", "type=pdf"], "--filter"),
+                         (["--mode", "lazy", "--top-k", "3"], "--top-k"),
+                         (["--mode", "lazy", "--no-answer"], "--no-answer"),
+                         (["--mode", "hybridrag", "--threshold", "0.5"], "--threshold"),
+                         (["--mode", "keyword", "--preset", "z100"], "--preset"),
+                         (["--mode", "vector", "--crag"], "--crag/--no-crag")):
+        result = CliRunner().invoke(app, ["search", "How are communities detected?", "--index", idx, *args])
+        assert result.exit_code == 2 and f"{option} does not apply here" in result.output, (args, result.output)
+    result = CliRunner().invoke(app, ["search", "communities", "--index", idx, "--expand"])
+    assert result.exit_code == 2 and "no LLM is configured" in result.output

@@ -158,6 +158,15 @@ def search(
         filters = SearchFilters.parse(filter_ or [])
         m = _facade(index, config)
         engine = m.route(query)["engine"] if mode == "auto" else (mode or "search")
+        given = {"--filter": bool(filter_), "--top-k": top_k is not None, "--offset": offset != 0,
+                 "--threshold": threshold is not None, "--no-answer": not answer, "--expand": expand,
+                 "--preset": preset is not None, "--budget": budget is not None, "--trace": trace,
+                 "--weights": weights is not None, "--rerank/--no-rerank": rerank is not None,
+                 "--crag/--no-crag": crag is not None}
+        _refuse_inapplicable(given, engine, mode)
+        if expand and m.config.llm.provider == "none":
+            raise MonjyuError("--expand searches LLM rewrites of the query, and no LLM is configured "
+                              "(llm.provider: none); configure one or drop --expand")
         tokens = on_token if streamed or (stream and engine == "lazy" and not as_json) else None
         if engine == "lazy":
             result = m.lazy_search(query, preset=preset, budget=budget, on_token=tokens)
@@ -193,6 +202,26 @@ def search(
     out.print(f"[dim]{len(result.hits)} of {result.total_count} candidates, {result.mode}, retrieval "
               f"{t.get('retrieval_ms', 0):.0f} ms, answer {t.get('answer_ms', 0):.0f} ms, "
               f"LLM calls {result.usage.get('calls', 0)}, tokens {result.usage.get('total_tokens', 0)}[/]")
+
+
+# Which engines take each search option ("search" = vector, keyword, hybrid, graph). An option
+# given to an engine that cannot apply it is refused, never silently dropped.
+OPTION_ENGINES = {
+    "--filter": {"search", "hybridrag"}, "--top-k": {"search", "hybridrag"}, "--offset": {"search", "hybridrag"},
+    "--threshold": {"search"}, "--no-answer": {"search", "hybridrag"}, "--expand": {"search"},
+    "--preset": {"lazy"}, "--budget": {"lazy"}, "--trace": {"lazy"},
+    "--weights": {"hybridrag"}, "--rerank/--no-rerank": {"hybridrag"}, "--crag/--no-crag": {"hybridrag"},
+}
+_ENGINE_MODES = {"search": "vector, keyword, hybrid, graph", "lazy": "lazy", "hybridrag": "hybridrag"}
+
+
+def _refuse_inapplicable(given: dict[str, bool], engine: str, mode: str | None) -> None:
+    kind = "search" if engine in ("search", "vector", "keyword", "hybrid", "graph") else engine
+    for option, used in given.items():
+        if used and kind not in OPTION_ENGINES[option]:
+            modes = "; ".join(_ENGINE_MODES[e] for e in ("search", "lazy", "hybridrag") if e in OPTION_ENGINES[option])
+            where = f"--mode auto sent this question to {engine}" if mode == "auto" else f"--mode {mode or engine}"
+            raise MonjyuError(f"{option} does not apply here: {where}, and {option} is taken by mode(s) {modes}")
 
 
 def _weights(text: str | None) -> dict[str, float] | None:
