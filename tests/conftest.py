@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,11 @@ from monjyu import Monjyu, MonjyuConfig
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
+# The shared benchmark data (papers-pdf for the PDF gold tests): beside the checkout, or where
+# BENCH_DATA points (a clone elsewhere, e.g. CI's).
+BENCH_DATA = next((p for p in (Path(os.environ.get("BENCH_DATA", "")), REPO.parent / "shared" / "bench-data",
+                               Path("/work/shared/bench-data")) if str(p) != "." and p.is_dir()),
+                  REPO.parent / "shared" / "bench-data")
 
 
 @pytest.fixture(scope="session")

@@ -23,10 +23,10 @@ from monjyu.ingest import Chunker, load_file
 from monjyu.config import ChunkingConfig
 from monjyu.retrieval import SearchFilters
 
-from .conftest import REPO
+from .conftest import BENCH_DATA, REPO
 
 CFG = IngestConfig()
-PAPERS_PDF = REPO.parent / "shared" / "bench-data" / "papers-pdf"
+PAPERS_PDF = BENCH_DATA / "papers-pdf"
 GOLD = json.loads((REPO / "tests" / "data" / "papers_pdf_gold.json").read_text(encoding="utf-8"))
 LIGATURES = re.compile("[\ufb00-\ufb06]")
 
