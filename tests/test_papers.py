@@ -339,3 +339,18 @@ def test_evidence_rerank_puts_the_stating_passage_first(tmp_path, make_config):
     assert "Quellport" in result.hits[0].text and result.hits[0].section.endswith("Cities")
     assert "rerank_ms" in result.timings_ms
     assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+
+
+def test_get_document_gives_metadata_sections_and_the_unit_boxes(tmp_path, make_config):
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    make_paper_pdf(folder / "paper.pdf")
+    m = Monjyu(tmp_path / "idx", make_config())
+    m.index([folder])
+    hit = m.search("Which marker phrase ends section 3?", mode="keyword", top_k=1, answer=False).hits[0]
+    doc = m.get_document(hit.document_id, text_unit_id=hit.text_unit_id)
+    assert doc["authors"] == ["Ada Lovelace", "Alan Turing", "Grace Hopper"] and doc["title"].startswith("Structured")
+    assert any(s["path"].endswith("3 Section Number 3") for s in doc["sections"])
+    context = doc["context"]
+    assert context["section"].endswith("3 Section Number 3") and context["page"] == 2
+    assert context["boxes"] and all(b[0] == 2 and b[1] < b[3] and b[2] < b[4] for b in context["boxes"])

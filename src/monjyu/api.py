@@ -145,17 +145,22 @@ class Monjyu:
         store, rows = self._document_rows()
         if document_id not in rows:
             raise MonjyuError(f"no document with id {document_id!r} in the index; list them with list_documents")
-        [doc] = store.take(DOCUMENTS, [rows[document_id]], DOCUMENT_FIELDS + ["text", "metadata", "text_unit_ids"]).to_pylist()
+        [doc] = store.take(DOCUMENTS, [rows[document_id]],
+                           DOCUMENT_FIELDS + ["text", "metadata", "text_unit_ids", "authors", "year", "structure"]).to_pylist()
         _, searcher = self._searcher()
         units = [searcher.hit(searcher.row_of(u), 0.0, 0, None, None) for u in doc["text_unit_ids"]]
         units.sort(key=lambda h: h.chunk_index)
         out = {k: doc[k] for k in DOCUMENT_FIELDS}
         out["metadata"] = json.loads(doc["metadata"] or "{}")
+        out["authors"], out["year"] = doc["authors"] or [], doc["year"]
+        structure = json.loads(doc["structure"] or "{}")
+        out["sections"] = structure.get("sections", [])
         out["length"] = len(doc["text"])
         out["text"] = doc["text"][:max_chars]
         out["truncated"] = len(doc["text"]) > max_chars
         out["text_units"] = [{"id": h.text_unit_id, "chunk_index": h.chunk_index, "start_char": h.start_char,
-                              "end_char": h.end_char, "page": h.page} for h in units]
+                              "end_char": h.end_char, "page": h.page, "section": h.section, "kind": h.kind}
+                             for h in units]
         if text_unit_id is not None:
             position = next((i for i, h in enumerate(units) if h.text_unit_id == text_unit_id), None)
             if position is None:
@@ -164,7 +169,10 @@ class Monjyu:
             out["context"] = {"text_unit_id": text_unit_id, "start_char": window[0].start_char,
                               "end_char": window[-1].end_char, "page": units[position].page,
                               "text": doc["text"][window[0].start_char:window[-1].end_char],
-                              "unit_text": units[position].text}
+                              "unit_text": units[position].text, "section": units[position].section,
+                              # where the unit's lines sit on their PDF pages: [page, x0, y0, x1, y1] in points
+                              "boxes": [b[2:] for b in structure.get("line_boxes", [])
+                                        if b[0] < units[position].end_char and b[1] > units[position].start_char]}
         return out
 
     # ------------------------------------------------------------------ search
