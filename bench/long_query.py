@@ -87,8 +87,8 @@ def main() -> None:
         api = str(exc)
     print(f"API, 1 MB: {time.perf_counter() - t0:.3f} s: {api[:120]}")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "monjyu.cli", "search", "--index", str(args.index), "--", mb],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "monjyu.cli", "search", "--index", str(args.index), "-"],
+                          input=mb, capture_output=True, text=True)  # argv cannot carry 1 MB: the query comes on stdin
     print(f"CLI, 1 MB: {time.perf_counter() - t0:.3f} s (whole process), exit {proc.returncode}: {proc.stderr.strip()[:120]}")
     text, seconds = asyncio.run(mcp_refusal(args.index, mb))
     print(f"MCP stdio, 1 MB: {seconds:.3f} s: {text}")

@@ -264,7 +264,8 @@ class Monjyu:
             t_retrieve = time.perf_counter()
             if answer:
                 if vector is None:  # keyword mode: sentence scoring still compares meanings
-                    vector = (await asyncio.to_thread(self._embedder().embed_queries, [query]))[0]
+                    manifest = self.manifest()
+                    vector = await asyncio.to_thread(self._embed_query, manifest, query)
                 results.answer = await engine.aanswer(query, vector, results.hits, on_token)
             t_answer = time.perf_counter()
         if expand:

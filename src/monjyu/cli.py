@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
@@ -127,7 +128,7 @@ def index(
 
 @app.command()
 def search(
-    query: Annotated[str, typer.Argument(help="the question or keywords")],
+    query: Annotated[str, typer.Argument(help="the question or keywords; - reads it from standard input (a pasted abstract)")],
     mode: Annotated[Optional[str], typer.Option(help="vector | keyword | hybrid | graph | lazy | hybridrag | auto (routes by question type)")] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", help="hits to return")] = None,
     offset: Annotated[int, typer.Option(help="skip this many hits (pagination)")] = 0,
@@ -154,6 +155,8 @@ def search(
     def on_token(delta: str) -> None:
         out.print(delta, end="", highlight=False, markup=False, soft_wrap=True)
 
+    if query == "-":
+        query = sys.stdin.read()
     try:
         filters = SearchFilters.parse(filter_ or [])
         m = _facade(index, config)

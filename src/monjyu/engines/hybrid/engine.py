@@ -15,7 +15,7 @@ import numpy as np
 from ...config import HybridConfig, RerankConfig, SearchConfig
 from ...errors import MonjyuError, ServiceError
 from ...retrieval import SearchFilters, Searcher
-from ...retrieval.searcher import sentence_naming
+from ...retrieval.searcher import QUERY_TEXT_CHARS, sentence_naming
 from ...retrieval.fusion import weighted_rrf
 from ...types import Answer, HybridItem, HybridSearchResult, SearchHit
 from ..answer import AnswerEngine
@@ -46,7 +46,9 @@ class HybridRAGEngine:
 
     # ------------------------------------------------------------------ stage 1
     async def classify(self, query: str, query_type: str | None = None) -> Classification:
-        """The query's type and entities; `query_type` (from a request) is taken as given."""
+        """The query's type and entities; `query_type` (from a request) is taken as given. A long
+        query (a pasted passage) is classified by its first QUERY_TEXT_CHARS characters."""
+        query = query[:QUERY_TEXT_CHARS]
         entities = []
         if self.searcher.index.graph is not None:
             graph = self.searcher.index.graph
