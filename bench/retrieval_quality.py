@@ -1,4 +1,4 @@
-"""Retrieval quality (vector, keyword, hybrid, graph) on a BEIR set, with plain bm25s measured in the same run as reference.
+"""Retrieval quality (any mode of `monjyu eval`) on a BEIR set, with plain bm25s measured in the same run as reference.
 
     python bench/retrieval_quality.py --beir ../shared/bench-data/2wiki --index /tmp/idx-2wiki --modes vector,keyword,hybrid,graph
     python bench/retrieval_quality.py ... --modes hybridrag,hybridrag-norerank,hybridrag-crag
@@ -69,13 +69,8 @@ def main() -> None:
           f"{time.perf_counter() - t0:.1f}s {json.dumps({k: round(v, 2) for k, v in report.seconds.items()})}")
 
     results = {"bm25s (reference)": bm25s_reference(dataset)}
-    def run(query: str, mode: str, n: int) -> list[str]:
-        if mode.startswith("hybridrag"):  # hybridrag, hybridrag-norerank, hybridrag-crag
-            hits = m.hybrid_search(query, top_k=n, answer=False, rerank=not mode.endswith("norerank"),
-                                   crag=mode.endswith("crag")).hits
-        else:
-            hits = m.search(query, mode=mode, top_k=n, answer=False).hits
-        return [h.document_id for h in hits]
+    def run(query: str, mode: str, n: int) -> list[str]:  # any of monjyu.api.EVAL_MODES
+        return [h.document_id for h in m.passages(query, mode, n)]
 
     results.update(evaluate_beir(dataset, run, args.modes.split(",")))
     width = max(len(k) for k in results) + 2

@@ -15,7 +15,7 @@ from monjyu import Monjyu
 from monjyu.engines.hybrid.classify import rule_classify
 from monjyu.errors import MonjyuError
 from monjyu.retrieval import SearchFilters
-from monjyu.schemas import SearchQuery, SearchResult
+from monjyu.schemas import SearchOptions, SearchQuery, SearchResult
 from tests.llm_server import LLMTestServer, Scripted, llm_server  # noqa: F401  (fixture)
 
 LABELLED = Path(__file__).parent / "data" / "query_types.jsonl"
@@ -48,9 +48,38 @@ def test_all_stages_run_with_the_graph_mode_of_the_query_type(sample_index, quer
     # The public response (CONV-03-05): every score 0-1 (combined: share of the best fused score).
     out = r.to_dict()
     assert all(0 < x["relevance"]["combined"] <= 1 for x in out["results"]) and out["query"]["text"] == query
-    assert [x["id"] for x in out["results"]] == [i.hit.text_unit_id for i in r.items]
+    chunks = [x for x in out["results"] if x["type"] == "chunk"]
+    assert [x["id"] for x in chunks] == [i.hit.text_unit_id for i in r.items]
+    scores = [x["score"] for x in out["results"]]
+    assert scores == sorted(scores, reverse=True)  # the score a caller sees orders the list
+    communities = [x for x in out["results"] if x["type"] == "community"]
+    assert bool(communities) == (mode == "community")
+    for c in communities:  # labelled by their representative phrases, just before their best passage
+        assert c["content"]["summary"] and c["sources"]["community_id"]
+        nxt = out["results"][out["results"].index(c) + 1:]
+        assert any(x["id"] == c["sources"]["chunk_id"] and x["score"] == c["score"] for x in nxt)
+    for x in chunks:  # every field filled from the index
+        assert x["sources"]["entity_ids"] and x["sources"]["community_ids"]
+        assert x["sources"]["community_id"] == x["sources"]["community_ids"][-1]
+        assert x["metadata"]["source_path"] and x["metadata"]["end_char"] > x["metadata"]["start_char"]
     assert out["strategies"]["graph"]["enabled"] and out["classification"]["type"] == kind
     SearchResult.model_validate(r.response.model_dump(by_alias=True))  # camelCase round trip
+
+
+def test_results_carry_neighbouring_text_and_metadata_on_request(sample_index):
+    r = sample_index.hybrid_search("How does LazyGraphRAG keep indexing cheap?", top_k=10, answer=False).to_dict()
+    a = next(x for x in r["results"] if x["sources"]["file_id"].endswith("lazygraphrag.md"))  # 2 units
+    doc = sample_index.get_document(a["sources"]["file_id"])
+    first, second = doc["text_units"][:2]
+    assert a["content"]["context_before"] or a["content"]["context_after"]
+    text = doc["text"]
+    if a["id"] == first["id"]:  # the next unit's text beyond this one
+        assert text[first["end_char"]:].lstrip().startswith(a["content"]["context_after"])
+    else:
+        assert text[:second["start_char"]].rstrip().endswith(a["content"]["context_before"])
+    bare = sample_index.hybrid_search(SearchQuery(text="LazyGraphRAG indexing cost",
+                                                  options=SearchOptions(include_metadata=False)), answer=False)
+    assert all(x["metadata"] is None for x in bare.to_dict()["results"])
 
 
 def test_weights_rerank_switch_filters_and_pages(sample_index):
@@ -185,7 +214,7 @@ def test_cli_hybridrag_and_auto_routing(sample_index, cache_dir):
     out = run("How do BM25 and dense retrieval differ?", "--mode", "hybridrag", "--weights", "0.2,0.2,0.6", "--crag")
     assert out["engine"] == "hybridrag" and out["weights"]["graph"] == 0.6 and out["crag"]["grades"]
     assert run("What are the main themes across these documents?", "--mode", "auto")["engine"] == "lazy"
-    assert run("What is nDCG@10?", "--mode", "auto")["engine"] == "search"
+    assert run("What is nDCG@10?", "--mode", "auto")["engine"] == "hybrid"  # baseline RAG in the configured mode
 
 
 def test_local_reranker_uses_index_vectors_and_prefers_the_stating_sentence(sample_index):

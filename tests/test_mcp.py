@@ -19,8 +19,10 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from typer.testing import CliRunner
 
-from monjyu import Monjyu
+from monjyu.api import ALL_MODES
 from monjyu.cli import app, serve_main
+
+from .test_options import OPTION_CASES, QUERY, expect
 
 TOOLS = {"search", "lazy_search", "get_document", "list_documents", "index_status", "index"}
 SECRET = "sk-monjyu-test-secret-0123456789"  # an API key in the server's environment must never come back
@@ -138,21 +140,23 @@ def test_search_modes(mcp, mode):
     assert out["mode"] == mode and out["hits"]
 
 
-def test_hybridrag_mode_calls_the_facade_when_it_has_it(mcp):
+def test_hybridrag_and_auto_modes(mcp):
     args = {"query": "How are reranking and reciprocal rank fusion related?", "mode": "hybridrag", "limit": 2,
             "weights": {"keyword": 0.2, "semantic": 0.3, "graph": 0.5}, "rerank": False, "answer": False}
-    if hasattr(Monjyu, "ahybrid_search"):
-        assert mcp.ok("search", args)["engine"] == "hybridrag"
-    else:
-        assert "needs Monjyu.ahybrid_search" in mcp.error("search", args)
-
-
-def test_auto_mode_routes_by_question_type(mcp):
+    assert mcp.ok("search", args)["engine"] == "hybridrag"
     args = {"query": "What are the main themes across the whole collection?", "mode": "auto", "limit": 2}
-    if hasattr(Monjyu, "aroute"):
-        assert mcp.ok("search", args)["engine"] in {"hybrid", "lazy", "hybridrag"}
-    else:
-        assert "needs Monjyu.aroute" in mcp.error("search", args)
+    assert mcp.ok("search", args)["engine"] in {"hybrid", "lazy", "hybridrag"}
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_every_option_in_every_mode_is_applied_or_refused(mcp, mode):
+    """tests/test_options.py's matrix through MCP: the argument's effect shows in the result, or
+    the call fails naming the modes that take it."""
+    for case in OPTION_CASES:
+        if case.mcp is None:  # expand: no MCP argument
+            continue
+        result = mcp.call("search", {"query": QUERY, "mode": mode, **case.mcp})
+        expect(mode, case, " ".join(result.content[0].text.split()) if result.is_error else result.structured_content)
 
 
 def test_search_filters(mcp):
@@ -184,7 +188,8 @@ def test_search_filters(mcp):
     ({"query": "q", "filters": {"date_range": {"start": "2024-05-01", "end": "2024-01-01"}}}, "start 2024-05-01 is after end"),
     ({"query": "q", "filters": {"typo": 1}}, "filters.typo: Extra inputs are not permitted"),
     ({"query": "q", "mode": "hybridrag", "weights": {"keyword": 0.5, "semantic": 0.5, "graph": 0.5}}, "weights must sum to 1.0"),
-    ({"query": "q", "mode": "vector", "rerank": False}, "apply only to mode hybridrag"),
+    ({"query": "q", "mode": "vector", "rerank": False}, "rerank does not apply to mode vector: it is taken by mode(s) hybridrag"),
+    ({"query": "q", "mode": "auto", "budget": 5}, "budget does not apply to mode auto"),
     ({"query": "q", "filters": {"entity_types": ["wizard"]}}, "entity type(s) WIZARD unknown"),
     ({"query": "q", "filters": {"minRelevance": 1.5}}, "filters.minRelevance: Input should be less than or equal to 1"),
 ])

@@ -8,12 +8,13 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
+from monjyu.config import HybridConfig
+from monjyu.engines.hybrid.response import make_highlight
+from monjyu.retrieval.fusion import linear_fusion, weighted_rrf
 from monjyu.schemas import (
-    CRAGScore, DateRange, Highlight, HighlightOffset, QueryClassification, RelevanceScore, RerankConfig,
-    RRFConfig, SearchFilters, SearchOptions, SearchQuery, SearchResult, SearchResultContent, SearchResultItem,
-    SearchResultSources, SearchStrategyMetrics, SearchWeights, StrategyMetric, crag_grade, deduplicate_results,
-    default_weights, expand_query, filter_by_min_relevance, make_highlight, normalize_scores, normalize_weights,
-    rrf_score,
+    CRAGScore, DateRange, Highlight, HighlightOffset, RelevanceScore, ResultMetadata, SearchFilters, SearchOptions, SearchQuery,
+    SearchResult, SearchResultContent, SearchResultItem, SearchResultSources, SearchStrategyMetrics, SearchWeights,
+    StrategyMetric,
 )
 
 
@@ -35,7 +36,7 @@ def full_result() -> SearchResult:
                               weights=SearchWeights(keyword=0.2, semantic=0.2, graph=0.6)),
     )
     hit = SearchResultItem(
-        id="u-7", type="entity", score=0.8125,
+        id="u-7", type="community", score=0.8125,
         relevance=RelevanceScore(combined=0.8125, keyword=0.5, semantic=0.75, graph=1.0, rerank=0.9,
                                  crag=CRAGScore(relevance="ambiguous", confidence=0.55, needs_web_search=True,
                                                 refined_query="RRF reranking relation")),
@@ -43,7 +44,9 @@ def full_result() -> SearchResult:
         highlights=[Highlight(field="text", fragment="RRF fuses ranks.", offsets=[HighlightOffset(start=0, end=3),
                                                                                  HighlightOffset(start=10, end=15)])],
         sources=SearchResultSources(chunk_id="u-7", file_id="doc-1", entity_ids=["e1", "e2"], community_id="12",
-                                    relation_ids=["r1"]),
+                                    community_ids=["3", "12"]),
+        metadata=ResultMetadata(title="T", source_path="a/b.pdf", page=3, section="2 Method", kind="caption",
+                                authors=["A. Author"], year=2020, chunk_index=4, start_char=10, end_char=90),
     )
     metric = StrategyMetric(enabled=True, result_count=3, processing_time=1.5, top_score=0.75)
     return SearchResult(query=query, results=[hit], total_count=41, processing_time=12.25,
@@ -60,9 +63,7 @@ def test_json_round_trip_is_lossless():
     assert camel == result
 
 
-@pytest.mark.parametrize("model", [SearchQuery(text="x"), RRFConfig(), RerankConfig(), SearchOptions(), SearchFilters(),
-                                   QueryClassification(original_query="q", type="local", confidence=1.0,
-                                                       suggested_weights=default_weights("local"))])
+@pytest.mark.parametrize("model", [SearchQuery(text="x"), SearchOptions(), SearchFilters()])
 def test_round_trip_of_defaults(model):
     assert type(model).model_validate_json(model.model_dump_json()) == model
 
@@ -256,7 +257,7 @@ def test_result_item_rules():
         with pytest.raises(ValidationError, match="score"):
             item("a", bad, combined=0.5)
     with pytest.raises(ValidationError, match="type"):
-        SearchResultItem(id="a", type="document", score=0.5, relevance={"combined": 0.5}, content={"text": ""})
+        SearchResultItem(id="a", type="entity", score=0.5, relevance={"combined": 0.5}, content={"text": ""})
 
 
 def test_highlight_offsets_valid():
@@ -303,86 +304,27 @@ def test_search_result_counts():
         SearchResult.model_validate({"query": {"text": ""}})
 
 
-# ------------------------------------------------------------------ settings
-def test_rrf_config():
-    assert RRFConfig().k == 60 and RRFConfig().normalize_scores
-    assert RRFConfig(k=1).k == 1 and RRFConfig(k=1000).k == 1000
-    for bad in (0, 1001, 60.5):
-        with pytest.raises(ValidationError, match="k"):
-            RRFConfig(k=bad)
+# ------------------------------------------------------------------ the pipeline's own rules
+def test_hybrid_weights_per_query_type_are_valid_request_weights():
+    """The engine's weights per query type (config) pass the request schema's rules."""
+    for query_type, (keyword, semantic, graph) in HybridConfig().weights.items():
+        assert SearchWeights(keyword=keyword, semantic=semantic, graph=graph)
+    assert set(HybridConfig().weights) == {"local", "global", "relationship", "hybrid"}
 
 
-def test_rerank_config():
-    c = RerankConfig()
-    assert (c.enabled, c.model, c.top_k, c.batch_size) == (True, "cross-encoder/ms-marco-MiniLM-L-6-v2", 50, 16)
-    assert RerankConfig(top_k=1, batch_size=1) and RerankConfig(top_k=100, batch_size=32)
-    for kwargs in ({"top_k": 0}, {"top_k": 101}, {"batch_size": 0}, {"batch_size": 33}):
-        with pytest.raises(ValidationError, match=next(iter(kwargs))):
-            RerankConfig(**kwargs)
+def test_weighted_rrf():
+    fused = dict(weighted_rrf([[1, 2], [2, 3]], [0.5, 0.3], k=60))
+    assert fused[1] == pytest.approx(0.5 / 61)
+    assert fused[2] == pytest.approx(0.5 / 62 + 0.3 / 61)
+    assert fused[3] == pytest.approx(0.3 / 62)
+    assert [i for i, _ in weighted_rrf([[1, 2], [2, 3]], [0.5, 0.3])] == [2, 1, 3]
+    assert weighted_rrf([[1, 2]], [0.0]) == []  # a list with no weight adds nothing
+    assert [i for i, _ in weighted_rrf([[5], [4]], [1.0, 1.0])] == [4, 5]  # ties by item
 
 
-def test_query_classification():
-    c = QueryClassification(original_query="AとBの関係は？", type="relationship", confidence=0.9, extracted_entities=["A", "B"],
-                            suggested_weights=default_weights("relationship"), expanded_queries=["A B relation"])
-    assert c.extracted_entities == ["A", "B"]
-    with pytest.raises(ValidationError, match="confidence"):
-        QueryClassification(original_query="q", type="local", confidence=1.2, suggested_weights=default_weights("local"))
-    with pytest.raises(ValidationError, match="type"):
-        QueryClassification(original_query="q", type="other", confidence=0.5, suggested_weights=default_weights("local"))
-    with pytest.raises(ValidationError, match="sum to 1.0"):
-        QueryClassification(original_query="q", type="local", confidence=0.5,
-                            suggested_weights={"keyword": 0.9, "semantic": 0.9, "graph": 0.9})
-
-
-# ------------------------------------------------------------------ utilities
-@pytest.mark.parametrize("query_type,expected", [("local", (0.35, 0.35, 0.30)), ("global", (0.2, 0.3, 0.5)),
-                                                 ("relationship", (0.2, 0.2, 0.6)), ("hybrid", (0.33, 0.34, 0.33))])
-def test_default_weights_per_query_type(query_type, expected):
-    w = default_weights(query_type)
-    assert (w.keyword, w.semantic, w.graph) == expected
-
-
-def test_normalize_weights():
-    w = normalize_weights(2, 1, 1)
-    assert (w.keyword, w.semantic, w.graph) == (0.5, 0.25, 0.25)
-    assert normalize_weights(0, 0, 3).graph == 1.0
-    with pytest.raises(ValueError, match="above 0"):
-        normalize_weights(0, 0, 0)
-    with pytest.raises(ValueError, match="negative"):
-        normalize_weights(-1, 1, 1)
-
-
-def test_rrf_score():
-    w = SearchWeights(keyword=0.5, semantic=0.3, graph=0.2)
-    raw = RRFConfig(normalize_scores=False)
-    assert rrf_score({"keyword": 1, "semantic": 2, "graph": None}, w, raw) == pytest.approx(0.5 / 61 + 0.3 / 62)
-    assert rrf_score({"keyword": 1, "semantic": 2}, w) == pytest.approx((0.5 / 61 + 0.3 / 62) / 0.8)
-    assert rrf_score({}, w) == 0.0
-    assert rrf_score({"graph": 1}, w, RRFConfig(k=1, normalize_scores=False)) == pytest.approx(0.1)
-    assert rrf_score({"keyword": 1}, w) > rrf_score({"keyword": 2}, w)
-
-
-def test_normalize_scores():
-    items = normalize_scores([item("a", 0.2), item("b", 0.6), item("c", 0.4)])
-    assert [i.score for i in items] == pytest.approx([0.0, 1.0, 0.5])
-    same = [item("a", 0.3), item("b", 0.3)]
-    assert normalize_scores(same) == same and normalize_scores([]) == []
-
-
-def test_deduplicate_results():
-    items = [item("a", 0.3), item("b", 0.5), item("a", 0.6), item("a", 0.1)]
-    best = deduplicate_results(items)
-    assert [(i.id, i.score) for i in best] == [("a", 0.6), ("b", 0.5)]
-    summed = deduplicate_results(items[:3], "sum_score")
-    assert [i.id for i in summed] == ["a", "b"]
-    assert summed[0].score == pytest.approx(0.9) and summed[0].relevance.combined == pytest.approx(0.9)
-    capped = deduplicate_results([item("x", 0.7), item("x", 0.8)], "sum_score")
-    assert capped[0].score == 1.0 and capped[0].relevance.combined == 1.0
-
-
-def test_filter_by_min_relevance():
-    items = [item("a", 0.5, combined=0.29), item("b", 0.5, combined=0.3), item("c", 0.5, combined=0.9)]
-    assert [i.id for i in filter_by_min_relevance(items, SearchFilters().min_relevance)] == ["b", "c"]
+def test_linear_fusion():
+    fused = dict(linear_fusion([[(1, 10.0), (2, 5.0), (3, 0.0)], [(3, 0.9), (2, 0.1)]], [0.5, 0.5]))
+    assert fused == pytest.approx({1: 0.5, 2: 0.25, 3: 0.5})
 
 
 def test_make_highlight():
@@ -395,19 +337,6 @@ def test_make_highlight():
     assert make_highlight("abc" * 100, [], max_length=10).fragment == "abcabcabca"
     cut = make_highlight("x" * 500, [(100, 400)], context_chars=10, max_length=50)
     assert len(cut.fragment) == 50 and cut.offsets[0].end == 50
-
-
-def test_expand_query():
-    syn = {"rag": ["retrieval-augmented generation"], "fast": ["quick", "rapid"]}
-    assert expand_query("Fast RAG", syn) == ["Fast RAG", "quick RAG", "rapid RAG", "Fast retrieval-augmented generation"]
-    assert expand_query("ragged edges", syn) == ["ragged edges"]  # whole words only
-    assert expand_query("no synonyms here", syn) == ["no synonyms here"]
-
-
-@pytest.mark.parametrize("score,grade", [(1.0, "correct"), (0.7, "correct"), (0.69, "ambiguous"), (0.31, "ambiguous"),
-                                         (0.3, "incorrect"), (0.0, "incorrect")])
-def test_crag_grade(score, grade):
-    assert crag_grade(score) == grade
 
 
 def test_json_schema_is_snake_case_for_mcp_clients():

@@ -32,13 +32,40 @@ from .retrieval.fusion import weighted_rrf
 from .retrieval.searcher import QUERY_TEXT_CHARS
 from .store import LanceStore
 from .store.lancedb_store import DOCUMENTS
-from .types import HybridSearchResult, LazySearchResult, SearchResults
+from .types import HybridSearchResult, LazySearchResult, SearchHit, SearchResults
 from . import schemas
 from .engines.hybrid.response import to_search_result
 from .schemas import SearchOptions, SearchQuery
 
 DEFAULT_INDEX_DIR = ".monjyu"
-MODES = ("vector", "keyword", "hybrid", "graph")
+MODES = ("vector", "keyword", "hybrid", "graph")  # the retrieval modes of `search`
+ALL_MODES = MODES + ("hybridrag", "lazy", "auto")  # what `ask` runs (auto routes by the question's type)
+# The modes that apply each option of `ask`. An option given to any other mode is refused with
+# these names, never dropped; under auto only the options every engine applies are taken.
+_EVERY = ALL_MODES
+OPTION_MODES: dict[str, tuple[str, ...]] = {
+    "filters": _EVERY, "top_k": _EVERY, "offset": _EVERY, "threshold": _EVERY, "answer": _EVERY,
+    "expand": MODES, "preset": ("lazy",), "budget": ("lazy",),
+    "weights": ("hybridrag",), "rerank": ("hybridrag",), "crag": ("hybridrag",),
+}
+
+# What `monjyu eval` and the benches can measure: a mode of `ask`, with options fixed.
+EVAL_MODES: dict[str, tuple[str, dict[str, Any]]] = {
+    **{mode: (mode, {}) for mode in MODES},
+    "hybridrag": ("hybridrag", {}), "hybridrag-norerank": ("hybridrag", {"rerank": False}),
+    "hybridrag-crag": ("hybridrag", {"crag": True}), "lazy": ("lazy", {}), "auto": ("auto", {}),
+}
+
+
+def check_options(mode: str, given: Iterable[str], names: dict[str, str] | None = None) -> None:
+    """Refuse an option the mode cannot apply, naming the modes that take it; `names` gives the
+    door's own spelling of each option (CLI flags, MCP arguments)."""
+    for option in given:
+        if mode not in OPTION_MODES[option]:
+            name = (names or {}).get(option, option)
+            why = " (auto picks the engine per question; choose the mode)" if mode == "auto" else ""
+            raise MonjyuError(f"{name} does not apply to mode {mode}{why}: it is taken by mode(s) "
+                              f"{', '.join(OPTION_MODES[option])}")
 DOCUMENT_FIELDS = ["id", "title", "source_path", "file_type", "date"]
 
 
@@ -255,6 +282,9 @@ class Monjyu:
         if offset < 0 or top_k < 1:
             raise MonjyuError("top_k must be >= 1 and offset >= 0")
         threshold = self.config.search.threshold if threshold is None else threshold
+        if expand and self.config.llm.provider == "none":
+            raise MonjyuError("expand searches LLM rewrites of the query, and no LLM is configured "
+                              "(llm.provider: none); configure one or leave expand out")
         engine = self._answer_engine() if (answer or expand) else None
         with UsageScope() as usage:
             t0 = time.perf_counter()
@@ -277,19 +307,72 @@ class Monjyu:
         results.usage = usage.to_dict()
         return results
 
+    def ask(self, query: str, mode: str | None = None, **options: Any) -> SearchResults | LazySearchResult | HybridSearchResult:
+        """Every mode through one door: vector, keyword, hybrid, graph, hybridrag, lazy, or auto
+        (the question's type picks baseline RAG, lazy or hybridrag). Options (top_k, offset,
+        filters, threshold, answer, expand, preset, budget, weights, rerank, crag, on_token) a
+        mode cannot apply are refused (OPTION_MODES); the result's `mode` names the engine that ran."""
+        return run_sync(self.aask(query, mode, **options))
+
+    async def aask(self, query: str, mode: str | None = None, *, top_k: int | None = None, offset: int = 0,
+                   filters: SearchFilters | None = None, threshold: float | None = None, answer: bool = True,
+                   expand: bool = False, preset: str | None = None, budget: int | None = None,
+                   weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
+                   on_token: Callable[[str], None] | None = None,
+                   option_names: dict[str, str] | None = None) -> SearchResults | LazySearchResult | HybridSearchResult:
+        """The async twin of `ask`; `option_names` spells options as the calling door does in errors."""
+        mode = mode or self.config.search.mode
+        if mode not in ALL_MODES:
+            raise MonjyuError(f"unknown search mode '{mode}'; choose one of {', '.join(ALL_MODES)}")
+        given = {"top_k": top_k, "offset": offset or None, "filters": filters, "threshold": threshold,
+                 "answer": None if answer else False, "expand": expand or None, "preset": preset, "budget": budget,
+                 "weights": weights, "rerank": rerank, "crag": crag}
+        check_options(mode, [k for k, v in given.items() if v is not None], option_names)
+        self._check_query(query)
+        engine = mode
+        if mode == "auto":
+            engine = (await self.aroute(query))["engine"]
+            engine = self.config.search.mode if engine == "search" else engine
+        common = {"top_k": top_k, "offset": offset, "filters": filters, "threshold": threshold, "answer": answer,
+                  "on_token": on_token}
+        if engine == "lazy":
+            return await self.alazy_search(query, preset=preset, budget=budget, **common)
+        if engine == "hybridrag":
+            return await self.ahybrid_search(query, weights=weights, rerank=rerank, crag=crag, **common)
+        return await self.asearch(query, engine, expand=expand, **common)
+
+    def passages(self, query: str, eval_mode: str, k: int, **options: Any) -> list[SearchHit]:
+        """The top-k passages of one of EVAL_MODES, without an answer (what evaluation scores).
+        Lazy returns the units that held relevant sentences within its budget (`preset`/`budget`)."""
+        if eval_mode not in EVAL_MODES:
+            raise MonjyuError(f"unknown evaluation mode '{eval_mode}'; choose among {', '.join(EVAL_MODES)}")
+        mode, fixed = EVAL_MODES[eval_mode]
+        return self.ask(query, mode, top_k=k, answer=False, **fixed, **options).hits
+
     def lazy_search(self, query: str, preset: str | None = None, budget: int | None = None,
                     conversation: LazyConversation | None = None, on_phase: PhaseCallback | None = None,
-                    on_token: Callable[[str], None] | None = None) -> LazySearchResult:
+                    on_token: Callable[[str], None] | None = None, top_k: int | None = None, offset: int = 0,
+                    filters: SearchFilters | None = None, threshold: float | None = None,
+                    answer: bool = True) -> LazySearchResult:
         """LazyGraphRAG: relevance tests over communities within a budget (preset z100/z500/z1500 or
         an explicit number of sentence tests), claims, and an answer citing them. Runs with the
-        configured LLM, or fully offline with the local relevance scorer and an extractive answer."""
-        return run_sync(self.alazy_search(query, preset, budget, conversation, on_phase, on_token))
+        configured LLM, or fully offline with the local relevance scorer and an extractive answer.
+        Filters and threshold bound the units it matches and tests; `hits` are the units holding
+        relevant sentences (top_k from offset); answer=False stops before claims and answer."""
+        return run_sync(self.alazy_search(query, preset, budget, conversation, on_phase, on_token, top_k, offset,
+                                          filters, threshold, answer))
 
     async def alazy_search(self, query: str, preset: str | None = None, budget: int | None = None,
                            conversation: LazyConversation | None = None, on_phase: PhaseCallback | None = None,
-                           on_token: Callable[[str], None] | None = None) -> LazySearchResult:
+                           on_token: Callable[[str], None] | None = None, top_k: int | None = None, offset: int = 0,
+                           filters: SearchFilters | None = None, threshold: float | None = None,
+                           answer: bool = True) -> LazySearchResult:
         """The async twin of `lazy_search`."""
         self._check_query(query)
+        top_k = top_k or self.config.search.top_k
+        if offset < 0 or top_k < 1:
+            raise MonjyuError("top_k must be >= 1 and offset >= 0")
+        threshold = self.config.search.threshold if threshold is None else threshold
         overrides = {k: v for k, v in {"preset": preset, "budget": budget}.items() if v is not None}
         try:
             cfg = LazyConfig.model_validate({**self.config.lazy.model_dump(), **overrides})
@@ -301,7 +384,8 @@ class Monjyu:
                                   answers.count_tokens, self.config.answer.prompts_dir or None)
         t0 = time.perf_counter()
         with UsageScope() as usage:
-            result = await engine.asearch(query, conversation, on_phase, on_token)
+            result = await engine.asearch(query, conversation, on_phase, on_token, filters, threshold, top_k, offset,
+                                          answer)
         result.usage = usage.to_dict()
         result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
         return result
@@ -324,20 +408,24 @@ class Monjyu:
     def hybrid_search(self, query: str | SearchQuery, top_k: int | None = None, offset: int = 0,
                       filters: SearchFilters | None = None, weights: dict[str, float] | None = None,
                       rerank: bool | None = None, crag: bool | None = None, answer: bool = True,
-                      on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
+                      on_token: Callable[[str], None] | None = None, threshold: float | None = None) -> HybridSearchResult:
         """HybridRAG: query classification, BM25 + vector + graph (graph mode by query type) fused
         by weighted RRF, reranking, and (crag=True) Corrective RAG grading with selective
         generation: an answer only when the graded context suffices.
 
         `query` is a string, or a `schemas.SearchQuery` request whose filters and options replace
-        the keyword arguments. Either way `result.response` is the page as `schemas.SearchResult`."""
-        return run_sync(self.ahybrid_search(query, top_k, offset, filters, weights, rerank, crag, answer, on_token))
+        the keyword arguments. Either way `result.response` is the page as `schemas.SearchResult`.
+        `threshold` keeps only units whose cosine similarity to the query reaches it."""
+        return run_sync(self.ahybrid_search(query, top_k, offset, filters, weights, rerank, crag, answer, on_token,
+                                            threshold))
 
     async def ahybrid_search(self, query: str | SearchQuery, top_k: int | None = None, offset: int = 0,
                              filters: SearchFilters | None = None, weights: dict[str, float] | None = None,
                              rerank: bool | None = None, crag: bool | None = None, answer: bool = True,
-                             on_token: Callable[[str], None] | None = None) -> HybridSearchResult:
+                             on_token: Callable[[str], None] | None = None,
+                             threshold: float | None = None) -> HybridSearchResult:
         """The async twin of `hybrid_search`."""
+        threshold = self.config.search.threshold if threshold is None else threshold
         if isinstance(query, SearchQuery):
             self._check_query(query.text)
             request = query
@@ -367,10 +455,11 @@ class Monjyu:
             result = await engine.asearch(
                 request.text, request.options.limit, request.options.offset,
                 filters, weights, rerank, crag, answer, on_token,
-                query_type=request.type if "type" in request.model_fields_set else None, query_vector=vector)
+                query_type=request.type if "type" in request.model_fields_set else None, query_vector=vector,
+                threshold=threshold)
         result.usage = usage.to_dict()
         result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
-        result.response = to_search_result(result, request)
+        result.response = to_search_result(result, request, searcher)
         return result
 
     def _hybrid_request(self, text: str, top_k: int, offset: int, filters: SearchFilters | None,
@@ -390,10 +479,11 @@ class Monjyu:
             raise MonjyuError(f"hybrid search {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
     def _retrieve(self, queries: list[str], mode: str, top_k: int, offset: int, filters: SearchFilters | None,
-                  threshold: float) -> tuple[SearchResults, np.ndarray | None]:
+                  threshold: float | None) -> tuple[SearchResults, np.ndarray | None]:
         """One search per query variant; several are fused by RRF over text units (each unit once)."""
         manifest, searcher = self._searcher()
-        vectors = [self._embed_query(manifest, q) if mode in ("vector", "hybrid", "graph") else None for q in queries]
+        needs_vector = mode in ("vector", "hybrid", "graph") or threshold is not None
+        vectors = [self._embed_query(manifest, q) if needs_vector else None for q in queries]
         if len(queries) == 1:
             return searcher.search(queries[0], vectors[0], mode, top_k, offset, filters, threshold), vectors[0]
         runs = [searcher.search(q, v, mode, offset + top_k, 0, filters, threshold) for q, v in zip(queries, vectors)]

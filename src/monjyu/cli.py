@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .api import DEFAULT_INDEX_DIR, MODES, Monjyu
+from .api import DEFAULT_INDEX_DIR, EVAL_MODES, Monjyu
 from .config import load_config
 from .errors import MonjyuError
 from .retrieval import SearchFilters
@@ -160,25 +160,14 @@ def search(
     try:
         filters = SearchFilters.parse(filter_ or [])
         m = _facade(index, config)
-        engine = m.route(query)["engine"] if mode == "auto" else (mode or "search")
-        given = {"--filter": bool(filter_), "--top-k": top_k is not None, "--offset": offset != 0,
-                 "--threshold": threshold is not None, "--no-answer": not answer, "--expand": expand,
-                 "--preset": preset is not None, "--budget": budget is not None, "--trace": trace,
-                 "--weights": weights is not None, "--rerank/--no-rerank": rerank is not None,
-                 "--crag/--no-crag": crag is not None}
-        _refuse_inapplicable(given, engine, mode)
-        if expand and m.config.llm.provider == "none":
-            raise MonjyuError("--expand searches LLM rewrites of the query, and no LLM is configured "
-                              "(llm.provider: none); configure one or drop --expand")
-        tokens = on_token if streamed or (stream and engine == "lazy" and not as_json) else None
-        if engine == "lazy":
-            result = m.lazy_search(query, preset=preset, budget=budget, on_token=tokens)
-        elif engine == "hybridrag":
-            result = m.hybrid_search(query, top_k=top_k, offset=offset, filters=filters, weights=_weights(weights),
-                                     rerank=rerank, crag=crag, answer=answer, on_token=tokens)
-        else:
-            result = m.search(query, mode=None if engine == "search" else engine, top_k=top_k, offset=offset,
-                              filters=filters, threshold=threshold, answer=answer, expand=expand, on_token=tokens)
+        if trace and (mode or m.config.search.mode) != "lazy":
+            raise MonjyuError("--trace shows lazy search's path: it is taken by mode lazy")
+        result = m.ask(query, mode, top_k=top_k, offset=offset, filters=filters if filter_ else None,
+                       threshold=threshold, answer=answer, expand=expand, preset=preset, budget=budget,
+                       weights=_weights(weights), rerank=rerank, crag=crag,
+                       on_token=on_token if streamed else None,
+                       option_names=CLI_OPTION_NAMES)
+        engine = result.mode
     except MonjyuError as exc:
         _fail(exc)
         return
@@ -186,45 +175,25 @@ def search(
         print(json.dumps({**result.to_dict(), "engine": engine}, ensure_ascii=False, indent=1))
         return
     if engine == "lazy":
-        _print_lazy(result, stream, trace)
+        _print_lazy(result, streamed, trace)
         return
     if engine == "hybridrag":
         _print_hybrid(result, streamed)
         return
     if result.answer:
         _print_answer(result, streamed)
-    if not result.hits:
-        out.print("no results")
+    if not _print_hits(result.hits):
         return
-    out.print("[bold]Passages[/]")
-    for h in result.hits:
-        out.print(f"[bold]{h.rank}.[/] [cyan]{escape(h.document_title)}[/] ({escape(_where(h))}) score={h.score:.4f}", highlight=False)
-        snippet = h.text if len(h.text) <= 400 else h.text[:400] + "…"
-        out.print(f"   {snippet}", highlight=False, markup=False)
     t = result.timings_ms
     out.print(f"[dim]{len(result.hits)} of {result.total_count} candidates, {result.mode}, retrieval "
               f"{t.get('retrieval_ms', 0):.0f} ms, answer {t.get('answer_ms', 0):.0f} ms, "
               f"LLM calls {result.usage.get('calls', 0)}, tokens {result.usage.get('total_tokens', 0)}[/]")
 
 
-# Which engines take each search option ("search" = vector, keyword, hybrid, graph). An option
-# given to an engine that cannot apply it is refused, never silently dropped.
-OPTION_ENGINES = {
-    "--filter": {"search", "hybridrag"}, "--top-k": {"search", "hybridrag"}, "--offset": {"search", "hybridrag"},
-    "--threshold": {"search"}, "--no-answer": {"search", "hybridrag"}, "--expand": {"search"},
-    "--preset": {"lazy"}, "--budget": {"lazy"}, "--trace": {"lazy"},
-    "--weights": {"hybridrag"}, "--rerank/--no-rerank": {"hybridrag"}, "--crag/--no-crag": {"hybridrag"},
-}
-_ENGINE_MODES = {"search": "vector, keyword, hybrid, graph", "lazy": "lazy", "hybridrag": "hybridrag"}
-
-
-def _refuse_inapplicable(given: dict[str, bool], engine: str, mode: str | None) -> None:
-    kind = "search" if engine in ("search", "vector", "keyword", "hybrid", "graph") else engine
-    for option, used in given.items():
-        if used and kind not in OPTION_ENGINES[option]:
-            modes = "; ".join(_ENGINE_MODES[e] for e in ("search", "lazy", "hybridrag") if e in OPTION_ENGINES[option])
-            where = f"--mode auto sent this question to {engine}" if mode == "auto" else f"--mode {mode or engine}"
-            raise MonjyuError(f"{option} does not apply here: {where}, and {option} is taken by mode(s) {modes}")
+# The CLI's spelling of each option of Monjyu.ask, for its refusals.
+CLI_OPTION_NAMES = {"filters": "--filter", "top_k": "--top-k", "offset": "--offset", "threshold": "--threshold",
+                    "answer": "--no-answer", "expand": "--expand", "preset": "--preset", "budget": "--budget",
+                    "weights": "--weights", "rerank": "--rerank/--no-rerank", "crag": "--crag/--no-crag"}
 
 
 def _weights(text: str | None) -> dict[str, float] | None:
@@ -235,6 +204,19 @@ def _weights(text: str | None) -> dict[str, float] | None:
     except ValueError:
         raise MonjyuError(f"--weights takes three numbers keyword,semantic,graph (e.g. 0.2,0.3,0.5), not {text!r}") from None
     return {"keyword": k, "semantic": s, "graph": g}
+
+
+def _print_hits(hits) -> bool:
+    """The ranked passages; False when there are none."""
+    if not hits:
+        out.print("no results")
+        return False
+    out.print("[bold]Passages[/]")
+    for h in hits:
+        out.print(f"[bold]{h.rank}.[/] [cyan]{escape(h.document_title)}[/] ({escape(_where(h))}) score={h.score:.4f}", highlight=False)
+        snippet = h.text if len(h.text) <= 400 else h.text[:400] + "…"
+        out.print(f"   {snippet}", highlight=False, markup=False)
+    return True
 
 
 def _print_hybrid(result, streamed: bool) -> None:
@@ -255,7 +237,10 @@ def _print_hybrid(result, streamed: bool) -> None:
 
 
 def _print_lazy(result, streamed: bool, trace: bool) -> None:
-    _print_answer(result, streamed)
+    if result.answer:
+        _print_answer(result, streamed)
+    else:
+        _print_hits(result.hits)
     if trace:
         table = Table("depth", "community", "level", "title", "units", "sentences", "relevant", title="Path through the communities")
         for v in result.communities_visited:
@@ -328,7 +313,9 @@ def eval_(
     qa: Annotated[Optional[Path], typer.Option("--qa", help="questions JSONL (id, question, answers, doc) over a folder of papers")] = None,
     docs: Annotated[Optional[Path], typer.Option("--docs", help="with --qa: the papers (default: docs/ beside the questions file)")] = None,
     index: Annotated[Optional[Path], typer.Option("--index", help="index directory (default ./.monjyu-eval/<dataset>-<hash of its path>)")] = None,
-    mode: Annotated[str, typer.Option(help="comma-separated modes")] = "vector,keyword,hybrid",
+    mode: Annotated[str, typer.Option(help="comma-separated: vector, keyword, hybrid, graph, hybridrag, "
+                                            "hybridrag-norerank, hybridrag-crag, lazy, auto")] = "vector,keyword,hybrid",
+    preset: Annotated[Optional[str], typer.Option(help="lazy: z100 | z500 | z1500 (the budget its kept units are found with)")] = None,
     top_k: Annotated[int, typer.Option("--top-k", help="documents ranked per query (BEIR)")] = 10,
     split: Annotated[str, typer.Option(help="qrels split (BEIR)")] = "test",
     answers: Annotated[bool, typer.Option("--answers", help="with --qa: also answer each question and report how often the answer cites a passage holding the gold answer")] = False,
@@ -340,12 +327,13 @@ def eval_(
     from .eval import BeirDataset, QADataset, evaluate_beir, evaluate_qa
 
     modes = [m.strip() for m in mode.split(",") if m.strip()]
-    bad = [m for m in modes if m not in MODES]
+    bad = [m for m in modes if m not in EVAL_MODES]
     if bad or top_k < 10 or (beir is None) == (qa is None) or (docs is not None and qa is None) or \
-            (answers and qa is None):
+            (answers and qa is None) or (preset is not None and "lazy" not in modes):
         err.print(f"[bold red]error:[/] give exactly one of --beir DIR or --qa FILE (--docs and --answers go with "
-                  f"--qa); modes must be among {', '.join(MODES)} and --top-k >= 10")
+                  f"--qa); modes must be among {', '.join(EVAL_MODES)}, --top-k >= 10, --preset only with lazy")
         raise typer.Exit(2)
+    lazy = {"preset": preset} if preset else {}
     try:
         if beir is not None:
             dataset = BeirDataset.load(beir, split)
@@ -368,15 +356,16 @@ def eval_(
 
         if beir is not None:
             def run(query: str, mode: str, n: int) -> list[str]:
-                return [h.document_id for h in m.search(query, mode=mode, top_k=n, answer=False).hits]
+                return [h.document_id for h in m.passages(query, mode, n, **(lazy if mode == "lazy" else {}))]
 
             results = evaluate_beir(dataset, run, modes, top_k)
         else:
             def passages(question: str, mode: str, k: int) -> list[tuple[str, str]]:
-                return [(h.source_path, h.text) for h in m.search(question, mode=mode, top_k=k, answer=False).hits]
+                return [(h.source_path, h.text) for h in m.passages(question, mode, k, **(lazy if mode == "lazy" else {}))]
 
             def cited(question: str, mode: str) -> list[str] | None:
-                result = m.search(question, mode=mode, top_k=10)
+                engine, fixed = EVAL_MODES[mode]
+                result = m.ask(question, engine, top_k=10, **fixed, **(lazy if mode == "lazy" else {}))
                 texts = {h.text_unit_id: h.text for h in result.hits}
                 return [texts[c.text_unit_id] for c in result.citations if c.text_unit_id in texts]
 

@@ -68,7 +68,7 @@ class SearchConfig(BaseModel):
     mode: Literal["vector", "keyword", "hybrid", "graph"] = "hybrid"
     max_query_chars: int = Field(100_000, ge=1, description="longer queries are refused at once, in every door (API, CLI, MCP)")
     top_k: int = Field(10, ge=1, le=1000)
-    threshold: float = Field(0.0, ge=-1.0, le=1.0, description="minimum cosine similarity for vector hits")
+    threshold: float | None = Field(None, ge=-1.0, le=1.0, description="keep only passages whose cosine similarity to the query reaches this, in every mode; none: no cut")
     fusion: Literal["rrf", "linear"] = "rrf"
     rrf_k: int = Field(60, ge=1)
     vector_weight: float = Field(0.5, ge=0.0, le=1.0, description="vector share of the text weight; keyword gets 1 - this; both are scaled by 1 - graph_weight")

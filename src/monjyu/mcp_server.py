@@ -29,7 +29,11 @@ from .ingest.loaders import iter_source_files
 from .retrieval import SearchFilters as IndexFilters
 from .schemas import Limit, Offset, QueryText, SearchFilters, SearchWeights
 
-SearchMode = Literal["vector", "keyword", "hybrid", "graph", "hybridrag", "auto"]
+SearchMode = Literal["vector", "keyword", "hybrid", "graph", "hybridrag", "lazy", "auto"]
+# The MCP spelling of each option of Monjyu.ask, for its refusals.
+MCP_OPTION_NAMES = {"top_k": "limit", "offset": "offset", "filters": "filters", "threshold": "threshold",
+                    "answer": "answer", "preset": "preset", "budget": "budget", "weights": "weights",
+                    "rerank": "rerank", "crag": "crag"}
 DOCUMENT_URI = "monjyu://documents/{+document_id}"
 RESOURCE_LIST_LIMIT = 1000  # documents listed as resources; the rest are reached by template or list_documents
 MAX_LAZY_BUDGET = 10_000
@@ -63,15 +67,6 @@ async def call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         return await fn(*args, **kwargs)
     except MonjyuError as exc:
         raise ToolError(str(exc)) from None
-
-
-def facade_method(monjyu: Monjyu, name: str, mode: str) -> Callable[..., Awaitable[Any]]:
-    """A facade method that newer MONJYU versions have (looked up per call), or a clear error."""
-    method = getattr(monjyu, name, None)
-    if method is None:
-        raise ToolError(f"mode '{mode}' needs Monjyu.{name}, which this MONJYU version does not have; "
-                        "use mode hybrid, or upgrade MONJYU")
-    return method
 
 
 def index_filters(filters: SearchFilters | None) -> IndexFilters | None:
@@ -155,7 +150,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
     async def search(
         query: Annotated[QueryText, Field(description="the question or keywords (or a passage to find others like it), up to search.max_query_chars characters (default 100,000)")],
         mode: Annotated[SearchMode | None, Field(description="vector | keyword | hybrid (BM25 + vector + graph) | graph | "
-                                                 "hybridrag (classification, fusion, rerank, CRAG) | auto (picks "
+                                                 "hybridrag (classification, fusion, rerank, CRAG) | lazy (LazyGraphRAG) | auto (picks "
                                                  "by the question's type); default: the configured mode")] = None,
         limit: Annotated[Limit, Field(description="passages to return, 1-100")] = 10,
         offset: Annotated[Offset, Field(description="skip this many passages (paging)")] = 0,
@@ -167,6 +162,12 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                                        "(text, caption, reference, front; default text and "
                                                        "caption)")] = None,
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
+        threshold: Annotated[float | None, Field(ge=-1.0, le=1.0, description="keep only passages whose cosine "
+                                                 "similarity to the query reaches this")] = None,
+        preset: Annotated[Literal["z100", "z500", "z1500"] | None,
+                          Field(description="lazy: effort, relevance tests of z100 < z500 < z1500")] = None,
+        budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
+                                            description="lazy: relevance tests to spend; overrides the preset")] = None,
         weights: Annotated[SearchWeights | None, Field(description="hybridrag: keyword/semantic/graph shares "
                                                        "summing to 1; default by question type")] = None,
         rerank: Annotated[bool | None, Field(description="hybridrag: rerank stage on/off")] = None,
@@ -174,26 +175,13 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                            "abstain when they do not suffice")] = None,
     ) -> dict[str, Any]:
         """Search the indexed documents: ranked passages (text, document, page, offsets, scores)
-        and, unless answer is false, an answer citing them by number."""
-        engine = mode or monjyu.config.search.mode
-        if engine == "auto":
-            route = await call(facade_method(monjyu, "aroute", "auto"), query)
-            engine = monjyu.config.search.mode if route["engine"] == "search" else route["engine"]
-        wanted = {"weights": weights, "rerank": rerank, "crag": crag}
-        if engine == "hybridrag":
-            result = await call(facade_method(monjyu, "ahybrid_search", "hybridrag"), query, top_k=limit, offset=offset,
-                                filters=index_filters(filters), weights=weights.model_dump() if weights else None,
-                                rerank=rerank, crag=crag, answer=answer)
-        elif engine == "lazy":
-            result = await call(monjyu.alazy_search, query)
-        else:
-            given = [k for k, v in wanted.items() if v is not None]
-            if given and mode != "auto":
-                raise ToolError(f"weights, rerank and crag apply only to mode hybridrag (given: {', '.join(given)}); "
-                                "leave them out or set mode to hybridrag")
-            result = await call(monjyu.asearch, query, mode=engine, top_k=limit, offset=offset,
-                                filters=index_filters(filters), answer=answer)
-        return {"engine": engine, **result.to_dict()}
+        and, unless answer is false, an answer citing them by number. An argument the mode
+        cannot apply is refused, naming the modes that take it."""
+        result = await call(monjyu.aask, query, mode, top_k=limit, offset=offset, filters=index_filters(filters),
+                            threshold=threshold, answer=answer, preset=preset, budget=budget,
+                            weights=weights.model_dump() if weights else None, rerank=rerank, crag=crag,
+                            option_names=MCP_OPTION_NAMES)
+        return {"engine": result.mode, **result.to_dict()}
 
     @server.tool(annotations=READ_ONLY)
     async def lazy_search(

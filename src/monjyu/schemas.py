@@ -8,8 +8,6 @@ Rules cite the spec's Zod schema they come from.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import Annotated, Literal
 
@@ -19,7 +17,7 @@ from pydantic.alias_generators import to_camel
 
 QueryType = Literal["local", "global", "relationship", "hybrid"]
 SearchStrategy = Literal["keyword", "semantic", "graph", "hybrid"]
-SearchResultType = Literal["chunk", "entity", "community"]
+SearchResultType = Literal["chunk", "community"]
 CRAGGrade = Literal["correct", "ambiguous", "incorrect"]
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]  # scores, weights, confidences: 0-1
@@ -187,17 +185,38 @@ class Highlight(Schema):
 
 
 class SearchResultSources(Schema):
-    """Where a result comes from: ids of the index (searchResultSourcesSchema)."""
+    """Where a result comes from: ids of the index (searchResultSourcesSchema). entity_ids are the
+    Level 1 noun phrases (entities table ids) the passage names, most specific first;
+    community_ids its community at each level of the hierarchy, coarsest first, and community_id
+    the finest of them. The spec's relation_ids are left out: Level 1 relationships are
+    co-occurrence edges, named by their two entities, not ids of their own."""
 
     chunk_id: str | None = None
     file_id: str | None = None
     entity_ids: list[str] = Field(default_factory=list)
     community_id: str | None = None
-    relation_ids: list[str] = Field(default_factory=list)
+    community_ids: list[str] = Field(default_factory=list)
+
+
+class ResultMetadata(Schema):
+    """The passage's document and place in it (options.include_metadata)."""
+
+    title: str = ""
+    source_path: str = ""
+    page: int | None = None
+    section: str = ""
+    kind: str = "text"
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    chunk_index: Count = 0
+    start_char: Count = 0
+    end_char: Count = 0
 
 
 class SearchResultItem(Schema):
-    """One ranked result; `score` is the fused score, 0-1 (searchResultItemSchema)."""
+    """One ranked result (searchResultItemSchema). `score` (0-1) orders the list: a passage's final
+    score (after reranking) over the best one's; a community (type community, global questions)
+    scores as the best of its passages on the page and comes just before it."""
 
     id: str
     type: SearchResultType = "chunk"
@@ -206,6 +225,7 @@ class SearchResultItem(Schema):
     content: SearchResultContent
     highlights: list[Highlight] = Field(default_factory=list)
     sources: SearchResultSources = Field(default_factory=SearchResultSources)
+    metadata: ResultMetadata | None = None
 
 
 class StrategyMetric(Schema):
@@ -231,148 +251,3 @@ class SearchResult(Schema):
     total_count: Count = 0
     processing_time: Millis = 0.0  # ms
     strategies: SearchStrategyMetrics = Field(default_factory=SearchStrategyMetrics)
-
-
-# ---------------------------------------------------------------------------------- pipeline settings
-class RRFConfig(Schema):
-    """Reciprocal rank fusion: k in 1-1000 (60 by default); normalise by the weights present."""
-
-    k: int = Field(60, ge=1, le=1000)
-    normalize_scores: bool = True
-
-
-class RerankConfig(Schema):
-    enabled: bool = True
-    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-    top_k: int = Field(50, ge=1, le=100)
-    batch_size: int = Field(16, ge=1, le=32)
-
-
-class QueryClassification(Schema):
-    """Stage 1 output: the query's type, how sure, the entities named, the weights to use."""
-
-    original_query: str
-    type: QueryType
-    confidence: Unit
-    extracted_entities: list[str] = Field(default_factory=list)
-    suggested_weights: SearchWeights
-    expanded_queries: list[str] = Field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------- utilities
-DEFAULT_WEIGHTS: dict[str, tuple[float, float, float]] = {  # keyword, semantic, graph
-    "local": (0.35, 0.35, 0.30),
-    "global": (0.2, 0.3, 0.5),
-    "relationship": (0.2, 0.2, 0.6),
-    "hybrid": (0.33, 0.34, 0.33),
-}
-
-
-def default_weights(query_type: QueryType) -> SearchWeights:
-    """Fusion weights for a query type: global and relationship questions lean on the graph."""
-    keyword, semantic, graph = DEFAULT_WEIGHTS.get(query_type, DEFAULT_WEIGHTS["hybrid"])
-    return SearchWeights(keyword=keyword, semantic=semantic, graph=graph)
-
-
-def normalize_weights(keyword: float, semantic: float, graph: float) -> SearchWeights:
-    """Scale any non-negative weights (e.g. CLI `--weights 2,1,1`) so they sum to 1."""
-    if min(keyword, semantic, graph) < 0:
-        raise ValueError("weights must not be negative")
-    total = keyword + semantic + graph
-    if total <= 0:
-        raise ValueError("at least one weight must be above 0")
-    return SearchWeights(keyword=keyword / total, semantic=semantic / total, graph=graph / total)
-
-
-def rrf_score(ranks: dict[str, int | None], weights: SearchWeights, config: RRFConfig | None = None) -> float:
-    """Weighted RRF of one item from its 1-based rank per strategy (None: not found by it).
-    With normalize_scores the sum is divided by the weight of the strategies that found it."""
-    config = config or RRFConfig()
-    score = total_weight = 0.0
-    for strategy in ("keyword", "semantic", "graph"):
-        rank = ranks.get(strategy)
-        if rank is not None:
-            w = getattr(weights, strategy)
-            score += w / (config.k + rank)
-            total_weight += w
-    if config.normalize_scores and total_weight > 0:
-        score /= total_weight
-    return score
-
-
-def normalize_scores(items: Sequence[SearchResultItem]) -> list[SearchResultItem]:
-    """Min-max the items' scores to 0-1; equal scores are left as they are."""
-    if not items:
-        return []
-    low, high = min(i.score for i in items), max(i.score for i in items)
-    if high == low:
-        return list(items)
-    return [i.model_copy(update={"score": (i.score - low) / (high - low)}) for i in items]
-
-
-def deduplicate_results(items: Iterable[SearchResultItem],
-                        strategy: Literal["max_score", "sum_score"] = "max_score") -> list[SearchResultItem]:
-    """Merge items with the same id (found by several strategies), first-seen order kept.
-    max_score keeps the best-scored copy; sum_score adds scores and combined relevance, capped at 1."""
-    seen: dict[str, SearchResultItem] = {}
-    for item in items:
-        kept = seen.get(item.id)
-        if kept is None:
-            seen[item.id] = item
-        elif strategy == "max_score":
-            if item.score > kept.score:
-                seen[item.id] = item
-        else:
-            relevance = kept.relevance.model_copy(
-                update={"combined": min(1.0, kept.relevance.combined + item.relevance.combined)})
-            seen[item.id] = kept.model_copy(update={"score": min(1.0, kept.score + item.score), "relevance": relevance})
-    return list(seen.values())
-
-
-def filter_by_min_relevance(items: Iterable[SearchResultItem], min_relevance: float) -> list[SearchResultItem]:
-    """The items whose combined relevance reaches the filter's min_relevance."""
-    return [i for i in items if i.relevance.combined >= min_relevance]
-
-
-def make_highlight(text: str, matches: Sequence[tuple[int, int]], field: str = "text", context_chars: int = 50,
-                   max_length: int = 200) -> Highlight:
-    """A fragment around the first match (with "..." where text was cut) and the matches inside
-    it as offsets into the fragment, merged where they overlap."""
-    if not matches:
-        return Highlight(field=field, fragment=text[:max_length])
-    spans = sorted((max(0, s), min(len(text), e)) for s, e in matches if e > s)
-    first_start, first_end = spans[0]
-    start, end = max(0, first_start - context_chars), min(len(text), first_end + context_chars)
-    prefix = "..." if start > 0 else ""
-    fragment = (prefix + text[start:end] + ("..." if end < len(text) else ""))[:max_length]
-    shift = len(prefix) - start
-    offsets: list[HighlightOffset] = []
-    for s, e in spans:
-        s, e = max(s + shift, len(prefix)), min(e + shift, len(prefix) + end - start, len(fragment))
-        if e <= s:
-            continue
-        if offsets and s <= offsets[-1].end:
-            previous = offsets.pop()
-            s, e = previous.start, max(e, previous.end)
-        offsets.append(HighlightOffset(start=s, end=e))
-    return Highlight(field=field, fragment=fragment, offsets=offsets)
-
-
-def expand_query(query: str, synonyms: dict[str, list[str]]) -> list[str]:
-    """The query and one variant per synonym of each of its words (whole words, any case)."""
-    expansions = [query]
-    for word in dict.fromkeys(query.lower().split()):
-        for synonym in synonyms.get(word, []):
-            variant = re.sub(rf"\b{re.escape(word)}\b", synonym, query, flags=re.IGNORECASE)
-            if variant not in expansions:
-                expansions.append(variant)
-    return expansions
-
-
-def crag_grade(score: float, correct: float = 0.7, incorrect: float = 0.3) -> CRAGGrade:
-    """Grade a 0-1 relevance: correct at or above `correct`, incorrect at or below `incorrect`."""
-    if score >= correct:
-        return "correct"
-    if score <= incorrect:
-        return "incorrect"
-    return "ambiguous"

@@ -221,7 +221,7 @@ class LazySearchResult:
     """What lazy search found, what it spent, and the path it took through the communities."""
 
     query: str
-    answer: Answer
+    answer: Answer | None  # None when asked for passages only (answer=False)
     subqueries: list[str]
     expanded_query: str
     claims: list[Claim]
@@ -234,10 +234,13 @@ class LazySearchResult:
     usage: dict[str, Any] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     kept_text_unit_ids: list[str] = field(default_factory=list)  # units with relevant sentences, best first
+    hits: list[SearchHit] = field(default_factory=list)  # one page of those units (score: best sentence, 0-10)
+    total_count: int = 0  # units with relevant sentences, before paging
+    mode: str = "lazy"
 
     @property
     def citations(self) -> list[Citation]:
-        return self.answer.citations
+        return self.answer.citations if self.answer else []
 
     @property
     def llm_calls(self) -> int:
@@ -277,6 +280,10 @@ class HybridSearchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     best_scores: dict[str, float] = field(default_factory=dict)  # best combined/keyword/graph score: the 0-1 scale
     response: Any = None  # the page as schemas.SearchResult (set by Monjyu.hybrid_search)
+    mode: str = "hybridrag"
+    # community search (global questions): the communities ranked, best first (id, level, title,
+    # score, text_unit_ids: the query's top units they hold)
+    communities: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def hits(self) -> list[SearchHit]:

@@ -24,6 +24,7 @@ class Community:
     title: str  # representative phrases
     unit_rows: np.ndarray  # rows of the text_units table, ascending
     size: int  # phrases
+    phrases: frozenset[int] = frozenset()  # its noun phrases (entity ids)
 
 
 @dataclass
@@ -55,10 +56,13 @@ class CommunityIndex:
         store = LanceStore(generation_dir / "lancedb")
         if not store.has(COMMUNITIES):
             return None
-        t = store.read(COMMUNITIES, ["id", "level", "parent", "children", "title", "text_unit_ids", "size"]).to_pydict()
+        t = store.read(COMMUNITIES, ["id", "level", "parent", "children", "title", "text_unit_ids", "size",
+                                     "entity_ids"]).to_pydict()
+        if not t["id"]:  # a collection too small to group its phrases: no hierarchy to walk
+            return None
         communities = [
             Community(id=t["id"][i], level=t["level"][i], parent=t["parent"][i], children=list(t["children"][i]),
-                      title=t["title"][i], size=t["size"][i],
+                      title=t["title"][i], size=t["size"][i], phrases=frozenset(t["entity_ids"][i]),
                       unit_rows=np.array(sorted(row_of_unit[u] for u in t["text_unit_ids"][i] if u in row_of_unit),
                                          dtype=np.int64))
             for i in range(len(t["id"]))

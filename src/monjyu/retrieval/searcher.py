@@ -25,7 +25,7 @@ from ..store.lancedb_store import VectorANN
 from ..types import SearchHit, SearchResults
 from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
-from .communities import CommunityIndex
+from .communities import CommunityHit, CommunityIndex
 from .evidence import EvidenceReranker
 from .graph import PhraseGraph
 
@@ -145,10 +145,23 @@ class Searcher:
         self.evidence = EvidenceReranker(index, self.analyzer, embed_texts)
         self._np_extractor: NounPhraseExtractor | None = None
         self._rows: dict[str, int] | None = None
+        self._by_position: dict[tuple[str, int], int] | None = None
 
     # -- single strategies: (row, score) best first ---------------------------------
-    def vector_ranking(self, query_vector: np.ndarray, n: int, mask: np.ndarray | None,
-                       threshold: float | None = None) -> tuple[list[tuple[int, float]], int]:
+    def restrict(self, filters: SearchFilters | None, query_vector: np.ndarray | None = None,
+                 threshold: float | None = None) -> np.ndarray | None:
+        """The units a search may return (None: all): the filters' mask, and with a threshold only
+        the units whose cosine similarity to the query reaches it, in every mode alike."""
+        mask = self.index.mask(filters)
+        if threshold is None:
+            return mask
+        if query_vector is None:
+            raise MonjyuError("a similarity threshold needs the query's vector")
+        close = self.index.vectors @ np.asarray(query_vector, dtype=np.float32) >= threshold
+        return close if mask is None else mask & close
+
+    def vector_ranking(self, query_vector: np.ndarray, n: int,
+                       mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
         """Exact cosine over all (or the masked) units; an unfiltered search of an index with an
         ANN index scores only the ANN's candidates, exactly. The count of passing units is then
         exact only when fewer than n pass; otherwise it is the index size."""
@@ -159,9 +172,7 @@ class Searcher:
             ids = self.index.ann.candidates(qv, max(cfg.ann_candidates, 2 * n), cfg.ann_nprobes)
             candidates = np.sort(np.array([self.row_of(u) for u in ids], dtype=np.int64))  # ties by row
         scores = self.index.vectors @ qv if candidates is None else self.index.vectors[candidates] @ qv
-        valid = np.ones(len(scores), dtype=bool) if mask is None else mask.copy()
-        if threshold is not None and threshold > -1.0:
-            valid &= scores >= threshold
+        valid = np.ones(len(scores), dtype=bool) if mask is None else mask
         top = _top(scores, n, valid)
         if candidates is None:
             return [(r, float(scores[r])) for r in top], int(valid.sum())
@@ -227,9 +238,10 @@ class Searcher:
         return seeds
 
     def community_ranking(self, query: str, query_vector: np.ndarray, n: int, mask: np.ndarray | None,
-                          communities: int = 5) -> tuple[list[tuple[int, float]], int]:
+                          communities: int = 5) -> tuple[list[tuple[int, float]], int, list[CommunityHit]]:
         """Global questions: the communities holding most of the query's best units, then their
-        units by similarity, taken in turn from each community so every theme is represented."""
+        units by similarity, taken in turn from each community so every theme is represented.
+        Also returns those communities."""
         index = self.require_communities()
         seed, _ = self.vector_ranking(query_vector, max(n, 50), mask)
         ranked_rows = [r for r, _ in seed]
@@ -251,13 +263,41 @@ class Searcher:
                     out[q[depth]] = 1.0 / (1 + len(out))
             depth += 1
         ranked = list(out.items())[:n]
-        return ranked, len(ranked)
+        return ranked, len(ranked), top
+
+    def multihop_ranking(self, query: str, query_vector: np.ndarray | None, n: int, mask: np.ndarray | None,
+                         hop_units: int = 3, bridges: int = 5) -> tuple[list[tuple[int, float]], int]:
+        """A chained walk for questions that go through an unnamed entity ("where was the director
+        of film X born?"): hop 1 is the walk from the query; the rarest phrases of hop 1's best
+        units that the query does not name are the bridges (the director's name), and hop 2
+        walks from them together with the query's own phrases. The two hops are fused by RRF,
+        hop 1 first."""
+        graph = self.require_graph()
+        first, total = self.graph_ranking(query, query_vector, n, mask)
+        named = set(self.phrase_seeds(query))
+        candidates: dict[int, float] = {}
+        for rank, (row, _) in enumerate(first[:hop_units], start=1):
+            for node in self.unit_phrases(row):
+                if node not in named:
+                    candidates[node] = max(candidates.get(node, 0.0), float(graph.idf[node]) / rank)
+        chosen = sorted(candidates, key=lambda node: (-candidates[node], node))[:bridges]
+        if not chosen:
+            return first, total
+        seeds = {node: float(graph.idf[node]) for node in named} | {node: candidates[node] for node in chosen}
+        scores = graph.personalized_pagerank(seeds, damping=self.config.graph_damping)
+        valid = scores > 0
+        if mask is not None:
+            valid &= mask
+        second = _top(scores, n, valid)
+        fused = weighted_rrf([[r for r, _ in first], second], [1.0, 0.5], self.config.rrf_k)[:n]
+        return fused, max(total, len(fused))
 
     def relation_ranking(self, query: str, query_vector: np.ndarray | None, n: int, mask: np.ndarray | None,
-                         entities: list[str] | None = None) -> tuple[list[tuple[int, float]], int]:
+                         entities: list[str] | None = None, hint: str = "") -> tuple[list[tuple[int, float]], int]:
         """Relationship questions: the graph walk from the query, fused (RRF) with the units that
         lie between its specific entities: a walk from each rare named phrase alone scores every
-        unit, and the geometric mean over them ranks first the units close to all (the links).
+        unit, and the geometric mean over them ranks first the units close to all (the links);
+        with the classifier's relation `hint`, the links whose text names it count again.
         Generic phrases ("film", "country") are not entities here: they connect everything."""
         graph = self.require_graph()
         base, total = self.graph_ranking(query, query_vector, n, mask)
@@ -276,13 +316,20 @@ class Searcher:
         if mask is not None:
             valid &= mask
         links = _top(between, n, valid)
-        fused = weighted_rrf([[r for r, _ in base], links], [1.0, 0.5], self.config.rrf_k)[:n]
+        lists, weights = [[r for r, _ in base], links], [1.0, 0.5]
+        hint_terms = self.analyzer.terms(hint) if hint else []
+        if hint_terms:  # the classifier's relation words ("director of"): the links that state it
+            stated = self.index.bm25.scores(hint_terms)
+            lists.append([r for r in links if stated[r] > 0])
+            weights.append(0.5)
+        fused = weighted_rrf(lists, weights, self.config.rrf_k)[:n]
         return fused, max(total, len(fused))
 
     def require_communities(self) -> CommunityIndex:
         self.require_graph()
         if self.index.communities is None:
-            raise MonjyuError("this index has no communities: rebuild it with Level 1")
+            raise MonjyuError("this index has no communities: it was built with `--level 0`, or its documents "
+                              "hold too few noun phrases to group; rebuild with Level 1 or add documents")
         return self.index.communities
 
     def require_graph(self) -> PhraseGraph:
@@ -299,6 +346,46 @@ class Searcher:
         """The normalised noun phrases of a query (what graph.match takes besides its n-grams)."""
         return list(self.phrase_extractor().extract([text[:QUERY_TEXT_CHARS]])[0])
 
+    def neighbour_text(self, row: int, chars: int = 200) -> tuple[str, str]:
+        """The document's text just before and just after the unit (up to `chars` each), from the
+        units beside it; units overlap, so only what lies outside this unit is taken."""
+        c = self.index.columns
+        if self._by_position is None:
+            self._by_position = {(d, int(i)): r for r, (d, i) in enumerate(zip(c["document_id"], c["chunk_index"]))}
+        doc, index = c["document_id"][row], int(c["chunk_index"][row])
+        start, end = int(c["start_char"][row]), int(c["end_char"][row])
+        before = after = ""
+        prev = self._by_position.get((doc, index - 1))
+        if prev is not None:
+            before = c["text"][prev][:max(0, start - int(c["start_char"][prev]))][-chars:]
+        nxt = self._by_position.get((doc, index + 1))
+        if nxt is not None:
+            after = c["text"][nxt][max(0, end - int(c["start_char"][nxt])):][:chars]
+        return before, after
+
+    def unit_phrases(self, row: int, limit: int = 30) -> list[int]:
+        """The non-hub noun phrases (entity ids) the unit names, most specific (rarest) first."""
+        graph = self.index.graph
+        if graph is None:
+            return []
+        inc = graph.incidence
+        nodes = [int(n) for n in inc.indices[inc.indptr[row]:inc.indptr[row + 1]] if not graph.is_hub[n]]
+        return sorted(nodes, key=lambda n: (-graph.idf[n], n))[:limit]
+
+    def unit_communities(self, row: int) -> list[int]:
+        """The unit's community at each level, coarsest first: of the communities at a level that
+        hold the unit, the one holding most of its phrases (the smallest id on a tie)."""
+        communities = self.index.communities
+        if communities is None:
+            return []
+        phrases = set(self.unit_phrases(row, limit=10_000))
+        out = []
+        for level in communities.levels:
+            here = communities.of_unit(row, level)
+            if here:
+                out.append(min(here, key=lambda c: (-len(phrases & c.phrases), c.id)).id)
+        return out
+
     def row_of(self, text_unit_id: str) -> int:
         if self._rows is None:
             self._rows = {u: i for i, u in enumerate(self.index.columns["id"])}
@@ -309,13 +396,13 @@ class Searcher:
                filters: SearchFilters | None = None, threshold: float | None = None) -> SearchResults:
         cfg = self.config
         t0 = time.perf_counter()
-        mask = self.index.mask(filters)
+        mask = self.restrict(filters, query_vector, threshold)
         need = offset + top_k
         timings: dict[str, float] = {}
         vec: dict[int, float] = {}
         kw: dict[int, float] = {}
         if mode == "vector":
-            ranked, total = self.vector_ranking(query_vector, need, mask, threshold)
+            ranked, total = self.vector_ranking(query_vector, need, mask)
             vec = dict(ranked)
         elif mode == "keyword":
             ranked, total = self.keyword_ranking(query, need, mask)
@@ -325,7 +412,7 @@ class Searcher:
         elif mode == "hybrid":
             n = max(cfg.candidates, need)
             t = time.perf_counter()
-            v_ranked, _ = self.vector_ranking(query_vector, n, mask, threshold)
+            v_ranked, _ = self.vector_ranking(query_vector, n, mask)
             timings["vector_ms"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             k_ranked, _ = self.keyword_ranking(query, n, mask)
@@ -349,7 +436,7 @@ class Searcher:
                 timings["rerank_ms"] = (time.perf_counter() - t) * 1000
             if cfg.feedback and ranked:
                 t = time.perf_counter()
-                ranked = self.feedback_round(query, query_vector, ranked, n, mask, threshold)
+                ranked = self.feedback_round(query, query_vector, ranked, n, mask)
                 timings["feedback_ms"] = (time.perf_counter() - t) * 1000
             total = len(ranked)
         else:
@@ -377,7 +464,7 @@ class Searcher:
         return [(r, floor + (top - floor) * (len(head) - i) / len(head)) for i, (r, _) in enumerate(reranked)] + rest
 
     def feedback_round(self, query: str, query_vector: np.ndarray, first: list[tuple[int, float]], n: int,
-                        mask: np.ndarray | None, threshold: float | None) -> list[tuple[int, float]]:
+                       mask: np.ndarray | None) -> list[tuple[int, float]]:
         """Search again with the best passage added to the query (vector: sum of the two unit
         vectors; keyword: both term lists) and follow the title links of the best passages; fuse
         with the first round, keeping its top hits in place. Only when those passages link to
@@ -390,7 +477,7 @@ class Searcher:
         best = first[0][0]
         q2 = np.asarray(query_vector, dtype=np.float32) + self.index.vectors[best]
         q2 /= max(float(np.linalg.norm(q2)), 1e-12)
-        v2, _ = self.vector_ranking(q2, n, mask, threshold)
+        v2, _ = self.vector_ranking(q2, n, mask)
         c = self.index.columns
         passage = f"{c['title'][best]}\n{c['text'][best]}" if c["title"][best] else c["text"][best]
         k2, _ = self.keyword_ranking(self.query_terms(query) + self.analyzer.terms(passage), n, mask)

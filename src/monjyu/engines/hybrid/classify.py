@@ -14,13 +14,6 @@ from ...errors import ServiceError
 from ...llm import LLM, Message, load_prompt
 from ...nlp.lang import detect_language
 
-QUERY_TYPES = ("local", "global", "relationship", "hybrid")
-# keyword / semantic / graph weights per query type (CONV-07)
-DEFAULT_WEIGHTS: dict[str, tuple[float, float, float]] = {
-    "local": (0.35, 0.35, 0.30), "global": (0.20, 0.30, 0.50),
-    "relationship": (0.20, 0.20, 0.60), "hybrid": (0.33, 0.34, 0.33),
-}
-
 _GLOBAL = {
     "en": re.compile(r"\b(overall|main (themes?|topics?|ideas?|findings|trends)|key (themes?|topics?|findings|trends)|"
                      r"summari[sz]e|summary|overview|in general|across (the|all)|whole (collection|corpus)|"

@@ -62,49 +62,69 @@ class HybridRAGEngine:
         return await llm_classify(self.llm, query, rules, self.prompts_dir) if use_llm else rules
 
     # ------------------------------------------------------------------ stage 2
+    def graph_mode(self, cls: Classification) -> str:
+        """The graph search the query type calls for; community search needs communities (a
+        collection too small to group its phrases has none), else the entity walk runs."""
+        mode = GRAPH_MODE[cls.type]
+        return "entity" if mode == "community" and self.searcher.index.communities is None else mode
+
     def _strategy(self, name: str, query: str, vector: np.ndarray, n: int, mask: np.ndarray | None,
-                  cls: Classification) -> tuple[list[tuple[int, float]], float]:
+                  cls: Classification, found: dict) -> tuple[list[tuple[int, float]], float]:
+        """One strategy's ranking and its time in ms; community search also leaves the communities
+        it ranked in `found` (they become `type: community` results)."""
         t = time.perf_counter()
         s = self.searcher
         if name == "keyword":
             ranked, _ = s.keyword_ranking(query, n, mask)
         elif name == "semantic":
             ranked, _ = s.vector_ranking(vector, n, mask)
-        elif GRAPH_MODE[cls.type] == "community":
-            ranked, _ = s.community_ranking(query, vector, n, mask)
-        elif GRAPH_MODE[cls.type] == "relation":
-            ranked, _ = s.relation_ranking(query, vector, n, mask, cls.entities)
-        else:  # entity (local) and multi-hop (hybrid) both walk the phrase graph from the query's phrases
+        elif self.graph_mode(cls) == "community":
+            ranked, _, found["communities"] = s.community_ranking(query, vector, n, mask)
+        elif self.graph_mode(cls) == "relation":
+            ranked, _ = s.relation_ranking(query, vector, n, mask, cls.entities, cls.relation_hint)
+        elif self.graph_mode(cls) == "multihop":
+            ranked, _ = s.multihop_ranking(query, vector, n, mask)
+        else:  # entity: the walk from the query's phrases and its best vector hits
             ranked, _ = s.graph_ranking(query, vector, n, mask)
         return ranked, (time.perf_counter() - t) * 1000
 
     async def _triple_search(self, query: str, vector: np.ndarray, n: int, mask: np.ndarray | None,
-                             cls: Classification, weights: dict[str, float]) -> tuple[list[tuple[int, float]], dict, dict]:
+                             cls: Classification, weights: dict[str, float],
+                             found: dict | None = None) -> tuple[list[tuple[int, float]], dict, dict]:
         names = [k for k in STRATEGIES if weights[k] > 0 and (k != "graph" or self.searcher.index.graph is not None)]
-        runs = await asyncio.gather(*(asyncio.to_thread(self._strategy, k, query, vector, n, mask, cls) for k in names))
+        found = {} if found is None else found
+        runs = await asyncio.gather(*(asyncio.to_thread(self._strategy, k, query, vector, n, mask, cls, found)
+                                      for k in names))
         per = {k: dict(r) for k, (r, _) in zip(names, runs)}
         metrics = {k: {"count": len(r), "time_ms": round(ms, 2), "top_score": round(r[0][1], 6) if r else 0.0}
                    for k, (r, ms) in zip(names, runs)}
         if "graph" in metrics:
-            metrics["graph"]["mode"] = GRAPH_MODE[cls.type]
+            metrics["graph"]["mode"] = self.graph_mode(cls)
         fused = weighted_rrf([[row for row, _ in r] for r, _ in runs], [weights[k] for k in names],
                              self.search_config.rrf_k)
         if self.search_config.feedback and fused:  # the second hop of multi-hop questions
-            fused = self.searcher.feedback_round(query, vector, fused, n, mask, None)
+            fused = self.searcher.feedback_round(query, vector, fused, n, mask)
         return fused, per, metrics
 
     # ------------------------------------------------------------------ stage 3
-    def _rerank(self, query: str, vector: np.ndarray, fused: list[tuple[int, float]]) -> tuple[list[int], dict[int, float]]:
+    def _rerank(self, query: str, vector: np.ndarray,
+                fused: list[tuple[int, float]]) -> tuple[list[tuple[int, float]], dict[int, float]]:
         """Rerank the best candidates; the final order fuses the reranker's order with the fused
-        order (weighted RRF), so a reranker's mistake on one passage cannot bury a strong hit."""
+        order (weighted RRF), so a reranker's mistake on one passage cannot bury a strong hit.
+        Returns (row, final score) in the final order (the score orders the list: the rest,
+        beyond the reranked head, is scaled below it) and the reranker's scores."""
         head = [row for row, _ in fused[:self.rerank_config.candidates]]
         texts = [self._text(row) for row in head]
         scores = self.reranker.scores(query, vector, texts, self.searcher.index.vectors[head])
         self._inherit_link_scores(query, vector, head, scores)
         by_rerank = [head[i] for i in np.argsort(-scores, kind="stable")]
         w = self.rerank_config.weight
-        order = [row for row, _ in weighted_rrf([head, by_rerank], [1.0 - w, w], self.search_config.rrf_k)]
-        return order + [row for row, _ in fused[len(head):]], {row: float(v) for row, v in zip(head, scores)}
+        order = weighted_rrf([head, by_rerank], [1.0 - w, w], self.search_config.rrf_k)
+        rest = fused[len(head):]
+        if rest:  # below the head's last final score, in their fused order
+            scale = 0.999 * order[-1][1] / rest[0][1]
+            rest = [(row, score * scale) for row, score in rest]
+        return order + rest, {row: float(v) for row, v in zip(head, scores)}
 
     def _inherit_link_scores(self, query: str, vector: np.ndarray, head: list[int], scores: np.ndarray) -> None:
         """A passage that a top passage links to by title (the director's page, linked from the
@@ -158,8 +178,10 @@ class HybridRAGEngine:
     async def asearch(self, query: str, top_k: int = 10, offset: int = 0, filters: SearchFilters | None = None,
                       weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
                       answer: bool = True, on_token: Callable[[str], None] | None = None,
-                      query_type: str | None = None, query_vector: np.ndarray | None = None) -> HybridSearchResult:
-        """`query_type` skips classification; `query_vector` skips embedding the query."""
+                      query_type: str | None = None, query_vector: np.ndarray | None = None,
+                      threshold: float | None = None) -> HybridSearchResult:
+        """`query_type` skips classification; `query_vector` skips embedding the query; filters
+        and the similarity threshold bound every strategy's list."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
         cls = await self.classify(query, query_type)
@@ -170,11 +192,11 @@ class HybridRAGEngine:
 
         t = time.perf_counter()
         vector = await asyncio.to_thread(self.embed_query, query) if query_vector is None else query_vector
-        mask = self.searcher.index.mask(filters)
+        mask = self.searcher.restrict(filters, vector, threshold)
         n = max(self.search_config.candidates, offset + top_k)
-        fused, per, metrics = await self._triple_search(query, vector, n, mask, cls, w)
-        best = {"combined": fused[0][1] if fused else 0.0,
-                **{k: max(scores.values()) for k, scores in per.items() if scores}}
+        found: dict = {}
+        fused, per, metrics = await self._triple_search(query, vector, n, mask, cls, w, found)
+        best = {k: max(scores.values()) for k, scores in per.items() if scores}
         if filters is not None:
             fused = filters.trim(fused)
         timings["search_ms"] = (time.perf_counter() - t) * 1000
@@ -182,16 +204,21 @@ class HybridRAGEngine:
         t = time.perf_counter()
         use_rerank = (cls.type in self.config.rerank_types if rerank is None else rerank) and self.reranker is not None
         rerank_scores: dict[int, float] = {}
+        if use_rerank and fused:
+            fused, rerank_scores = await asyncio.to_thread(self._rerank, query, vector, fused)
         order = [row for row, _ in fused]
-        if use_rerank and order:
-            order, rerank_scores = await asyncio.to_thread(self._rerank, query, vector, fused)
+        best["combined"] = fused[0][1] if fused else 0.0
         timings["rerank_ms"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
         grades: dict[int, Grade] = {}
         crag_info = None
         if self.config.crag if crag is None else crag:
-            order, grades, crag_info = await self._corrective(query, vector, order, offset + top_k, mask, cls, w)
+            order, grades, crag_info, rescored = await self._corrective(query, vector, order, offset + top_k,
+                                                                        mask, cls, w)
+            if rescored is not None:  # the rewritten query's results replaced the first ones
+                fused = [(row, rescored[row]) for row in order]
+                best["combined"] = fused[0][1] if fused else 0.0
         timings["crag_ms"] = (time.perf_counter() - t) * 1000
 
         combined = {row: score for row, score in fused}
@@ -216,7 +243,10 @@ class HybridRAGEngine:
             query=query, classification={"type": cls.type, "confidence": cls.confidence, "entities": cls.entities,
                                          "relation_hint": cls.relation_hint, "method": cls.method},
             weights=w, items=items, total_count=len(order), strategies=metrics,
-            reranker=self.reranker.name if use_rerank else None, crag=crag_info, timings_ms=timings, best_scores=best)
+            reranker=self.reranker.name if use_rerank else None, crag=crag_info, timings_ms=timings, best_scores=best,
+            communities=[{"id": h.community.id, "level": h.community.level, "title": h.community.title,
+                          "score": h.score, "text_unit_ids": [self.searcher.index.columns["id"][r] for r in h.matched_rows]}
+                         for h in found.get("communities", [])])
         if answer:
             t = time.perf_counter()
             result.answer = await self._answer(query, vector, items, crag_info, on_token)
@@ -224,12 +254,15 @@ class HybridRAGEngine:
         return result
 
     async def _corrective(self, query: str, vector: np.ndarray, order: list[int], need: int, mask: np.ndarray | None,
-                          cls: Classification, w: dict[str, float]) -> tuple[list[int], dict[int, Grade], dict]:
+                          cls: Classification, w: dict[str, float]) -> tuple[list[int], dict[int, Grade], dict,
+                                                                               dict[int, float] | None]:
         """Grade the results a page needs (plus a margin), drop the incorrect; when nothing is
-        correct, search once more with a rewritten query and keep the better graded set."""
+        correct, search once more with a rewritten query and keep the better graded set (then
+        with that search's fused scores, else None)."""
         head = order[:max(need, self.rerank_config.candidates)]
         grades = dict(zip(head, await self._grade(query, vector, head)))
         info: dict = {"rewritten_query": None, "web_search": False}
+        rescored = None
         if not any(g.grade == "correct" for g in grades.values()):
             rewritten = await self._rewrite(query, head, list(grades.values()))
             if rewritten != query:
@@ -239,13 +272,13 @@ class HybridRAGEngine:
                 head2 = [row for row, _ in fused2[:len(head)]]
                 grades2 = dict(zip(head2, await self._grade(query, vector, head2)))
                 if sum(g.grade == "correct" for g in grades2.values()) > 0:
-                    head, grades = head2, grades2
+                    head, grades, rescored = head2, grades2, dict(fused2)
             if self.web_search is not None and not any(g.grade == "correct" for g in grades.values()):
                 info["web_search"] = True  # the hook's passages go to the answer as extra context
                 info["web_results"] = list(self.web_search(query))
         kept = [row for row in head if grades[row].grade != "incorrect"]
         info["grades"] = {k: sum(g.grade == k for g in grades.values()) for k in ("correct", "ambiguous", "incorrect")}
-        return kept, grades, info
+        return kept, grades, info, rescored
 
     async def _answer(self, query: str, vector: np.ndarray, items: list[HybridItem], crag_info: dict | None,
                       on_token: Callable[[str], None] | None) -> Answer:

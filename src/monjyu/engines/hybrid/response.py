@@ -10,10 +10,37 @@ the semantic score is the cosine similarity (clipped at 0); rerank is the local 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-from ...schemas import (CRAGScore, RelevanceScore, SearchQuery, SearchResult, SearchResultContent,
-                        SearchResultItem, SearchResultSources, SearchStrategyMetrics, StrategyMetric, make_highlight)
+from ...retrieval import Searcher
+from ...schemas import (CRAGScore, Highlight, HighlightOffset, RelevanceScore, ResultMetadata, SearchQuery,
+                        SearchResult, SearchResultContent, SearchResultItem, SearchResultSources, SearchStrategyMetrics,
+                        StrategyMetric)
 from ...types import HybridItem, HybridSearchResult
+
+
+def make_highlight(text: str, matches: Sequence[tuple[int, int]], field: str = "text", context_chars: int = 50,
+                   max_length: int = 200) -> Highlight:
+    """A fragment around the first match (with "..." where text was cut) and the matches inside
+    it as offsets into the fragment, merged where they overlap."""
+    if not matches:
+        return Highlight(field=field, fragment=text[:max_length])
+    spans = sorted((max(0, s), min(len(text), e)) for s, e in matches if e > s)
+    first_start, first_end = spans[0]
+    start, end = max(0, first_start - context_chars), min(len(text), first_end + context_chars)
+    prefix = "..." if start > 0 else ""
+    fragment = (prefix + text[start:end] + ("..." if end < len(text) else ""))[:max_length]
+    shift = len(prefix) - start
+    offsets: list[HighlightOffset] = []
+    for s, e in spans:
+        s, e = max(s + shift, len(prefix)), min(e + shift, len(prefix) + end - start, len(fragment))
+        if e <= s:
+            continue
+        if offsets and s <= offsets[-1].end:
+            previous = offsets.pop()
+            s, e = previous.start, max(e, previous.end)
+        offsets.append(HighlightOffset(start=s, end=e))
+    return Highlight(field=field, fragment=fragment, offsets=offsets)
 
 
 def _unit(value: float | None, scale: float) -> float:
@@ -30,9 +57,10 @@ def _rerank_unit(value: float | None, reranker: str | None) -> float | None:
     return 1.0 / (1.0 + math.exp(-value)) if not 0.0 <= value <= 1.0 else value  # logits -> 0-1
 
 
-def _item(item: HybridItem, result: HybridSearchResult, include_highlights: bool) -> SearchResultItem:
+def _item(item: HybridItem, result: HybridSearchResult, request: SearchQuery, searcher: Searcher) -> SearchResultItem:
     s, top = item.scores, result.best_scores
     hit = item.hit
+    row = searcher.row_of(hit.text_unit_id)
     crag = None
     if item.grade is not None:
         crag = CRAGScore(relevance=item.grade, confidence=min(1.0, max(0.0, s["crag"] or 0.0)),
@@ -40,20 +68,52 @@ def _item(item: HybridItem, result: HybridSearchResult, include_highlights: bool
                          refined_query=(result.crag or {}).get("rewritten_query"))
     combined = _unit(s["combined"], top.get("combined", 0.0))
     highlights = []
-    if include_highlights and item.highlights:
+    if request.options.include_highlights and item.highlights:
         highlights = [make_highlight(hit.text, [(h["start"], h["end"]) for h in item.highlights])]
+    before, after = searcher.neighbour_text(row)
+    communities = [str(c) for c in searcher.unit_communities(row)]
+    metadata = None
+    if request.options.include_metadata:
+        metadata = ResultMetadata(title=hit.document_title, source_path=hit.source_path, page=hit.page,
+                                  section=hit.section, kind=hit.kind, authors=hit.authors, year=hit.year,
+                                  chunk_index=hit.chunk_index, start_char=hit.start_char, end_char=hit.end_char)
     return SearchResultItem(
         id=hit.text_unit_id, type="chunk", score=combined,
         relevance=RelevanceScore(combined=combined, keyword=_unit(s["keyword"], top.get("keyword", 0.0)),
                                  semantic=_unit(s["semantic"], 1.0), graph=_unit(s["graph"], top.get("graph", 0.0)),
                                  rerank=_rerank_unit(s["rerank"], result.reranker), crag=crag),
-        content=SearchResultContent(text=" … ".join(item.strips) if item.strips else hit.text),
+        content=SearchResultContent(text=" … ".join(item.strips) if item.strips else hit.text,
+                                    context_before=before or None, context_after=after or None),
         highlights=highlights,
-        sources=SearchResultSources(chunk_id=hit.text_unit_id, file_id=hit.document_id))
+        sources=SearchResultSources(chunk_id=hit.text_unit_id, file_id=hit.document_id,
+                                    entity_ids=[str(e) for e in searcher.unit_phrases(row)],
+                                    community_ids=communities, community_id=communities[-1] if communities else None),
+        metadata=metadata)
 
 
-def to_search_result(result: HybridSearchResult, request: SearchQuery) -> SearchResult:
-    """One page of a HybridRAG search as the public SearchResult of `request`."""
+def _community_items(result: HybridSearchResult, chunks: list[SearchResultItem]) -> list[SearchResultItem]:
+    """The communities that community search ranked, each scored as its best passage on this
+    page (a community none of whose passages is on the page is left out), labelled by its
+    representative phrases."""
+    on_page = {c.id: c for c in chunks}
+    out = []
+    for community in result.communities:
+        mine = [on_page[u] for u in community["text_unit_ids"] if u in on_page]
+        if not mine:
+            continue
+        best = max(mine, key=lambda c: c.score)
+        out.append(SearchResultItem(
+            id=f"community-{community['id']}", type="community", score=best.score,
+            relevance=RelevanceScore(combined=best.score),
+            content=SearchResultContent(text=best.content.text, summary=community["title"]),
+            sources=SearchResultSources(community_id=str(community["id"]), community_ids=[str(community["id"])],
+                                        chunk_id=best.id, file_id=best.sources.file_id)))
+    return out
+
+
+def to_search_result(result: HybridSearchResult, request: SearchQuery, searcher: Searcher) -> SearchResult:
+    """One page of a HybridRAG search as the public SearchResult of `request`: its passages and,
+    for community search, its communities, in the order of their scores."""
     metrics = {}
     for name in ("keyword", "semantic", "graph"):
         m = result.strategies.get(name)
@@ -63,6 +123,9 @@ def to_search_result(result: HybridSearchResult, request: SearchQuery) -> Search
         scale = 1.0 if name == "semantic" else result.best_scores.get(name, 0.0)
         metrics[name] = StrategyMetric(result_count=m["count"], processing_time=m["time_ms"],
                                        top_score=_unit(m["top_score"], scale))
-    return SearchResult(query=request, results=[_item(i, result, request.options.include_highlights) for i in result.items],
-                        total_count=result.total_count, processing_time=result.timings_ms.get("total_ms", 0.0),
+    chunks = [_item(i, result, request, searcher) for i in result.items]
+    # Stable sort: a community comes just before its best passage (equal scores keep list order).
+    items = sorted(_community_items(result, chunks) + chunks, key=lambda x: -x.score)
+    return SearchResult(query=request, results=items, total_count=result.total_count + len(result.communities),
+                        processing_time=result.timings_ms.get("total_ms", 0.0),
                         strategies=SearchStrategyMetrics(**metrics))

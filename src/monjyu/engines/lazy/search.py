@@ -23,7 +23,7 @@ from ...config import LazyConfig
 from ...errors import ServiceError
 from ...llm import LLM, Message, load_prompt
 from ...nlp.lang import detect_language
-from ...retrieval import Searcher
+from ...retrieval import SearchFilters, Searcher
 from ...retrieval.communities import Community
 from ...retrieval.fusion import weighted_rrf
 from ...types import Answer, Claim, LazySearchResult, RelevantSentence
@@ -64,6 +64,7 @@ class _State:
     relevant: list[RelevantSentence] = field(default_factory=list)
     tested_units: set[int] = field(default_factory=set)
     visits: list[dict] = field(default_factory=list)
+    allowed: np.ndarray | None = None  # the units filters and threshold let through (None: all)
 
     def stop_reason(self) -> str | None:
         if self.used >= self.budget:
@@ -104,7 +105,8 @@ class LazySearchEngine:
         subs = [s.strip() for s in result.parsed.subqueries if any(ch.isalnum() for ch in s)][:self.config.max_subqueries]
         return list(dict.fromkeys([query] + subs)), result.parsed.expanded_query.strip() or query
 
-    def _match(self, subqueries: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    def _match(self, subqueries: Sequence[str], filters: SearchFilters | None,
+               threshold: float | None) -> tuple[list[int], np.ndarray, np.ndarray]:
         """Text units ranked for all subqueries (hybrid per subquery, fused by RRF), every unit's
         best cosine to any subquery (orders the untested units inside a community), and the
         subqueries' vectors."""
@@ -112,7 +114,7 @@ class LazySearchEngine:
         vectors = [self.embed_query(q) for q in subqueries]
         lists = []
         for q, v in zip(subqueries, vectors):
-            result = self.searcher.search(q, v, "hybrid", k)
+            result = self.searcher.search(q, v, "hybrid", k, filters=filters, threshold=threshold)
             lists.append([self.searcher.row_of(h.text_unit_id) for h in result.hits])
         ranked = [row for row, _ in weighted_rrf(lists, [1.0] * len(lists), self.searcher.config.rrf_k)][:k]
         similarity = (self.searcher.index.vectors @ np.stack(vectors).T).max(axis=1)
@@ -120,7 +122,10 @@ class LazySearchEngine:
 
     # ------------------------------------------------------------------ exploration
     def _next_units(self, rows: np.ndarray, state: _State, rank_of: dict[int, int], similarity: np.ndarray) -> list[int]:
-        """The community's best untested units: matched ones by match rank, then by similarity."""
+        """The community's best untested units that the search may return (filters, threshold):
+        matched ones by match rank, then by similarity."""
+        if state.allowed is not None:
+            rows = rows[state.allowed[rows]]
         untested = [r for r in rows.tolist() if r not in state.tested_units]
         untested.sort(key=lambda r: (rank_of.get(r, len(rank_of)), -similarity[r]))
         return untested[:self.config.units_per_visit]
@@ -256,8 +261,12 @@ class LazySearchEngine:
 
     # ------------------------------------------------------------------ entry point
     async def asearch(self, query: str, conversation: LazyConversation | None = None,
-                      on_phase: PhaseCallback | None = None,
-                      on_token: Callable[[str], None] | None = None) -> LazySearchResult:
+                      on_phase: PhaseCallback | None = None, on_token: Callable[[str], None] | None = None,
+                      filters: SearchFilters | None = None, threshold: float | None = None,
+                      top_k: int = 10, offset: int = 0, answer: bool = True) -> LazySearchResult:
+        """Filters and the similarity threshold bound every unit matched or tested; `hits` are
+        the units that held relevant sentences, best first, paged by top_k/offset; answer=False
+        stops after exploration (no claims, no answer, no LLM calls for them)."""
         cfg = self.config
         phase = on_phase or (lambda name, info: None)
         lang = detect_language(query)
@@ -274,7 +283,8 @@ class LazySearchEngine:
         phase("refine", {"subqueries": subqueries, "expanded_query": expanded})
 
         t = time.perf_counter()
-        ranked, similarity, query_vectors = self._match(subqueries)
+        ranked, similarity, query_vectors = self._match(subqueries, filters, threshold)
+        state.allowed = self.searcher.restrict(filters, query_vectors[0], threshold)
         timings["match_ms"] = (time.perf_counter() - t) * 1000
         phase("match", {"units": len(ranked)})
 
@@ -290,8 +300,27 @@ class LazySearchEngine:
         timings["explore_ms"] = (time.perf_counter() - t) * 1000
         phase("explore", {"budget_used": state.used, "relevant": len(state.relevant), "stop": stop})
 
-        t = time.perf_counter()
         relevant = sorted(state.relevant, key=lambda s: -s.score)
+        best: dict[str, float] = {}
+        for s in relevant:
+            best.setdefault(s.text_unit_id, s.score)
+        hits = [self.searcher.hit(self.searcher.row_of(u), score, rank, None, None)
+                for rank, (u, score) in enumerate(list(best.items())[offset:offset + top_k], start=offset + 1)]
+        result = LazySearchResult(
+            query=query, answer=None, subqueries=subqueries, expanded_query=expanded, claims=[],
+            relevant_sentences=relevant, communities_visited=state.visits, budget_used=state.used,
+            budget_total=budget, assessor=assessor.name, stop_reason=stop, timings_ms=timings,
+            kept_text_unit_ids=list(best), hits=hits, total_count=len(best))
+        if answer:
+            result.claims, result.answer = await self._claims_and_answer(query, lang, relevant, state, conversation,
+                                                                          timings, phase, on_token)
+        return result
+
+    async def _claims_and_answer(self, query: str, lang: str, relevant: list[RelevantSentence], state: _State,
+                                 conversation: LazyConversation | None, timings: dict[str, float],
+                                 phase: PhaseCallback, on_token: Callable[[str], None] | None) -> tuple[list[Claim], Answer]:
+        cfg = self.config
+        t = time.perf_counter()
         groups: dict[int | None, list[RelevantSentence]] = {}
         for s in relevant:  # best sentence first, so groups come out best first too
             groups.setdefault(s.community_id, []).append(s)
@@ -323,12 +352,7 @@ class LazySearchEngine:
             conversation.productive_communities = list(dict.fromkeys(
                 [v["id"] for v in state.visits if v["relevant"] and v["id"] is not None]
                 + conversation.productive_communities))
-        kept = list(dict.fromkeys(s.text_unit_id for s in relevant))
-        return LazySearchResult(
-            query=query, answer=answer, subqueries=subqueries, expanded_query=expanded, claims=claims,
-            relevant_sentences=relevant, communities_visited=state.visits, budget_used=state.used,
-            budget_total=budget, assessor=assessor.name, stop_reason=stop, timings_ms=timings,
-            kept_text_unit_ids=kept)
+        return claims, answer
 
 
 def _boosted(communities: list[Community], first: Sequence[int]) -> list[Community]:

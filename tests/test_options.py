@@ -1,0 +1,130 @@
+"""Every search option x every mode, through the API, the CLI (typer's runner, in-process) and MCP
+(tests/test_mcp.py runs OPTION_CASES over its server): each option is applied, and the result
+shows it, or refused with a message naming the modes that take it. None is silently ignored."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+from typer.testing import CliRunner
+
+from monjyu.api import ALL_MODES, OPTION_MODES
+from monjyu.cli import app
+from monjyu.errors import MonjyuError
+from monjyu.retrieval import SearchFilters
+
+QUERY = "Which algorithm detects communities in the concept graph?"
+
+
+def passages(result: dict) -> list[dict]:
+    """The ranked passages of any engine's JSON: `hits`, or HybridRAG's public `results`."""
+    if "hits" in result:
+        return [{"id": h["text_unit_id"], "path": h["source_path"]} for h in result["hits"]]
+    return [{"id": r["id"], "path": r["metadata"]["source_path"]} for r in result["results"]]
+
+
+def cited_paths(result: dict) -> list[str]:
+    return [c["source_path"] for c in (result.get("answer") or {}).get("citations", [])]
+
+
+@dataclass
+class Case:
+    """One option: how each door spells it, and what a result that applied it looks like."""
+
+    option: str  # the key in api.OPTION_MODES
+    api: dict[str, Any]
+    cli: list[str]
+    mcp: dict[str, Any] | None  # None: MCP has no such argument
+    applied: Callable[[dict], bool]
+    modes: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self):
+        self.modes = OPTION_MODES[self.option]
+
+
+def _only_pdf(r: dict) -> bool:
+    return all(p["path"].endswith(".pdf") for p in passages(r)) and all(c.endswith(".pdf") for c in cited_paths(r))
+
+
+OPTION_CASES = [
+    Case("filters", {"filters": SearchFilters.parse(["type=pdf"])}, ["--filter", "type=pdf"],
+         {"filters": {"file_types": ["pdf"]}}, _only_pdf),
+    Case("top_k", {"top_k": 2}, ["--top-k", "2"], {"limit": 2}, lambda r: 0 < len(passages(r)) <= 2),
+    Case("threshold", {"threshold": 0.99}, ["--threshold", "0.99"], {"threshold": 0.99},
+         lambda r: passages(r) == []),
+    Case("answer", {"answer": False}, ["--no-answer"], {"answer": False}, lambda r: r["answer"] is None),
+    Case("expand", {"expand": True}, ["--expand"], None, lambda r: False),  # no LLM here: refused everywhere
+    Case("preset", {"preset": "z100"}, ["--preset", "z100"], {"preset": "z100"}, lambda r: r["budget_total"] == 100),
+    Case("budget", {"budget": 7}, ["--budget", "7"], {"budget": 7},
+         lambda r: r["budget_total"] == 7 and r["budget_used"] <= 7),
+    Case("weights", {"weights": {"keyword": 0.2, "semantic": 0.3, "graph": 0.5}}, ["--weights", "0.2,0.3,0.5"],
+         {"weights": {"keyword": 0.2, "semantic": 0.3, "graph": 0.5}},
+         lambda r: r["weights"] == {"keyword": 0.2, "semantic": 0.3, "graph": 0.5}),
+    Case("rerank", {"rerank": False}, ["--no-rerank"], {"rerank": False}, lambda r: r["reranker"] is None),
+    Case("crag", {"crag": True}, ["--crag"], {"crag": True}, lambda r: r["crag"] is not None),
+]
+MODE_CASES = [(mode, case) for mode in ALL_MODES for case in OPTION_CASES]
+
+
+def expect(mode: str, case: Case, outcome: dict | str) -> None:
+    """`outcome` is the result's JSON, or the refusal's message."""
+    if mode in case.modes and case.option != "expand":
+        assert isinstance(outcome, dict), f"{case.option} in mode {mode} was refused: {outcome}"
+        assert case.applied(outcome), f"{case.option} in mode {mode} was not applied: {json.dumps(outcome)[:500]}"
+    else:
+        assert isinstance(outcome, str), f"{case.option} in mode {mode} was accepted"
+        if case.option == "expand" and mode in case.modes:
+            assert "no LLM is configured" in outcome
+        else:
+            assert f"does not apply to mode {mode}" in outcome and ", ".join(case.modes) in outcome, outcome
+
+
+def test_every_mode_and_option_are_in_the_matrix():
+    assert {c.option for c in OPTION_CASES} | {"offset"} == set(OPTION_MODES)
+    assert set(ALL_MODES) == {"vector", "keyword", "hybrid", "graph", "hybridrag", "lazy", "auto"}
+
+
+@pytest.mark.parametrize("mode,case", MODE_CASES, ids=[f"{m}-{c.option}" for m, c in MODE_CASES])
+def test_api(sample_index, mode, case):
+    try:
+        outcome: dict | str = sample_index.ask(QUERY, mode, **case.api).to_dict()
+    except MonjyuError as exc:
+        outcome = str(exc)
+    expect(mode, case, outcome)
+
+
+@pytest.fixture(scope="module")
+def cli(sample_index, cache_dir):
+    def invoke(*args: str) -> dict | str:
+        result = CliRunner().invoke(app, ["search", QUERY, "--index", str(sample_index.index_dir), "--json", *args],
+                                    env={"MONJYU_CACHE_DIR": str(cache_dir)})
+        if result.exit_code == 2:
+            return " ".join(result.output.split())  # the message, unwrapped
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+    return invoke
+
+
+@pytest.mark.parametrize("mode,case", MODE_CASES, ids=[f"{m}-{c.option}" for m, c in MODE_CASES])
+def test_cli(cli, mode, case):
+    expect(mode, case, cli("--mode", mode, *case.cli))
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_offset_pages_in_every_mode(sample_index, cli, mode):
+    first = [p["id"] for p in passages(sample_index.ask(QUERY, mode, top_k=3, answer=False).to_dict())]
+    page = [p["id"] for p in passages(sample_index.ask(QUERY, mode, top_k=2, offset=1, answer=False).to_dict())]
+    assert len(first) >= 2 and page == first[1:3]
+    assert [p["id"] for p in passages(cli("--mode", mode, "--top-k", "2", "--offset", "1", "--no-answer"))] == page
+
+
+def test_trace_is_lazy_only(sample_index, cache_dir):
+    run = CliRunner()
+    env = {"MONJYU_CACHE_DIR": str(cache_dir)}
+    shown = run.invoke(app, ["search", QUERY, "--index", str(sample_index.index_dir), "--mode", "lazy", "--trace"], env=env)
+    assert shown.exit_code == 0 and "Path through the communities" in shown.output
+    refused = run.invoke(app, ["search", QUERY, "--index", str(sample_index.index_dir), "--mode", "hybrid", "--trace"], env=env)
+    assert refused.exit_code == 2 and "taken by mode lazy" in refused.output
