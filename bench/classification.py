@@ -10,7 +10,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from monjyu.engines.hybrid.classify import rule_classify
+from monjyu.engines.classify import rule_classify
 from monjyu.nlp.lang import detect_language
 
 LABELLED = Path(__file__).parent.parent / "tests" / "data" / "query_types.jsonl"

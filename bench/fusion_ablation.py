@@ -22,9 +22,12 @@ VARIANTS = {
     "hybrid (default)": {},
     "no evidence rerank": {"MONJYU_SEARCH__RERANK_CANDIDATES": "0"},
     "rerank 20 candidates": {"MONJYU_SEARCH__RERANK_CANDIDATES": "20"},
+    "rerank 40 candidates": {"MONJYU_SEARCH__RERANK_CANDIDATES": "40"},
     "graph weight 0": {"MONJYU_SEARCH__GRAPH_WEIGHT": "0"},
     "no feedback round": {"MONJYU_SEARCH__FEEDBACK": "false"},
     "title links off (boost 1)": {"MONJYU_SEARCH__GRAPH_TITLE_BOOST": "1"},
+    "no link evidence round": {"MONJYU_SEARCH__LINK_EVIDENCE": "false"},
+    "graph: one walk (hops 1)": {"MONJYU_SEARCH__GRAPH_HOPS": "1"},
 }
 BEIR_KEYS = ("recall@5", "recall@10", "complete@8")
 QA_KEYS = ("ans@1", "ans@5", "ans@10", "doc@1", "mean_unit_words")
@@ -48,7 +51,7 @@ def main() -> None:
     sets = {"2wiki": (["--beir", str(args.beir)], BEIR_KEYS), "covidqa-dev": (["--qa", str(args.qa)], QA_KEYS)}
     table: dict[str, dict[str, dict]] = {name: {} for name in sets}
     for name, (source, keys) in sets.items():
-        singles = run([*source, "--mode", "vector,keyword,graph"], {})
+        singles = run([*source, "--mode", "vector,keyword,graph,hybridrag"], {})
         table[name].update(singles)
         for variant, env in VARIANTS.items():
             table[name][variant] = run([*source, "--mode", "hybrid"], env)["hybrid"]

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from monjyu import Monjyu
+from monjyu.api import ALL_MODES
 from monjyu.errors import MonjyuError
 
 SHORT = "Which film director was born in the same city as the author of the novel the film adapts?"
@@ -61,15 +62,7 @@ def main() -> None:
     args = ap.parse_args()
     m = Monjyu(args.index)
     long_query = long_text(m, args.words)
-    modes = {
-        "vector": lambda q: m.search(q, mode="vector"),
-        "keyword": lambda q: m.search(q, mode="keyword"),
-        "hybrid": lambda q: m.search(q, mode="hybrid"),
-        "graph": lambda q: m.search(q, mode="graph"),
-        "hybridrag": lambda q: m.hybrid_search(q),
-        "lazy": lambda q: m.lazy_search(q),
-        "auto (route)": lambda q: m.route(q),
-    }
+    modes = {mode: (lambda q, mode=mode: m.ask(q, mode)) for mode in ALL_MODES}
     print(f"long query: {len(long_query.split()):,} words, {len(long_query):,} characters; short: {len(SHORT.split())} words")
     print(f"{'mode':14}{'short s':>10}{'long s':>10}{'ratio':>8}")
     for name, fn in modes.items():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from monjyu import Monjyu
-from monjyu.engines.hybrid.classify import rule_classify
+from monjyu.engines.classify import rule_classify
 from monjyu.errors import MonjyuError
 from monjyu.retrieval import SearchFilters
 from monjyu.schemas import SearchOptions, SearchQuery, SearchResult

@@ -68,6 +68,51 @@ def test_budgets_and_limits_are_respected(sample_index, make_config, settings, c
     assert check(result), (settings, result.stop_reason, result.budget_used, result.communities_visited)
 
 
+@pytest.mark.parametrize("question,topic", [
+    ("What are the main themes across these papers?", ""),
+    ("これらの文書の主なテーマは何ですか？", ""),
+    ("What do these papers say about reranking?", "reranking"),
+])
+def test_global_questions_offline_are_answered_by_themes(sample_index, question, topic):
+    """No LLM: themes from the community hierarchy, each labelled by phrases its cited sentences
+    name, with at least two cited sentences, no label repeating another, and the coverage said."""
+    from monjyu.nlp.analyzer import Analyzer
+
+    analyzer = Analyzer()
+    r = sample_index.lazy_search(question)
+    assert r.assessor == "themes" and r.answer.kind == "extractive" and r.usage["calls"] == 0
+    assert r.coverage["topic"] == topic and 0 < r.coverage["documents"] <= r.coverage["documents_total"] == 9
+    assert 1 <= len(r.themes) <= 10 and r.coverage["communities"] == len(r.themes)
+    labels = []
+    for theme in r.themes:
+        assert len(theme["sentences"]) >= 2
+        named = set().union(*(analyzer.terms(s["text"]) for s in theme["sentences"]))
+        assert all(set(analyzer.terms(p)) <= named for p in theme["label"]), theme
+        assert not any(len(set(theme["label"]) & other) > len(theme["label"]) / 2 for other in labels)
+        labels.append(set(theme["label"]))
+    cited = {c.text_unit_id for c in r.citations}
+    assert cited == {s["text_unit_id"] for t in r.themes for s in t["sentences"]}
+    assert [h.text_unit_id for h in r.hits] == r.kept_text_unit_ids[:len(r.hits)]
+    for n, theme in enumerate(r.themes, start=1):  # each theme is a numbered line of the answer
+        assert f"{n}. {', '.join(theme['label'])}:" in r.answer.text
+
+
+@pytest.mark.parametrize("question", ["What do these papers say about volcanoes?",
+                                      "これらの論文はサッカーについて何を述べていますか？"])
+def test_global_questions_off_topic_say_so(sample_index, question):
+    r = sample_index.lazy_search(question)
+    assert r.answer.kind == "insufficient" and r.stop_reason == "not covered" and not r.citations
+    assert ("does not cover" in r.answer.text) or ("扱っていません" in r.answer.text)
+
+
+def test_global_questions_honour_filters(sample_index):
+    from monjyu.retrieval import SearchFilters
+
+    r = sample_index.lazy_search("What are the main themes across these papers?",
+                                 filters=SearchFilters.parse(["type=md"]))
+    assert r.citations and all(c.source_path.endswith(".md") for c in r.citations)
+
+
 def test_presets_set_the_budget(sample_index):
     assert sample_index.lazy_search(QUESTION, preset="z500").budget_total == 500
     assert sample_index.lazy_search(QUESTION, budget=7).budget_total == 7

@@ -136,7 +136,7 @@ def test_title_links_lead_the_walk_to_the_page_about_a_phrase(tmp_path, make_con
     corpus.write_text("\n".join(json.dumps(r) for r in records))
     lead = {}
     for boost in (1.0, 20.0):
-        m = Monjyu(tmp_path / "idx", make_config(search={"graph_title_boost": boost, "graph_dense_seeds": 0}))
+        m = Monjyu(tmp_path / "idx", make_config(search={"graph_title_boost": boost, "graph_dense_seeds": 0, "graph_hops": 1}))
         m.index([corpus])
         score = {h.document_id: h.score for h in m.search("Where was the director of Madame X born?", mode="graph",
                                                            top_k=8, answer=False).hits}

@@ -78,13 +78,14 @@ class SearchConfig(BaseModel):
     # the question, the second hop of multi-hop questions. The first `feedback_keep` hits of the
     # first round keep their places. bench/level0_quality.py measures it on and off.
     graph_weight: float = Field(0.4, ge=0.0, le=1.0, description="weight of the graph list in hybrid fusion (needs Level 1)")
+    graph_hops: int = Field(2, ge=1, le=2, description="graph and hybrid modes: 2 chains a second walk from the rarest phrases of the first walk's best units (the bridge entity of a multi-hop question); 1: one walk")
     graph_dense_seeds: int = Field(5, ge=0, le=100, description="best vector hits that also seed the graph walk")
     graph_damping: float = Field(0.5, gt=0.0, lt=1.0)
     community_title_weight: float = Field(0.0, ge=0.0, le=1.0, description="share of representative-phrase similarity in community ranking (lazy, global queries); the rest is the query's top units they hold")
     graph_phrase_similarity: float = Field(0.9, ge=0.0, le=1.0, description="cosine at which a query phrase that names no node seeds the most similar embedded phrase; 1: exact names only")
     graph_title_boost: float = Field(20.0, ge=1.0, le=1000.0, description="walk from a phrase to the units titled by it this many times as often")
     feedback: bool = True  # runs when the best passages link to other units by title (a second hop to follow)
-    rerank_candidates: int = Field(40, ge=0, le=1000, description="hybrid: the first round's best N reordered by their evidence (retrieval/evidence.py); 0: off")
+    rerank_candidates: int = Field(60, ge=0, le=1000, description="hybrid: the first round's best N reordered by their evidence (retrieval/evidence.py); 0: off")
     # ANN: from this many text units a build adds an IVF_HNSW_SQ index, and unfiltered vector
     # searches take their candidates from it, re-scored exactly from the vectors in memory
     # (filtered searches stay exact). 100k synthetic units from real embeddings: 200 candidates
@@ -93,6 +94,7 @@ class SearchConfig(BaseModel):
     ann_nprobes: int = Field(50, ge=1, le=10_000)
     ann_candidates: int = Field(200, ge=10, le=100_000, description="ANN candidates re-scored exactly (at least twice the hits wanted)")
     feedback_keep: int = Field(3, ge=0, le=100)
+    link_evidence: bool = Field(True, description="after the feedback round, rerank by evidence again, a unit linked by title from a top passage scoring as its linking sentence")
     feedback_weight: float = Field(2.0, ge=0.0, le=10.0, description="weight of each feedback list (vector, keyword) vs the first round (1.0)")
 
 

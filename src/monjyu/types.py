@@ -237,6 +237,10 @@ class LazySearchResult:
     hits: list[SearchHit] = field(default_factory=list)  # one page of those units (score: best sentence, 0-10)
     total_count: int = 0  # units with relevant sentences, before paging
     mode: str = "lazy"
+    # a global question answered by themes: its topic ("" = the whole collection) and how much
+    # of the collection the themes cover (documents, communities of the level used)
+    coverage: dict[str, Any] = field(default_factory=dict)
+    themes: list[dict[str, Any]] = field(default_factory=list)  # label (phrases), community, cited sentences
 
     @property
     def citations(self) -> list[Citation]:

@@ -56,30 +56,50 @@ class EvidenceReranker:
             self._sentences[row] = cached
         return cached
 
-    def rerank(self, query_terms: list[str], query_vector: np.ndarray, rows: list[int]) -> list[tuple[int, float]]:
-        """(row, score in 0..1) best first; ties keep the given order."""
+    def sentence_naming(self, row: int, phrase: str) -> str:
+        """The unit's first statement naming `phrase` (lower case): one whose vector the build
+        cached; "" when none does."""
+        return next((s for s in self.sentences(row)[0] if phrase in s.lower()), "")
+
+    def rerank(self, query_terms: list[str], query_vector: np.ndarray, rows: list[int],
+               links: list[tuple[int, int, str]] = ()) -> list[tuple[int, float]]:
+        """(row, score in 0..1) best first; ties keep the given order.
+
+        `links` (linked row, linking row, linking sentence): a passage another candidate links to
+        by title (the director's page, from the film's) shares few words with a multi-hop
+        question; it scores at least as the linking sentence does, read as evidence of its own
+        with the linking passage's vector and BM25 score, so the second hop is not buried."""
         if len(rows) < 2:
             return [(r, 1.0) for r in rows]
         q = np.asarray(query_vector, dtype=np.float32)
-        signals = [self.vectors[rows] @ q, self.bm25.scores(query_terms)[rows] if query_terms else np.zeros(len(rows))]
+        links = [(linked, seed, sentence) for linked, seed, sentence in links if sentence]
+        seeds = [seed for _, seed, _ in links]
+        groups = [self.sentences(r) for r in rows] + [([s], [self.analyzer.terms(s)]) for _, _, s in links]
+        units = list(rows) + seeds
+        bm25 = self.bm25.scores(query_terms) if query_terms else np.zeros(len(self.vectors))
+        signals = [self.vectors[units] @ q, bm25[units]]
         idf = self.bm25.idf(set(query_terms))
         total = sum(idf.values()) or 1.0
         pairs = set(zip(query_terms, query_terms[1:]))
-        lexical = np.zeros(len(rows))
-        for i, row in enumerate(rows):
-            for terms in self.sentences(row)[1]:
+        per_sentence = []  # lexical evidence of every sentence, in group order
+        for _, term_lists in groups:
+            for terms in term_lists:
                 covered = sum(idf[t] for t in idf.keys() & set(terms)) / total
                 ordered = len(pairs & set(zip(terms, terms[1:]))) / len(pairs) if pairs else 0.0
-                lexical[i] = max(lexical[i], covered + 0.5 * ordered)
-        signals.append(lexical)
+                per_sentence.append(covered + 0.5 * ordered)
+        sizes = [len(g) for g, _ in groups]
+        bounds = np.cumsum([0] + sizes)
+        lexical_s = np.asarray(per_sentence, dtype=np.float64)
+        signals.append(np.array([lexical_s[a:b].max() for a, b in zip(bounds[:-1], bounds[1:])]))
         if self.embed_texts is not None:
-            groups = [self.sentences(r)[0] for r in rows]
-            vectors = self.embed_texts([s for g in groups for s in g])
-            best, start = np.zeros(len(rows)), 0
-            for i, g in enumerate(groups):
-                best[i] = float(np.max(vectors[start:start + len(g)] @ q))
-                start += len(g)
-            signals.append(best)
-        score = np.mean([_scaled(np.asarray(s, dtype=np.float64)) for s in signals], axis=0)
+            cosine_s = (self.embed_texts([s for g, _ in groups for s in g]) @ q).astype(np.float64)
+            signals.append(np.array([cosine_s[a:b].max() for a, b in zip(bounds[:-1], bounds[1:])]))
+
+        scores = np.mean([_scaled(np.asarray(s, dtype=np.float64)) for s in signals], axis=0)
+        score = scores[:len(rows)].copy()
+        position = {row: i for i, row in enumerate(rows)}
+        for (linked, _, _), value in zip(links, scores[len(rows):]):
+            if linked in position:
+                score[position[linked]] = max(score[position[linked]], value)
         order = np.lexsort((np.arange(len(rows)), -score))
         return [(rows[i], float(score[i])) for i in order]

@@ -265,6 +265,14 @@ class Searcher:
         ranked = list(out.items())[:n]
         return ranked, len(ranked), top
 
+    def graph_list(self, query: str, query_vector: np.ndarray | None, n: int,
+                   mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
+        """The graph's ranking in graph and hybrid modes: the chained two-hop walk, or the single
+        walk with search.graph_hops 1."""
+        if self.config.graph_hops == 2:
+            return self.multihop_ranking(query, query_vector, n, mask)
+        return self.graph_ranking(query, query_vector, n, mask)
+
     def multihop_ranking(self, query: str, query_vector: np.ndarray | None, n: int, mask: np.ndarray | None,
                          hop_units: int = 3, bridges: int = 5) -> tuple[list[tuple[int, float]], int]:
         """A chained walk for questions that go through an unnamed entity ("where was the director
@@ -293,12 +301,12 @@ class Searcher:
         return fused, max(total, len(fused))
 
     def relation_ranking(self, query: str, query_vector: np.ndarray | None, n: int, mask: np.ndarray | None,
-                         entities: list[str] | None = None, hint: str = "") -> tuple[list[tuple[int, float]], int]:
+                         entities: list[str] | None = None) -> tuple[list[tuple[int, float]], int]:
         """Relationship questions: the graph walk from the query, fused (RRF) with the units that
         lie between its specific entities: a walk from each rare named phrase alone scores every
-        unit, and the geometric mean over them ranks first the units close to all (the links);
-        with the classifier's relation `hint`, the links whose text names it count again.
-        Generic phrases ("film", "country") are not entities here: they connect everything."""
+        unit, and the geometric mean over them ranks first the units close to all (the links).
+        (Ranking the links that name the classifier's relation hint ("director of") higher was
+        measured and lowered complete@8 on 2wiki: bench/graph_modes.py.) Generic phrases ("film", "country") are not entities here: they connect everything."""
         graph = self.require_graph()
         base, total = self.graph_ranking(query, query_vector, n, mask)
         text = " ; ".join(entities) if entities else query
@@ -316,13 +324,7 @@ class Searcher:
         if mask is not None:
             valid &= mask
         links = _top(between, n, valid)
-        lists, weights = [[r for r, _ in base], links], [1.0, 0.5]
-        hint_terms = self.analyzer.terms(hint) if hint else []
-        if hint_terms:  # the classifier's relation words ("director of"): the links that state it
-            stated = self.index.bm25.scores(hint_terms)
-            lists.append([r for r in links if stated[r] > 0])
-            weights.append(0.5)
-        fused = weighted_rrf(lists, weights, self.config.rrf_k)[:n]
+        fused = weighted_rrf([[r for r, _ in base], links], [1.0, 0.5], self.config.rrf_k)[:n]
         return fused, max(total, len(fused))
 
     def require_communities(self) -> CommunityIndex:
@@ -408,7 +410,7 @@ class Searcher:
             ranked, total = self.keyword_ranking(query, need, mask)
             kw = dict(ranked)
         elif mode == "graph":
-            ranked, total = self.graph_ranking(query, query_vector, need, mask)
+            ranked, total = self.graph_list(query, query_vector, need, mask)
         elif mode == "hybrid":
             n = max(cfg.candidates, need)
             t = time.perf_counter()
@@ -422,7 +424,7 @@ class Searcher:
             weights = [cfg.vector_weight, 1.0 - cfg.vector_weight]
             if cfg.graph_weight > 0 and self.index.graph is not None:
                 t = time.perf_counter()
-                g_ranked, _ = self.graph_ranking(query, query_vector, n, mask)
+                g_ranked, _ = self.graph_list(query, query_vector, n, mask)
                 timings["graph_ms"] = (time.perf_counter() - t) * 1000
                 lists.append(g_ranked)
                 weights = [w * (1 - cfg.graph_weight) for w in weights] + [cfg.graph_weight]
@@ -437,6 +439,8 @@ class Searcher:
             if cfg.feedback and ranked:
                 t = time.perf_counter()
                 ranked = self.feedback_round(query, query_vector, ranked, n, mask)
+                if cfg.link_evidence and cfg.rerank_candidates and query_vector is not None:
+                    ranked = self.link_evidence_round(query, query_vector, ranked, mask)
                 timings["feedback_ms"] = (time.perf_counter() - t) * 1000
             total = len(ranked)
         else:
@@ -460,6 +464,27 @@ class Searcher:
         head = [(r, sc) for r, sc in fused if r in wanted]
         rest = [(r, sc) for r, sc in fused if r not in wanted]
         reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head])
+        top, floor = head[0][1], rest[0][1] if rest else 0.0
+        return [(r, floor + (top - floor) * (len(head) - i) / len(head)) for i, (r, _) in enumerate(reranked)] + rest
+
+    def link_evidence_round(self, query: str, query_vector: np.ndarray, ranked: list[tuple[int, float]],
+                            mask: np.ndarray | None) -> list[tuple[int, float]]:
+        """After the feedback round: the head and the units its best passages link to by title,
+        reordered by evidence, a linked unit scoring at least as its linking sentence does
+        (EvidenceReranker.rerank's links). Nothing to do without title links."""
+        graph = self.index.graph
+        if graph is None or not graph.about:
+            return ranked
+        cfg = self.config
+        links = [(unit, seed, self.evidence.sentence_naming(seed, phrase))
+                 for seed, _ in ranked[:cfg.feedback_keep] for unit, phrase in graph.linked_units(seed)
+                 if mask is None or mask[unit]]
+        if not links:
+            return ranked
+        wanted = {r for r, _ in ranked[:cfg.rerank_candidates]} | {unit for unit, _, _ in links}
+        head = [(r, sc) for r, sc in ranked if r in wanted]
+        rest = [(r, sc) for r, sc in ranked if r not in wanted]
+        reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head], links)
         top, floor = head[0][1], rest[0][1] if rest else 0.0
         return [(r, floor + (top - floor) * (len(head) - i) / len(head)) for i, (r, _) in enumerate(reranked)] + rest
 

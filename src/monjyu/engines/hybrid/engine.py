@@ -20,7 +20,7 @@ from ...retrieval.fusion import weighted_rrf
 from ...types import Answer, HybridItem, HybridSearchResult, SearchHit
 from ..answer import AnswerEngine
 from ..extractive import insufficient
-from .classify import Classification, llm_classify, rule_classify
+from ..classify import Classification, llm_classify, rule_classify
 from .crag import Grade, grade_llm, grade_local, sufficiency_llm, sufficiency_local
 from .rerank import Reranker
 
@@ -81,7 +81,7 @@ class HybridRAGEngine:
         elif self.graph_mode(cls) == "community":
             ranked, _, found["communities"] = s.community_ranking(query, vector, n, mask)
         elif self.graph_mode(cls) == "relation":
-            ranked, _ = s.relation_ranking(query, vector, n, mask, cls.entities, cls.relation_hint)
+            ranked, _ = s.relation_ranking(query, vector, n, mask, cls.entities)
         elif self.graph_mode(cls) == "multihop":
             ranked, _ = s.multihop_ranking(query, vector, n, mask)
         else:  # entity: the walk from the query's phrases and its best vector hits

@@ -11,6 +11,7 @@ cap or the depth limit is reached, or nothing is left to test.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,12 +29,14 @@ from ...retrieval.communities import Community
 from ...retrieval.fusion import weighted_rrf
 from ...types import Answer, Claim, LazySearchResult, RelevantSentence
 from ..answer import generate
+from ..classify import rule_classify
 from ..citations import citation_for, resolve_citations
 from ..context import Source
 from ..extractive import insufficient
 from ..relevance import LocalRelevanceScorer, sentences_of
 from .assessors import LLMAssessor, LocalAssessor, RelevanceAssessor
 from .claims import cut_to_budget, deduplicate, llm_claims, sentence_claims
+from .themes import ThemeFinder
 
 PhaseCallback = Callable[[str, dict], None]
 
@@ -79,7 +82,7 @@ class _State:
 class LazySearchEngine:
     def __init__(self, config: LazyConfig, searcher: Searcher, embed_query: Callable[[str], np.ndarray],
                  scorer: LocalRelevanceScorer, llm: LLM | None, count_tokens: Callable[[str], int],
-                 prompts_dir: str | None = None):
+                 prompts_dir: str | None = None, min_sentence_score: float = 3.0):
         self.config = config
         self.searcher = searcher
         self.embed_query = embed_query
@@ -87,6 +90,7 @@ class LazySearchEngine:
         self.llm = llm
         self.count_tokens = count_tokens
         self.prompts_dir = prompts_dir
+        self.min_sentence_score = min_sentence_score  # a topic no sentence reaches is not covered
 
     # ------------------------------------------------------------------ phases
     async def _refine(self, query: str, lang: str, conversation: LazyConversation | None) -> tuple[list[str], str]:
@@ -208,6 +212,39 @@ class LazySearchEngine:
             await self._test_units(query, untested[start:start + cfg.units_per_visit], None, None, state, assessor)
         return state.stop_reason() or "exhausted"
 
+    # ------------------------------------------------------------------ global questions, offline
+    def _themes(self, query: str, lang: str, budget: int, filters: SearchFilters | None, threshold: float | None,
+                top_k: int, offset: int, answer: bool, phase: PhaseCallback,
+                on_token: Callable[[str], None] | None) -> LazySearchResult:
+        """A global question without an LLM: themes from the community hierarchy (themes.py)
+        instead of relevance tests, which find nothing to test against "the main themes"."""
+        t = time.perf_counter()
+        found = ThemeFinder(self.searcher, self.scorer, self.min_sentence_score, self.embed_query, filters,
+                            threshold).answer(query, lang)
+        visits = [{"id": th.community_id, "level": th.level, "depth": 0, "title": ", ".join(th.label),
+                   "units_tested": len({r for r, *_ in th.sentences}), "sentences_tested": len(th.sentences),
+                   "relevant": len(th.sentences)} for th in found.themes]
+        for visit in visits:
+            phase("visit", visit)
+        units = list(dict.fromkeys(c.text_unit_id for c in found.answer.citations))
+        hits = [self.searcher.hit(self.searcher.row_of(u), 0.0, rank, None, None)
+                for rank, u in enumerate(units[offset:offset + top_k], start=offset + 1)]
+        if answer and on_token:
+            on_token(found.answer.text)
+        coverage = {"topic": found.topic, "documents": found.covered_documents,
+                    "documents_total": found.total_documents, "communities": found.communities_used,
+                    "communities_total": found.communities_total}
+        return LazySearchResult(
+            query=query, answer=found.answer if answer else None, subqueries=[query], expanded_query=query,
+            claims=[], relevant_sentences=[], communities_visited=visits, budget_used=0, budget_total=budget,
+            assessor="themes", stop_reason="themes" if found.themes else "not covered",
+            timings_ms={"themes_ms": (time.perf_counter() - t) * 1000}, kept_text_unit_ids=units, hits=hits,
+            total_count=len(units), coverage=coverage,
+            themes=[{"label": th.label, "community_id": th.community_id, "level": th.level,
+                     "sentences": [{"text": text, "text_unit_id": self.searcher.index.columns["id"][row],
+                                    "start": a, "end": b} for row, a, b, text in th.sentences]}
+                    for th in found.themes])
+
     # ------------------------------------------------------------------ answer
     def _sources(self, claims: Sequence[Claim]) -> tuple[list[Source], dict[str, int]]:
         number: dict[str, int] = {}
@@ -271,6 +308,10 @@ class LazySearchEngine:
         phase = on_phase or (lambda name, info: None)
         lang = detect_language(query)
         budget, enough = cfg.resolved()
+        if self.llm is None and self.searcher.index.communities is not None and \
+                rule_classify(query, []).type == "global":
+            return await asyncio.to_thread(self._themes, query, lang, budget, filters, threshold, top_k, offset,
+                                           answer, phase, on_token)
         # Exploration keeps two calls of the cap for the claims and the answer.
         reserve = 2 if self.llm is not None else 0
         state = _State(budget=budget, enough=enough, max_llm_calls=max(1, cfg.max_llm_calls - reserve))

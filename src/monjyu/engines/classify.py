@@ -1,4 +1,4 @@
-"""Stage 1: what kind of question is this? local (a fact about something), global (themes across
+"""What kind of question is this (HybridRAG stage 1, lazy search, auto routing)? local (a fact about something), global (themes across
 the collection), relationship (how things connect), or hybrid (both kinds of cue). Rule-based by
 default, in English and Japanese; the LLM classifies instead when one is configured."""
 
@@ -10,16 +10,17 @@ from string import Template
 
 from pydantic import BaseModel, Field
 
-from ...errors import ServiceError
-from ...llm import LLM, Message, load_prompt
-from ...nlp.lang import detect_language
+from ..errors import ServiceError
+from ..llm import LLM, Message, load_prompt
+from ..nlp.lang import detect_language
 
 _GLOBAL = {
     "en": re.compile(r"\b(overall|main (themes?|topics?|ideas?|findings|trends)|key (themes?|topics?|findings|trends)|"
                      r"summari[sz]e|summary|overview|in general|across (the|all)|whole (collection|corpus)|"
                      r"(all|these|the) (documents|papers|articles)|trends?|landscape|common (themes?|patterns?)|"
                      r"what (topics|themes) )", re.I),
-    "ja": re.compile(r"全体|テーマ|要約|概要|傾向|まとめ|総じて|主な|全般|俯瞰|全文書|すべての(文書|論文)|共通"),
+    "ja": re.compile(r"全体|テーマ|要約|概要|概観|傾向|まとめ|総じて|主な|全般|俯瞰|全文書|すべての(文書|論文)|"
+                     r"これらの(文書|論文)|(文書|論文)群|共通"),
 }
 _RELATION = {
     "en": re.compile(r"\b(relat(ionship|ion|e[sd]?) (between|to|with)|connect(ion|ed)? (between|to|with)|"
