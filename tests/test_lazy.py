@@ -171,3 +171,41 @@ def test_local_prefilter_keeps_unrelated_sentences_from_the_llm(sample_index, ma
         sent[floor] = sum(len(re.findall(r"^\d+\. ", text, re.M)) for text in listings)
         used[floor] = result.budget_used  # every sentence tested counts, by either tier
     assert sent[0.0] == used[0.0] <= 60 and 0 < sent[2.0] < used[2.0] <= 60
+
+
+def test_sessions_carry_a_conversation_through_the_cli(sample_index, cache_dir, make_config, lazy_server):
+    """`--session NAME` twice: the second question is refined with the first turn in view (test
+    LLM server), and offline the turns are kept in the index directory."""
+    from typer.testing import CliRunner
+
+    from monjyu.cli import app
+
+    idx = str(sample_index.index_dir)
+    offline = {"MONJYU_CACHE_DIR": str(cache_dir)}
+    for question in (QUESTION, "And who improved on the Louvain method?"):
+        out = CliRunner().invoke(app, ["search", question, "--mode", "lazy", "--session", "cli-offline", "--index", idx,
+                                       "--json"], env=offline)
+        assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["turn"] == 2
+    assert len(sample_index.conversation("cli-offline").turns) == 2
+    online = {**offline, **{f"MONJYU_LLM__{k.upper()}": str(v) for k, v in lazy_server.config().model_dump().items()}}
+    for question in (QUESTION, "And who improved on the Louvain method?"):
+        lazy_server.requests.clear()
+        out = CliRunner().invoke(app, ["search", question, "--mode", "lazy", "--session", "cli-llm", "--index", idx,
+                                       "--json"], env=online)
+        assert out.exit_code == 0, out.output
+    assert QUESTION in lazy_server.requests[0].body["messages"][0]["content"]  # the follow-up sees turn 1
+    bad = CliRunner().invoke(app, ["search", "x", "--mode", "lazy", "--session", "../etc", "--index", idx], env=offline)
+    assert bad.exit_code == 2 and "session name" in bad.output
+
+
+def test_answers_stream_as_an_async_generator(sample_index, make_config, lazy_server):
+    import asyncio
+
+    m = Monjyu(sample_index.index_dir, make_config(llm=lazy_server.config()))
+
+    async def collect() -> list[str]:
+        return [chunk async for chunk in m.astream(QUESTION, "lazy")]
+
+    chunks = asyncio.run(collect())
+    assert len(chunks) >= 2 and "".join(chunks).strip()

