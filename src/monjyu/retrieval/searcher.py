@@ -133,6 +133,14 @@ def _top(scores: np.ndarray, n: int, valid: np.ndarray) -> list[int]:
     return idx[order].tolist()
 
 
+def _spread(reranked: list[tuple[int, float]], head: list[tuple[int, float]],
+            rest: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The reranked head, then the rest: scores spread evenly between the head's best score and the
+    rest's, so they still fall with rank."""
+    top, floor = head[0][1], rest[0][1] if rest else 0.0
+    return [(r, floor + (top - floor) * (len(head) - i) / len(head)) for i, (r, _) in enumerate(reranked)] + rest
+
+
 class Searcher:
     def __init__(self, index: LoadedIndex, config: SearchConfig, analyzer: Analyzer | None = None,
                  embed_texts: Callable[[list[str]], np.ndarray] | None = None):
@@ -306,7 +314,8 @@ class Searcher:
         lie between its specific entities: a walk from each rare named phrase alone scores every
         unit, and the geometric mean over them ranks first the units close to all (the links).
         (Ranking the links that name the classifier's relation hint ("director of") higher was
-        measured and lowered complete@8 on 2wiki: bench/graph_modes.py.) Generic phrases ("film", "country") are not entities here: they connect everything."""
+        measured and lowered complete@8 on 2wiki: bench/graph_modes.py.) Generic phrases
+        ("film", "country") are not entities here: they connect everything."""
         graph = self.require_graph()
         base, total = self.graph_ranking(query, query_vector, n, mask)
         text = " ; ".join(entities) if entities else query
@@ -464,8 +473,7 @@ class Searcher:
         head = [(r, sc) for r, sc in fused if r in wanted]
         rest = [(r, sc) for r, sc in fused if r not in wanted]
         reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head])
-        top, floor = head[0][1], rest[0][1] if rest else 0.0
-        return [(r, floor + (top - floor) * (len(head) - i) / len(head)) for i, (r, _) in enumerate(reranked)] + rest
+        return _spread(reranked, head, rest)
 
     def link_evidence_round(self, query: str, query_vector: np.ndarray, ranked: list[tuple[int, float]],
                             mask: np.ndarray | None) -> list[tuple[int, float]]:
@@ -485,8 +493,7 @@ class Searcher:
         head = [(r, sc) for r, sc in ranked if r in wanted]
         rest = [(r, sc) for r, sc in ranked if r not in wanted]
         reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head], links)
-        top, floor = head[0][1], rest[0][1] if rest else 0.0
-        return [(r, floor + (top - floor) * (len(head) - i) / len(head)) for i, (r, _) in enumerate(reranked)] + rest
+        return _spread(reranked, head, rest)
 
     def feedback_round(self, query: str, query_vector: np.ndarray, first: list[tuple[int, float]], n: int,
                        mask: np.ndarray | None) -> list[tuple[int, float]]:

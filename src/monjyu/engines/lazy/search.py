@@ -102,7 +102,7 @@ class LazySearchEngine:
         self.llm = llm
         self.count_tokens = count_tokens
         self.prompts_dir = prompts_dir
-        self.min_sentence_score = min_sentence_score  # a topic no sentence reaches is not covered
+        self.min_sentence_score = min_sentence_score  # local relevance a theme's sentence needs to a topic
 
     # ------------------------------------------------------------------ phases
     async def _refine(self, query: str, lang: str, conversation: LazyConversation | None) -> tuple[list[str], str]:
@@ -249,7 +249,7 @@ class LazySearchEngine:
         return LazySearchResult(
             query=query, answer=found.answer if answer else None, subqueries=[query], expanded_query=query,
             claims=[], relevant_sentences=[], communities_visited=visits, budget_used=0, budget_total=budget,
-            assessor="themes", stop_reason="themes" if found.themes else "not covered",
+            assessor="themes", stop_reason="themes" if found.themes else "not covered" if found.topic else "no themes",
             timings_ms={"themes_ms": (time.perf_counter() - t) * 1000}, kept_text_unit_ids=units, hits=hits,
             total_count=len(units), coverage=coverage,
             themes=[{"label": th.label, "community_id": th.community_id, "level": th.level,
