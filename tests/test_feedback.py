@@ -70,3 +70,25 @@ def test_graph_mode_chains_a_second_walk_from_the_bridge(tmp_path, make_config):
         return [h.document_id for h in m.search(question, mode="graph", top_k=9).hits].index(doc)
 
     assert rank_of(two, "p3") <= min(2, rank_of(one, "p3"))  # bench/graph_modes.py measures the gain at scale
+
+
+def test_lazy_search_follows_a_relevant_sentence_to_the_page_it_names(tmp_path, make_config):
+    """Offline lazy search: the film's sentence "directed by Mirela Vantongeren" passes the
+    relevance test; the director's own page shares few words with the question and is kept as
+    the second hop of the evidence (lazy.follow_links)."""
+    corpus = tmp_path / "films.jsonl"
+    corpus.write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in FILMS))
+    question = "Where was the director of the film The Quiet Harbour born?"
+    follow = Monjyu(tmp_path / "idx", make_config())
+    follow.index([corpus])
+    plain = Monjyu(tmp_path / "idx", make_config(lazy={"follow_links": False}))
+
+    def kept(m):
+        r = m.lazy_search(question)
+        return {h.document_id for h in r.hits}, r
+
+    with_links, result = kept(follow)
+    assert {"f1", "p1"} <= with_links
+    linked = next(s for s in result.relevant_sentences if s.document_id == "p1")
+    assert linked.text.startswith("Mirela Vantongeren") and linked.score >= 4.0
+    assert "p1" not in kept(plain)[0]  # the relevance test alone rejects the second hop

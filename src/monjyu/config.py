@@ -194,6 +194,7 @@ class LazyConfig(BaseModel):
                              "below this are not sent to it (0: send all)")
     map_claims: Literal["auto", "always"] = "auto"  # auto: an LLM claims step only when the relevant sentences overflow context_tokens
     max_depth: int = Field(3, ge=0, le=10, description="levels below the top to deepen into")
+    follow_links: bool = Field(True, description="a relevant sentence naming another unit's title (its page) makes that unit's opening statement relevant too: the second hop of multi-hop evidence")
     zero_relevance_limit: int = Field(3, ge=1, description="consecutive barren communities before deepening")
     sufficient_relevant: int | None = Field(None, ge=1, description="stop after this many relevant sentences")
     max_llm_calls: int = Field(50, ge=1, description="calls the engine makes; a JSON repair retry inside one is not counted")

@@ -34,6 +34,7 @@ from ..citations import citation_for, resolve_citations
 from ..context import Source
 from ..extractive import insufficient
 from ..relevance import LocalRelevanceScorer, sentences_of
+from ...ingest.sentences import statement_spans
 from .assessors import LLMAssessor, LocalAssessor, RelevanceAssessor
 from .claims import cut_to_budget, deduplicate, llm_claims, sentence_claims
 from .themes import ThemeFinder
@@ -224,6 +225,36 @@ class LazySearchEngine:
             await self._test_units(query, untested[start:start + cfg.units_per_visit], None, None, state, assessor)
         return state.stop_reason() or "exhausted"
 
+    def _linked_evidence(self, state: _State) -> list[RelevantSentence]:
+        """The second hop of the evidence: a relevant sentence that names the title of another
+        unit (the film's page: "directed by Frank Lloyd"; the unit titled Frank Lloyd) makes
+        that unit's opening statement relevant too, at the naming sentence's score. A multi-hop
+        question shares few words with its second hop, so a relevance test alone rejects it."""
+        graph = self.searcher.index.graph
+        if graph is None or not graph.about:
+            return []
+        have = {s.text_unit_id for s in state.relevant}
+        texts, ids = self.searcher.index.columns["text"], self.searcher.index.columns["id"]
+        found: list[RelevantSentence] = []
+        for sentence in state.relevant:
+            row = self.searcher.row_of(sentence.text_unit_id)
+            named = sentence.text.lower()
+            for unit, phrase in graph.linked_units(row):
+                if ids[unit] in have or phrase not in named or \
+                        (state.allowed is not None and not state.allowed[unit]):
+                    continue
+                spans = statement_spans(texts[unit], self.searcher.index.sentence_spans(unit) or None)
+                if not spans:
+                    continue
+                a, b = spans[0]
+                hit = self.searcher.hit(unit, 0.0, 0, None, None)
+                found.append(RelevantSentence(
+                    text=texts[unit][a:b], score=sentence.score, text_unit_id=hit.text_unit_id,
+                    document_id=hit.document_id, community_id=sentence.community_id,
+                    start_char=hit.start_char + a, end_char=hit.start_char + b))
+                have.add(ids[unit])
+        return found
+
     # ------------------------------------------------------------------ global questions, offline
     def _themes(self, query: str, lang: str, budget: int, filters: SearchFilters | None, threshold: float | None,
                 top_k: int, offset: int, answer: bool, phase: PhaseCallback,
@@ -354,6 +385,8 @@ class LazySearchEngine:
             assessor = LocalAssessor(self.scorer, self.embed_query(expanded))
         boost = conversation.productive_communities if conversation else []
         stop = await self._explore(query, ranked, similarity, query_vectors, state, assessor, boost, phase)
+        if self.config.follow_links:
+            state.relevant += self._linked_evidence(state)
         timings["explore_ms"] = (time.perf_counter() - t) * 1000
         phase("explore", {"budget_used": state.used, "relevant": len(state.relevant), "stop": stop})
 
