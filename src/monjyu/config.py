@@ -190,8 +190,9 @@ class LazyConfig(BaseModel):
     local_threshold: float = Field(4.0, ge=0.0, le=10.0, description="local assessor (no LLM): its 0-10 scale is "
                                    "compressed, bench/lazy_evidence.py measures the cut")
     batch_size: int = Field(20, ge=1, le=100, description="sentences per LLM relevance call (each call repeats the instructions)")
-    prefilter: float = Field(2.0, ge=0.0, le=10.0, description="with an LLM: sentences the local scorer rates "
-                             "below this are not sent to it (0: send all)")
+    prefilter: float = Field(4.0, ge=0.0, le=10.0, description="with an LLM: sentences the local scorer rates "
+                             "below this are not sent to it (0: send all); the default is local_threshold: the LLM "
+                             "judges what the offline test would keep")
     map_claims: Literal["auto", "always"] = "auto"  # auto: an LLM claims step only when the relevant sentences overflow context_tokens
     max_depth: int = Field(3, ge=0, le=10, description="levels below the top to deepen into")
     follow_links: bool = Field(True, description="a relevant sentence naming another unit's title (its page) makes that unit's opening statement relevant too: the second hop of multi-hop evidence")
