@@ -44,9 +44,8 @@ MODES = ("vector", "keyword", "hybrid", "graph")  # the retrieval modes of `sear
 ALL_MODES = MODES + ("hybridrag", "lazy", "auto")  # what `ask` runs (auto routes by the question's type)
 # The modes that apply each option of `ask`. An option given to any other mode is refused with
 # these names, never dropped; under auto only the options every engine applies are taken.
-_EVERY = ALL_MODES
 OPTION_MODES: dict[str, tuple[str, ...]] = {
-    "filters": _EVERY, "top_k": _EVERY, "offset": _EVERY, "threshold": _EVERY, "answer": _EVERY,
+    "filters": ALL_MODES, "top_k": ALL_MODES, "offset": ALL_MODES, "threshold": ALL_MODES, "answer": ALL_MODES,
     "expand": MODES, "preset": ("lazy",), "budget": ("lazy",), "session": ("lazy",),
     "weights": ("hybridrag",), "rerank": ("hybridrag",), "crag": ("hybridrag",),
 }
@@ -68,6 +67,8 @@ def check_options(mode: str, given: Iterable[str], names: dict[str, str] | None 
             why = " (auto picks the engine per question; choose the mode)" if mode == "auto" else ""
             raise MonjyuError(f"{name} does not apply to mode {mode}{why}: it is taken by mode(s) "
                               f"{', '.join(OPTION_MODES[option])}")
+
+
 DOCUMENT_FIELDS = ["id", "title", "source_path", "file_type", "date"]
 
 
@@ -385,13 +386,18 @@ class Monjyu:
         tmp.write_text(json.dumps(conversation.to_dict(), ensure_ascii=False), encoding="utf-8")
         tmp.replace(path)
 
-    def passages(self, query: str, eval_mode: str, k: int, **options: Any) -> list[SearchHit]:
-        """The top-k passages of one of EVAL_MODES, without an answer (what evaluation scores).
-        Lazy returns the units that held relevant sentences within its budget (`preset`/`budget`)."""
+    def eval_search(self, query: str, eval_mode: str, k: int, answer: bool = False,
+                    **options: Any) -> SearchResults | LazySearchResult | HybridSearchResult:
+        """One of EVAL_MODES run through `ask` with its fixed options, top-k."""
         if eval_mode not in EVAL_MODES:
             raise MonjyuError(f"unknown evaluation mode '{eval_mode}'; choose among {', '.join(EVAL_MODES)}")
         mode, fixed = EVAL_MODES[eval_mode]
-        return self.ask(query, mode, top_k=k, answer=False, **fixed, **options).hits
+        return self.ask(query, mode, top_k=k, answer=answer, **fixed, **options)
+
+    def passages(self, query: str, eval_mode: str, k: int, **options: Any) -> list[SearchHit]:
+        """The top-k passages of one of EVAL_MODES, without an answer (what evaluation scores).
+        Lazy returns the units that held relevant sentences within its budget (`preset`/`budget`)."""
+        return self.eval_search(query, eval_mode, k, **options).hits
 
     def lazy_search(self, query: str, preset: str | None = None, budget: int | None = None,
                     conversation: LazyConversation | None = None, on_phase: PhaseCallback | None = None,
@@ -416,7 +422,6 @@ class Monjyu:
         top_k = top_k or self.config.search.top_k
         if offset < 0 or top_k < 1:
             raise MonjyuError("top_k must be >= 1 and offset >= 0")
-        threshold = self.config.search.threshold if threshold is None else threshold
         overrides = {k: v for k, v in {"preset": preset, "budget": budget}.items() if v is not None}
         try:
             cfg = LazyConfig.model_validate({**self.config.lazy.model_dump(), **overrides})
@@ -470,7 +475,6 @@ class Monjyu:
                              on_token: Callable[[str], None] | None = None,
                              threshold: float | None = None) -> HybridSearchResult:
         """The async twin of `hybrid_search`."""
-        threshold = self.config.search.threshold if threshold is None else threshold
         if isinstance(query, SearchQuery):
             self._check_query(query.text)
             request = query

@@ -335,7 +335,9 @@ def eval_(
         err.print(f"[bold red]error:[/] give exactly one of --beir DIR or --qa FILE (--docs and --answers go with "
                   f"--qa); modes must be among {', '.join(EVAL_MODES)}, --top-k >= 10, --preset only with lazy")
         raise typer.Exit(2)
-    lazy = {"preset": preset} if preset else {}
+
+    def fixed(mode: str) -> dict:  # --preset goes to lazy only
+        return {"preset": preset} if preset and mode == "lazy" else {}
     try:
         if beir is not None:
             dataset = BeirDataset.load(beir, split)
@@ -358,16 +360,15 @@ def eval_(
 
         if beir is not None:
             def run(query: str, mode: str, n: int) -> list[str]:
-                return [h.document_id for h in m.passages(query, mode, n, **(lazy if mode == "lazy" else {}))]
+                return [h.document_id for h in m.passages(query, mode, n, **fixed(mode))]
 
             results = evaluate_beir(dataset, run, modes, top_k)
         else:
             def passages(question: str, mode: str, k: int) -> list[tuple[str, str]]:
-                return [(h.source_path, h.text) for h in m.passages(question, mode, k, **(lazy if mode == "lazy" else {}))]
+                return [(h.source_path, h.text) for h in m.passages(question, mode, k, **fixed(mode))]
 
             def cited(question: str, mode: str) -> list[str] | None:
-                engine, fixed = EVAL_MODES[mode]
-                result = m.ask(question, engine, top_k=10, **fixed, **(lazy if mode == "lazy" else {}))
+                result = m.eval_search(question, mode, 10, answer=True, **fixed(mode))
                 texts = {h.text_unit_id: h.text for h in result.hits}
                 return [texts[c.text_unit_id] for c in result.citations if c.text_unit_id in texts]
 

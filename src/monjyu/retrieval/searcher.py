@@ -158,9 +158,11 @@ class Searcher:
     # -- single strategies: (row, score) best first ---------------------------------
     def restrict(self, filters: SearchFilters | None, query_vector: np.ndarray | None = None,
                  threshold: float | None = None) -> np.ndarray | None:
-        """The units a search may return (None: all): the filters' mask, and with a threshold only
-        the units whose cosine similarity to the query reaches it, in every mode alike."""
+        """The units a search may return (None: all): the filters' mask, and with a threshold
+        (given, else search.threshold) only the units whose cosine similarity to the query
+        reaches it, in every mode alike."""
         mask = self.index.mask(filters)
+        threshold = self.config.threshold if threshold is None else threshold
         if threshold is None:
             return mask
         if query_vector is None:

@@ -27,7 +27,7 @@ from ...nlp.lang import detect_language
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.communities import Community
 from ...retrieval.fusion import weighted_rrf
-from ...types import Answer, Claim, LazySearchResult, RelevantSentence
+from ...types import Answer, Claim, LazySearchResult, RelevantSentence, SearchHit
 from ..answer import generate
 from ..classify import rule_classify
 from ..citations import citation_for, resolve_citations
@@ -255,6 +255,12 @@ class LazySearchEngine:
                 have.add(ids[unit])
         return found
 
+    def _page(self, scored_units: dict[str, float], top_k: int, offset: int) -> list[SearchHit]:
+        """One page of the kept units (text unit id -> score, best first) as hits."""
+        page = list(scored_units.items())[offset:offset + top_k]
+        return [self.searcher.hit(self.searcher.row_of(u), score, rank, None, None)
+                for rank, (u, score) in enumerate(page, start=offset + 1)]
+
     # ------------------------------------------------------------------ global questions, offline
     def _themes(self, query: str, lang: str, budget: int, filters: SearchFilters | None, threshold: float | None,
                 top_k: int, offset: int, answer: bool, phase: PhaseCallback,
@@ -270,8 +276,7 @@ class LazySearchEngine:
         for visit in visits:
             phase("visit", visit)
         units = list(dict.fromkeys(c.text_unit_id for c in found.answer.citations))
-        hits = [self.searcher.hit(self.searcher.row_of(u), 0.0, rank, None, None)
-                for rank, u in enumerate(units[offset:offset + top_k], start=offset + 1)]
+        hits = self._page(dict.fromkeys(units, 0.0), top_k, offset)
         if answer and on_token:
             on_token(found.answer.text)
         coverage = {"topic": found.topic, "documents": found.covered_documents,
@@ -394,8 +399,7 @@ class LazySearchEngine:
         best: dict[str, float] = {}
         for s in relevant:
             best.setdefault(s.text_unit_id, s.score)
-        hits = [self.searcher.hit(self.searcher.row_of(u), score, rank, None, None)
-                for rank, (u, score) in enumerate(list(best.items())[offset:offset + top_k], start=offset + 1)]
+        hits = self._page(best, top_k, offset)
         result = LazySearchResult(
             query=query, answer=None, subqueries=subqueries, expanded_query=expanded, claims=[],
             relevant_sentences=relevant, communities_visited=state.visits, budget_used=state.used,

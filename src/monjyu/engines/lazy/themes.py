@@ -110,9 +110,8 @@ class ThemeFinder:
         rows = community.unit_rows
         return rows if self.allowed is None else rows[self.allowed[rows]]
 
-    def _candidates(self, topic_rows: list[int]) -> list[Community]:
+    def _candidates(self, level: int, topic_rows: list[int]) -> list[Community]:
         communities = self.index.communities
-        level = self._level()
         pool = [c for c in communities.by_id.values() if c.level == level and len(self._rows(c)) >= MIN_COMMUNITY_UNITS]
         if topic_rows:  # the communities holding the topic's best passages, best first
             ranked = communities.rank(topic_rows[:TOPIC_PASSAGES], level=level)
@@ -212,7 +211,8 @@ class ThemeFinder:
         used_docs: set[str] = set()
         used_sentences: set[tuple[int, int]] = set()  # no sentence is cited by two themes
         labels: list[set[str]] = []
-        candidates = self._candidates(topic_rows)
+        level = self._level()
+        candidates = self._candidates(level, topic_rows)
         for community in candidates:
             if len(themes) == MAX_THEMES:
                 break
@@ -228,7 +228,7 @@ class ThemeFinder:
             used_sentences.update((r, a) for r, a, *_ in theme.sentences)
         covered = len({self.index.columns["document_id"][r] for t in themes
                        for c in [self.index.communities.by_id[t.community_id]] for r in self._rows(c)})
-        level_total = sum(1 for c in self.index.communities.by_id.values() if c.level == self._level())
+        level_total = sum(1 for c in self.index.communities.by_id.values() if c.level == level)
         result = ThemeAnswer(Answer(text="", kind="extractive"), themes, topic, covered, total_docs,
                              len(themes), level_total)
         result.answer = self._write(result, lang)
