@@ -187,7 +187,6 @@ class E5Tokenizer:
         self._norm_table = dict(w.norm)                   # codepoint -> replacement, for str.translate
         self._scores: list[float] = w.scores.tolist()     # float32 values, exact as Python floats
         self._piece_id: dict[str, int] = {}
-        self._maxlen: dict[str, int] = {}                 # longest piece (chars) by first char
         blob, offs = w.piece_blob, w.piece_offsets.tolist()
         for i in range(len(self._scores)):
             b = blob[offs[i]:offs[i + 1]]
@@ -199,8 +198,13 @@ class E5Tokenizer:
                 continue
             if s not in self._piece_id:                   # C's hash probe finds the lowest index first
                 self._piece_id[s] = i
-                if len(s) > self._maxlen.get(s[0], 0):
-                    self._maxlen[s[0]] = len(s)
+        # every prefix of a piece -> the piece's id, or -1 if that prefix is no piece itself: the
+        # Viterbi stops extending a match as soon as no piece starts with it
+        self._prefix_id: dict[str, int] = {}
+        for s, i in self._piece_id.items():
+            for e in range(1, len(s)):
+                self._prefix_id.setdefault(s[:e], -1)
+        self._prefix_id.update(self._piece_id)
         self.unk_score = float(np.float32(w.scores.min()) - np.float32(10.0))
 
     def normalize(self, text: str) -> str:
@@ -217,15 +221,16 @@ class E5Tokenizer:
         best[0] = 0.0
         back_id = [0] * (n + 1)
         back_from = [0] * (n + 1)
-        piece_id, scores, maxlen = self._piece_id.get, self._scores, self._maxlen
+        prefix_id, scores = self._prefix_id.get, self._scores
         pack, unpack = _F32.pack, _F32.unpack
         unk, unk_score = self.unk, self.unk_score
         for i in range(n):
             b = best[i]
-            stop = min(n, i + maxlen.get(s[i], 0))
-            for e in range(i + 1, stop + 1):
-                pid = piece_id(s[i:e])
-                if pid is not None:
+            for e in range(i + 1, n + 1):
+                pid = prefix_id(s[i:e])
+                if pid is None:
+                    break
+                if pid >= 0:
                     sc = unpack(pack(b + scores[pid]))[0]     # float32 sum, as in C
                     if sc > best[e]:
                         best[e], back_id[e], back_from[e] = sc, pid, i
