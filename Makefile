@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
 
-.PHONY: demo test install install-test ocr-tools clean
+.PHONY: demo test install install-test ocr-tools browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,13 @@ ocr-tools:
 	  (apt-get install -y -q tesseract-ocr tesseract-ocr-eng tesseract-ocr-jpn >/dev/null || \
 	   sudo apt-get install -y -q tesseract-ocr tesseract-ocr-eng tesseract-ocr-jpn >/dev/null)
 
-test: install-test ocr-tools
+# Web app tests drive Debian's chromium through playwright; a Japanese font for the screenshots.
+browser:
+	@command -v chromium >/dev/null && fc-list :lang=ja 2>/dev/null | grep -q . || \
+	  (apt-get install -y -q chromium fonts-ipafont-gothic >/dev/null || \
+	   sudo apt-get install -y -q chromium fonts-ipafont-gothic >/dev/null)
+
+test: install-test ocr-tools browser
 	$(BIN)/python -m pytest -q
 
 clean:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import threading
@@ -91,6 +92,7 @@ class Monjyu:
         self._doc_rows: tuple[str, dict[str, int]] | None = None
         self._reranker: Reranker | None = None
         self._cached_embedder: CachedEmbedder | None = None
+        self._query_vector = functools.lru_cache(maxsize=256)(self._embed_one_query)
 
     # ------------------------------------------------------------------ indexing
     def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None) -> BuildReport:
@@ -106,7 +108,7 @@ class Monjyu:
         return {
             "index_dir": str(self.index_dir), "generation": m.generation, "built_at": m.built_at,
             "embedder": {"id": m.embedder_id, "dim": m.embedder_dim}, "token_counter": m.token_counter,
-            "counts": m.counts, "build_seconds": m.build_seconds,
+            "counts": m.counts, "build_seconds": m.build_seconds, "failures": m.failures,
         }
 
     def generation_dir(self) -> Path:
@@ -117,12 +119,17 @@ class Monjyu:
 
         return graph_stats(self.generation_dir())
 
-    def export_graph(self, path: str | Path, fmt: str = "html") -> Path:
+    def export_graph(self, path: str | Path, fmt: str = "html", community_href: str | None = None) -> Path:
+        """GraphML, or the HTML picture; `community_href` ("/?community={id}") links its communities."""
         from .index.graph_export import export_graphml, export_html
 
         if fmt not in ("html", "graphml"):
             raise MonjyuError(f"unknown graph export format '{fmt}' (html, graphml)")
-        return (export_html if fmt == "html" else export_graphml)(self.generation_dir(), Path(path))
+        if fmt == "graphml":
+            if community_href:
+                raise MonjyuError("community links apply to the html picture, not to GraphML")
+            return export_graphml(self.generation_dir(), Path(path))
+        return export_html(self.generation_dir(), Path(path), community_href=community_href)
 
     def graph_neighbours(self, text: str, hops: int = 1, limit: int = 30) -> list[dict[str, Any]]:
         """Phrases within `hops` co-occurrence steps of the phrases `text` names (or, by embedding,
@@ -148,6 +155,20 @@ class Monjyu:
                                 title_weight=self.config.search.community_title_weight)
         return [hit.to_dict() for hit in hits[:top_k]]
 
+    def community(self, community_id: int, limit: int = 20) -> dict[str, Any]:
+        """One community of the hierarchy (what a click on the map opens): label, level, parent,
+        children, and its passages, those naming most of its phrases first."""
+        _, searcher = self._searcher()
+        c = searcher.require_communities().by_id.get(community_id)
+        if c is None:
+            raise MonjyuError(f"no community with id {community_id} in the index; see `monjyu graph communities`")
+        rows = c.unit_rows.tolist()
+        shared = {r: len(c.phrases.intersection(searcher.unit_phrases(r, limit=10_000))) for r in rows}
+        best = sorted(rows, key=lambda r: (-shared[r], r))[:limit]
+        return {"id": c.id, "level": c.level, "title": c.title, "parent": c.parent, "children": c.children,
+                "phrases": c.size, "text_units": len(rows),
+                "hits": [searcher.hit(r, float(shared[r]), i + 1, None, None).to_dict() for i, r in enumerate(best)]}
+
     # ------------------------------------------------------------------ documents
     def _document_rows(self) -> tuple[LanceStore, dict[str, int]]:
         store = LanceStore(self.generation_dir() / "lancedb")
@@ -163,9 +184,12 @@ class Monjyu:
             raise MonjyuError("limit must be >= 1 and offset >= 0")
         store, rows = self._document_rows()
         ids = sorted(rows)[offset:offset + limit]
-        table = store.take(DOCUMENTS, [rows[d] for d in ids], DOCUMENT_FIELDS + ["text_unit_ids"]).to_pylist()
+        table = store.take(DOCUMENTS, [rows[d] for d in ids],
+                           DOCUMENT_FIELDS + ["text_unit_ids", "authors", "year", "structure"]).to_pylist()
         by_id = {r["id"]: r for r in table}
-        docs = [{**{k: by_id[d][k] for k in DOCUMENT_FIELDS}, "text_units": len(by_id[d]["text_unit_ids"])} for d in ids]
+        docs = [{**{k: by_id[d][k] for k in DOCUMENT_FIELDS}, "authors": by_id[d]["authors"] or [],
+                 "year": by_id[d]["year"], "pages": len(json.loads(by_id[d]["structure"] or "{}").get("page_starts", [])) or None,
+                 "text_units": len(by_id[d]["text_unit_ids"])} for d in ids]
         return {"total": len(rows), "offset": offset, "limit": limit, "documents": docs}
 
     def get_document(self, document_id: str, text_unit_id: str | None = None, context_units: int = 1,
@@ -205,6 +229,28 @@ class Monjyu:
                                         if b[0] < units[position].end_char and b[1] > units[position].start_char]}
         return out
 
+    def page_image(self, document_id: str, page: int, start_char: int = 0, end_char: int = 0,
+                   scale: float = 1.5) -> bytes:
+        """PNG of a page of an indexed PDF, the lines holding document text [start_char, end_char)
+        marked (a cited sentence or passage). The file is the one the manifest recorded for the
+        document (never a path from the caller), unchanged since."""
+        from .ingest.pdf import render_page
+
+        source = next((Path(path) for path, rec in self.manifest().sources.items()
+                       if document_id in rec.documents), None)
+        if source is None:
+            raise MonjyuError(f"no document with id {document_id!r} in the index; list them with list_documents")
+        if source.suffix.lower() != ".pdf":
+            raise MonjyuError(f"document {document_id!r} is not a PDF ({source.name}): it has no pages to show")
+        record = self.manifest().sources[str(source)]
+        if not source.is_file() or source.stat().st_size != record.size:
+            raise MonjyuError(f"{source} is missing or changed since it was indexed; run `monjyu index` again")
+        store, rows = self._document_rows()
+        [doc] = store.take(DOCUMENTS, [rows[document_id]], ["structure"]).to_pylist()
+        boxes = [b[3:] for b in json.loads(doc["structure"] or "{}").get("line_boxes", [])
+                 if b[2] == page and b[0] < end_char and b[1] > start_char]
+        return render_page(source, page, boxes, scale)
+
     # ------------------------------------------------------------------ search
     def _searcher(self) -> tuple[Manifest, Searcher]:
         with self._lock:
@@ -225,7 +271,13 @@ class Monjyu:
         """The query's vector from its first QUERY_TEXT_CHARS characters (a pasted abstract or
         section embeds in bounded time; the model reads 512 tokens at once anyway)."""
         self._check_embedder(manifest)
-        return self._query_embedder.embed_queries([query[:QUERY_TEXT_CHARS]])[0]
+        return self._query_vector(query[:QUERY_TEXT_CHARS])
+
+    def _embed_one_query(self, text: str) -> np.ndarray:
+        """Memoised in _query_vector (engines embed the same question at several stages); read-only."""
+        vector = self._embedder().embed_queries([text])[0]
+        vector.setflags(write=False)
+        return vector
 
     def _check_query(self, query: str) -> None:
         """One rule for every door: empty or longer than search.max_query_chars is refused at once."""
@@ -353,6 +405,13 @@ class Monjyu:
     async def astream(self, query: str, mode: str | None = None, **options: Any) -> AsyncIterator[str]:
         """The answer of `ask` as it is written: `async for chunk in m.astream(question): ...`.
         Errors of the search are raised after the chunks that came before them."""
+        async for chunk in self.aevents(query, mode, **options):
+            if isinstance(chunk, str):
+                yield chunk
+
+    async def aevents(self, query: str, mode: str | None = None,
+                      **options: Any) -> AsyncIterator[str | SearchResults | LazySearchResult | HybridSearchResult]:
+        """`ask` as a stream: the answer's chunks (str) as they are written, then the result."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | None] = asyncio.Queue()
         task = asyncio.ensure_future(self.aask(
@@ -360,7 +419,7 @@ class Monjyu:
         task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
         while (chunk := await queue.get()) is not None:
             yield chunk
-        await task
+        yield await task
 
     # ------------------------------------------------------------------ conversations
     def _session_path(self, name: str) -> Path:

@@ -489,6 +489,27 @@ def serve(
         pass
 
 
+@app.command()
+def ui(
+    index: IndexOpt = Path(DEFAULT_INDEX_DIR),
+    config: ConfigOpt = None,
+    host: Annotated[str, typer.Option(help="address to listen on (127.0.0.1: this machine only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="port")] = 8766,
+) -> None:
+    """Open the index in a local web app: search, cited passages in their papers, the collection map."""
+    import uvicorn
+
+    from .web import create_app
+
+    facade = _facade(index, config)
+    hosts = ["127.0.0.1", "localhost", host] if host not in ("0.0.0.0", "::") else ["*"]
+    out.print(f"MONJYU at http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/ (index {index}); Ctrl+C stops it")
+    try:
+        uvicorn.run(create_app(facade, allowed_hosts=hosts), host=host, port=port, log_level="warning")
+    except KeyboardInterrupt:
+        pass
+
+
 def serve_main() -> None:
     """`monjyu-mcp`: the same as `monjyu serve`."""
     typer.run(serve)

@@ -13,6 +13,7 @@ from ..config import AnswerConfig
 from ..errors import ServiceError
 from ..llm import LLM, Message, load_prompt
 from ..nlp.lang import detect_language
+from ..retrieval.searcher import QUERY_TEXT_CHARS
 from ..types import Answer, SearchHit
 from .citations import resolve_citations
 from .context import format_sources, select_sources
@@ -44,7 +45,7 @@ class AnswerEngine:
         self.count_tokens = count_tokens
 
     def language(self, query: str) -> str:
-        return detect_language(query) if self.config.language == "auto" else self.config.language
+        return detect_language(query[:QUERY_TEXT_CHARS]) if self.config.language == "auto" else self.config.language
 
     def _prompt(self, name: str, lang: str) -> str:
         return load_prompt(name, lang, self.config.prompts_dir or None)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..ingest.sentences import is_title_line
 from ..types import Answer
 from .citations import citation_for
 from .context import Source
@@ -25,7 +26,9 @@ def insufficient(language: str, note: str = "") -> Answer:
 def extractive_answer(query: str, query_vector: np.ndarray, sources: Sequence[Source], scorer: LocalRelevanceScorer,
                       language: str, max_sentences: int = 5, per_source: int = 2, min_score: float = 3.0) -> Answer:
     """Best sentences first, at most `per_source` from one text unit; each line ends with its [n]."""
-    sentences = sentences_of(sources)
+    sentences = [s for s in sentences_of(sources)  # a title restates nothing: never an answer line
+                 if not is_title_line(s.source.hit.text, s.start_char - s.source.hit.start_char,
+                                      s.end_char - s.source.hit.start_char)]
     if not sentences:
         return insufficient(language, "no retrieved passage")
     scores = scorer.score(query, query_vector, [s.text for s in sentences])

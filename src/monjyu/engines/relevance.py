@@ -3,6 +3,7 @@ assessor uses, so extractive answers and lazy search can run fully offline."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from ..ingest.sentences import statement_spans
 from ..nlp.analyzer import Analyzer
+from ..retrieval.searcher import QUERY_TEXT_CHARS
 from .context import Source
 
 
@@ -44,6 +46,10 @@ class LocalRelevanceScorer:
         self._analyzer = analyzer or Analyzer()
         self.semantic_weight = semantic_weight
         self.cosine_floor, self.cosine_full = cosine_floor, cosine_full
+        # One question is scored batch after batch: its terms are read once, and of a long query
+        # (a pasted section) those of its opening, as for its embedding.
+        self._query_terms = functools.lru_cache(maxsize=8)(
+            lambda q: frozenset(self._analyzer.terms(q[:QUERY_TEXT_CHARS])))
 
     def score(self, query: str, query_vector: np.ndarray, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -59,7 +65,7 @@ class LocalRelevanceScorer:
             return np.zeros(0, dtype=np.float32)
         cos = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
         semantic = np.clip((cos - self.cosine_floor) / (self.cosine_full - self.cosine_floor), 0.0, 1.0)
-        q_terms = set(self._analyzer.terms(query))
+        q_terms = self._query_terms(query)
         lexical = np.zeros(len(parts), dtype=np.float32)
         if q_terms:
             for i, group in enumerate(parts):

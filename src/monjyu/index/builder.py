@@ -271,7 +271,7 @@ class IndexBuilder:
             config_hash=self.config.index_hash(), token_counter=chunker.counter.name,
             counts={"documents": report.documents, "text_units": report.text_units, "sources": len(sources),
                     **report.level1},
-            levels=levels,
+            levels=levels, failures=[{"path": path, "reason": reason} for path, reason in report.failures],
             built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             build_seconds={k: round(v, 3) for k, v in report.seconds.items()}, sources=sources,
         )

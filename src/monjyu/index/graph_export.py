@@ -76,8 +76,9 @@ def export_graphml(generation_dir: Path, path: Path) -> Path:
     return path
 
 
-def export_html(generation_dir: Path, path: Path, max_nodes: int = 300) -> Path:
-    """An SVG of the most connected phrases, laid out by force (seeded), coloured by top-level community."""
+def export_html(generation_dir: Path, path: Path, max_nodes: int = 300, community_href: str | None = None) -> Path:
+    """An SVG of the most connected phrases, laid out by force (seeded), coloured by top-level
+    community; with `community_href` (a URL with {id}), each node and legend entry links to its community."""
     g = to_networkx(generation_dir, max_nodes=max_nodes)
     _, _, communities = _tables(generation_dir)
     names = {c["id"]: c["title"] for c in communities.to_pylist() if c["level"] == 0}
@@ -89,15 +90,21 @@ def export_html(generation_dir: Path, path: Path, max_nodes: int = 300) -> Path:
     for a, b in g.edges():
         (x1, y1), (x2, y2) = xy[a], xy[b]
         parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#ccc" stroke-width="0.5"/>')
+    def linked(c: int, inner: str) -> str:
+        if not community_href or c < 0:
+            return inner
+        return f'<a href="{html.escape(community_href.format(id=c))}" target="_top">{inner}</a>'
+
     for n, d in g.nodes(data=True):
         x, y = xy[n]
         r = 3 + min(12, d["frequency"] ** 0.5)
         label = html.escape(d["label"])
         comm = html.escape(names.get(d["community"], ""))
-        parts.append(f'<g><title>{label} (units: {d["frequency"]}; community: {comm})</title>'
+        parts.append(linked(d["community"], f'<g><title>{label} (units: {d["frequency"]}; community: {comm})</title>'
                      f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" fill="{colour[d["community"]]}" opacity="0.85"/>'
-                     f'<text x="{x + r + 2:.1f}" y="{y + 4:.1f}" font-size="11">{label}</text></g>')
-    legend = "".join(f'<li><span style="background:{colour[c]}"></span>{html.escape(names.get(c, "(none)"))}</li>'
+                     f'<text x="{x + r + 2:.1f}" y="{y + 4:.1f}" font-size="11">{label}</text></g>'))
+    swatch = '<span style="background:{}"></span>'
+    legend = "".join(f'<li>{linked(c, swatch.format(colour[c]) + html.escape(names.get(c, "(none)")))}</li>'
                      for c in colour)
     path.write_text(f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>MONJYU concept graph</title>
@@ -105,7 +112,7 @@ def export_html(generation_dir: Path, path: Path, max_nodes: int = 300) -> Path:
 li span{{display:inline-block;width:12px;height:12px;margin-right:6px;border-radius:6px}}</style></head>
 <body><h1>Concept graph: top {g.number_of_nodes()} phrases, {g.number_of_edges()} co-occurrence edges</h1>
 <p>Colour = top-level community (named by its most frequent phrases). Hover a node for details.</p>
-<svg width="{w}" height="{h}" viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">{''.join(parts)}</svg>
+<svg width="100%" viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">{''.join(parts)}</svg>
 <h2>Communities</h2><ul>{legend}</ul></body></html>
 """, encoding="utf-8")
     return path

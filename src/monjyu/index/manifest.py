@@ -37,6 +37,7 @@ class Manifest:
     build_seconds: dict[str, float] = field(default_factory=dict)
     sources: dict[str, SourceRecord] = field(default_factory=dict)
     levels: list[int] = field(default_factory=lambda: [0])
+    failures: list[dict[str, str]] = field(default_factory=list)  # files the build skipped: path, reason
     format_version: int = FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:

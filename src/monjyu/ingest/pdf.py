@@ -21,7 +21,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..errors import IngestError
+from ..errors import IngestError, MonjyuError
 from .structure import FRONT, REFERENCE, TEXT, Block, heading_level, is_references_heading, normalize
 
 _SOFT_HYPHENS = {0x02, 0xFFFE, 0xAD}
@@ -108,9 +108,13 @@ def page_lines(page, number: int, split_gaps: bool = False) -> list[Line]:
             raw.FPDFText_GetCharBox(h, i, ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top))
             return left.value, bottom.value, right.value, top.value
 
+        def wraps_after(i: int) -> bool:
+            """A soft hyphen ends a row without a line break of its own: the next character is lower."""
+            return codes[i] in _SOFT_HYPHENS and 0 < i < n - 1 and box(i + 1)[3] < box(i - 1)[1]
+
         start = 0
         for i in range(n + 1):
-            if i < n and codes[i] not in (0x0D, 0x0A):
+            if i < n and codes[i] not in (0x0D, 0x0A) and not wraps_after(i):
                 continue
             pieces = [[j for j in range(start, i) if codes[j] > 0x20 and codes[j] not in _SOFT_HYPHENS]]
             if split_gaps and pieces[0]:
@@ -121,7 +125,7 @@ def page_lines(page, number: int, split_gaps: bool = False) -> list[Line]:
                 lo, hi = (idx[0], idx[-1] + 1) if len(pieces) > 1 else (start, i)
                 text = "".join(chr(c) if c < 0x110000 and not 0xD800 <= c < 0xE000 else " "
                                for c in codes[lo:hi] if c not in _SOFT_HYPHENS)
-                hyphen = k == len(pieces) - 1 and any(codes[j] in _SOFT_HYPHENS for j in range(idx[-1] + 1, i))
+                hyphen = k == len(pieces) - 1 and any(codes[j] in _SOFT_HYPHENS for j in range(idx[-1] + 1, min(i + 1, n)))
                 fonts = [_font(raw, h, j, buf) for j in (idx[0], idx[len(idx) // 2], idx[-1])]
                 (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = box(idx[0]), box(idx[-1])
                 rotated = abs(raw.FPDFText_GetCharAngle(h, idx[len(idx) // 2])) > 0.1
@@ -295,8 +299,8 @@ def _paragraph_break(para: list[Line], cur: Line) -> bool:
     """Whether `cur` starts a new paragraph after the lines `para` (same column so far): a change
     of type, a blank line or a jump up, or a short last line followed by an indent or after a
     sentence end. Edges are the paragraph's own, so narrower blocks (an abstract) hold together.
-    Tiny lines (sub- and superscripts of formulas) never break a paragraph."""
-    if len(cur.text.strip()) <= 4:
+    Tiny lines (sub- and superscripts of formulas) and a word's second half never break a paragraph."""
+    if len(cur.text.strip()) <= 4 or para[-1].hyphen and cur.text[:1].islower():  # a word split by a hyphen goes on
         return False
     prev = next((x for x in reversed(para) if len(x.text.strip()) > 4), para[-1])
     if cur.page != prev.page:
@@ -562,3 +566,32 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
     flush()
     flush_refs()
     return blocks
+
+
+def render_page(path, page: int, boxes: list, scale: float = 1.5) -> bytes:
+    """PNG of page `page` (1-based, as units cite it) with `boxes` ([x0, y0, x1, y1] in PDF points,
+    origin bottom-left: the stored line boxes) marked: a citation shown where it sits."""
+    import io
+
+    import pypdfium2 as pdfium
+    from PIL import Image, ImageDraw
+
+    if not 0.25 <= scale <= 4:
+        raise MonjyuError(f"page scale {scale} is outside 0.25-4")
+    pdf = pdfium.PdfDocument(str(path))
+    try:
+        if not 1 <= page <= len(pdf):
+            raise MonjyuError(f"{path} has {len(pdf)} pages; page {page} does not exist")
+        pdf_page = pdf[page - 1]
+        left, _, _, top = pdf_page.get_bbox()
+        image = pdf_page.render(scale=scale).to_pil().convert("RGBA")
+    finally:
+        pdf.close()
+    overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(overlay)
+    for x0, y0, x1, y1 in boxes:
+        draw.rectangle([(x0 - left) * scale - 2, (top - y1) * scale - 2, (x1 - left) * scale + 2, (top - y0) * scale + 2],
+                       fill=(255, 210, 0, 80), outline=(220, 140, 0, 255), width=2)
+    out = io.BytesIO()
+    Image.alpha_composite(image, overlay).convert("RGB").save(out, "PNG")
+    return out.getvalue()

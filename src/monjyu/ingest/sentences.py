@@ -58,3 +58,14 @@ def statement_spans(text: str, spans: list[tuple[int, int]] | None = None) -> li
     and rerankers read."""
     return [(a, b) for a, b in (split_sentences(text) if spans is None else spans)
             if b - a >= MIN_STATEMENT_CHARS and text[a] != "#" and not heading_level(text[a:b])]
+
+
+_ENDS_STATEMENT = re.compile(r"[.!?。．！？…][\"'”’)\]]*$")
+
+
+def is_title_line(text: str, a: int, b: int) -> bool:
+    """A line standing alone without a sentence end: a title or an unnumbered heading (a document's
+    title at the top of its first unit, "Page two: using communities"). Not something to quote."""
+    line = text[a:b].strip()
+    alone = (a == 0 or text[a - 1] == "\n") and (b >= len(text) or text[b] == "\n")
+    return alone and len(line) <= 120 and "\n" not in line and not _ENDS_STATEMENT.search(line)

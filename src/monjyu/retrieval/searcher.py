@@ -7,6 +7,7 @@ this against LanceDB's own ANN search; exact search stays faster and exact up to
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from .graph import PhraseGraph
 # A long query ("find passages like this abstract") is served in bounded time: its first
 # QUERY_TEXT_CHARS characters give the embedding, noun phrases and graph seeds, and its
 # MAX_QUERY_TERMS most distinctive terms (highest IDF) the keyword query.
-QUERY_TEXT_CHARS = 2000
+QUERY_TEXT_CHARS = 1000  # about an abstract's first paragraph (~250 tokens)
 MAX_QUERY_TERMS = 64
 LIST_TOP = 10  # each list's best that always reach the evidence rerank
 
@@ -154,6 +155,11 @@ class Searcher:
         self._np_extractor: NounPhraseExtractor | None = None
         self._rows: dict[str, int] | None = None
         self._by_position: dict[tuple[str, int], int] | None = None
+        # A query is analysed once per search although several stages read it (a pasted section
+        # would otherwise be tokenised and parsed again by each one).
+        self._terms_of = functools.lru_cache(maxsize=16)(lambda q: tuple(self._query_terms(q)))
+        self._phrases_of = functools.lru_cache(maxsize=16)(
+            lambda q: tuple(self.phrase_extractor().extract([q[:QUERY_TEXT_CHARS]])[0]))
 
     # -- single strategies: (row, score) best first ---------------------------------
     def restrict(self, filters: SearchFilters | None, query_vector: np.ndarray | None = None,
@@ -190,6 +196,9 @@ class Searcher:
 
     def query_terms(self, query: str) -> list[str]:
         """The query's index terms; past MAX_QUERY_TERMS distinct ones, the most distinctive."""
+        return list(self._terms_of(query))
+
+    def _query_terms(self, query: str) -> list[str]:
         terms = self.analyzer.terms(query)
         distinct = set(terms)
         if len(distinct) <= MAX_QUERY_TERMS:
@@ -357,7 +366,7 @@ class Searcher:
 
     def query_phrases(self, text: str) -> list[str]:
         """The normalised noun phrases of a query (what graph.match takes besides its n-grams)."""
-        return list(self.phrase_extractor().extract([text[:QUERY_TEXT_CHARS]])[0])
+        return list(self._phrases_of(text))
 
     def neighbour_text(self, row: int, chars: int = 200) -> tuple[str, str]:
         """The document's text just before and just after the unit (up to `chars` each), from the
@@ -534,7 +543,7 @@ class Searcher:
         graph = self.index.graph
         if graph is None or not graph.about:
             return []
-        q_terms = set(self.analyzer.terms(query))
+        q_terms = set(self.query_terms(query))
         texts = self.index.columns["text"]
         scores: dict[int, float] = {}
         for rank, seed in enumerate(seeds, start=1):

@@ -223,7 +223,7 @@ class HybridRAGEngine:
 
         combined = {row: score for row, score in fused}
         page = order[offset:offset + top_k]
-        q_terms = set(self.searcher.analyzer.terms(query))
+        q_terms = set(self.searcher.query_terms(query))
         items = []
         for rank, row in enumerate(page, start=offset + 1):
             g = grades.get(row)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...ingest.sentences import statement_spans
+from ...ingest.sentences import is_title_line, statement_spans
 from ...nlp.analyzer import Analyzer
 from ...nlp.lang import detect_language
 from ...retrieval import SearchFilters, Searcher
@@ -156,6 +156,8 @@ class ThemeFinder:
         for row in order.tolist():
             text = cols["text"][row]
             for a, b in statement_spans(text, self.index.sentence_spans(row) or None):
+                if is_title_line(text, a, b):
+                    continue
                 sentence_terms = set(self.analyzer.terms(text[a:b]))
                 named = [p for p, t in terms.items() if t <= sentence_terms]
                 if len(named) >= 2 or (named and topic_vector is not None):

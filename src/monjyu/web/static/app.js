@@ -1,0 +1,314 @@
+// MONJYU web app: one page over the JSON API of monjyu.web.app. Every text from the index or the
+// query is put in the page with textContent (never parsed as HTML).
+"use strict";
+
+const STRINGS = {
+  en: {
+    search: "Search", collection: "Collection", go: "Search", placeholder: "Ask the papers a question…",
+    mode: "Mode", preset: "Effort (lazy)", filters: "Filters", f_type: "Type", f_author: "Author", f_year: "Year",
+    f_path: "Path", f_from: "From", f_to: "To", trace: "Lazy search: path through the communities",
+    t_depth: "Depth", t_community: "Community", t_units: "Units", t_sentences: "Sentences", t_relevant: "Relevant",
+    documents: "Documents", d_title: "Title", d_authors: "Authors", d_year: "Year", d_pages: "Pages",
+    d_type: "Type", d_units: "Passages", failures: "Files the last build skipped", none: "none", map: "Community map",
+    close: "Close", answer: "Answer", extractive: "Answer (extractive: sentences from the sources, no LLM)",
+    insufficient: "No answer", passages: "Passages", of: "of", page: "p.", searching: "Searching…",
+    calls: "LLM calls", tokens: "tokens", budget: "budget", stop: "stop", claims: "claims",
+    relevant_sentences: "relevant sentences", community: "Community", no_results: "No passages found.",
+    mode_auto: "auto (by question type)", mode_hybrid: "hybrid", mode_lazy: "lazy (LazyGraphRAG)",
+    mode_hybridrag: "HybridRAG", preset_default: "default",
+  },
+  ja: {
+    search: "検索", collection: "コレクション", go: "検索", placeholder: "論文に質問する…",
+    mode: "モード", preset: "探索量 (lazy)", filters: "絞り込み", f_type: "種類", f_author: "著者", f_year: "年",
+    f_path: "パス", f_from: "開始日", f_to: "終了日", trace: "Lazy 検索: コミュニティの探索経路",
+    t_depth: "深さ", t_community: "コミュニティ", t_units: "単位", t_sentences: "文", t_relevant: "関連",
+    documents: "文書", d_title: "タイトル", d_authors: "著者", d_year: "年", d_pages: "ページ",
+    d_type: "種類", d_units: "パッセージ", failures: "前回の索引作成で読めなかったファイル", none: "なし",
+    map: "コミュニティ地図", close: "閉じる", answer: "回答",
+    extractive: "回答 (抽出型: 出典の文をそのまま選択、LLM なし)", insufficient: "回答なし", passages: "パッセージ",
+    of: "/", page: "p.", searching: "検索中…", calls: "LLM 呼び出し", tokens: "トークン", budget: "予算",
+    stop: "停止理由", claims: "主張", relevant_sentences: "関連文", community: "コミュニティ",
+    no_results: "該当するパッセージがありません。", mode_auto: "自動 (質問の種類で選択)", mode_hybrid: "ハイブリッド",
+    mode_lazy: "lazy (LazyGraphRAG)", mode_hybridrag: "HybridRAG", preset_default: "既定",
+  },
+};
+
+const $ = (id) => document.getElementById(id);
+let lang = localStorage.getItem("monjyu-lang") ||
+  ((navigator.languages || [navigator.language || "en"]).some((l) => l.toLowerCase().startsWith("ja")) ? "ja" : "en");
+const t = (key) => STRINGS[lang][key] ?? STRINGS.en[key] ?? key;
+let info = null;
+let lastHits = [];
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return node;
+}
+
+function applyLanguage() {
+  document.documentElement.lang = lang;
+  document.querySelectorAll("[data-i18n]").forEach((n) => { n.textContent = t(n.dataset.i18n); });
+  document.querySelectorAll("[data-i18n-placeholder]").forEach((n) => { n.placeholder = t(n.dataset.i18nPlaceholder); });
+  $("lang").textContent = lang === "ja" ? "English" : "日本語";
+  if (info) fillSelects();
+}
+
+function fillSelects() {
+  const mode = $("mode").value || "auto", preset = $("preset").value;
+  $("mode").replaceChildren(...info.modes.map((m) => el("option", { value: m }, t("mode_" + m))));
+  $("preset").replaceChildren(el("option", { value: "" }, t("preset_default")),
+    ...info.presets.map((p) => el("option", { value: p }, p)));
+  $("mode").value = mode;
+  $("preset").value = preset;
+  $("preset").disabled = $("mode").value !== "lazy";
+}
+
+function where(hit) {
+  const parts = [hit.source_path || hit.document_id];
+  if (hit.section) parts.push("§" + hit.section.split(" > ").pop());
+  if (hit.page) parts.push(t("page") + hit.page);
+  if (hit.year) parts.push(String(hit.year));
+  return parts.join(" · ");
+}
+
+function showView(name) {
+  for (const v of ["search", "collection"]) {
+    $("view-" + v).hidden = v !== name;
+    $("tab-" + v).setAttribute("aria-current", v === name ? "page" : "false");
+  }
+  if (name === "collection") loadCollection();
+}
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = !message;
+}
+
+// ----------------------------------------------------------------- search
+
+async function search(event) {
+  if (event) event.preventDefault();
+  const query = $("q").value.trim();
+  if (!query) return;
+  const filters = {};
+  for (const key of info.filters) {
+    const value = $("f-" + key).value.trim();
+    if (value) filters[key] = value;
+  }
+  const body = { query, mode: $("mode").value, filters };
+  if ($("mode").value === "lazy" && $("preset").value) body.preset = $("preset").value;
+  history.replaceState(null, "", "?q=" + encodeURIComponent(query) + "&mode=" + encodeURIComponent(body.mode));
+  showError("");
+  $("answer").hidden = false;
+  $("answer-title").textContent = t("searching");
+  $("answer-text").textContent = "";
+  $("citations").replaceChildren();
+  $("cost").textContent = "";
+  $("trace").hidden = true;
+  $("results-box").hidden = true;
+  $("answer").dataset.chunks = "0";
+  const response = await fetch("/api/search", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  });
+  if (!response.ok) {
+    $("answer").hidden = true;
+    showError((await response.json()).error || response.statusText);
+    return;
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (value) buffer += decoder.decode(value, { stream: true });
+    let newline;
+    while ((newline = buffer.indexOf("\n")) >= 0) {
+      handleEvent(JSON.parse(buffer.slice(0, newline)));
+      buffer = buffer.slice(newline + 1);
+    }
+    if (done) break;
+  }
+}
+
+function handleEvent(event) {
+  if (event.token !== undefined) {
+    $("answer-title").textContent = t("answer");
+    $("answer-text").append(event.token);
+    $("answer").dataset.chunks = String(Number($("answer").dataset.chunks) + 1);
+  } else if (event.error !== undefined) {
+    $("answer").hidden = true;
+    showError(event.error);
+  } else if (event.result) {
+    renderResult(event.result);
+  }
+}
+
+function renderResult(result) {
+  const answer = result.answer;
+  if (answer) {
+    $("answer-title").textContent = t(answer.kind === "llm" ? "answer" : answer.kind);
+    renderAnswerText(answer);
+    $("citations").replaceChildren(...answer.citations.map((c) => el("li", { value: c.number },
+      el("button", { type: "button", class: "cite", "data-cite": c.number, onclick: () => openReader(c, c.start_char, c.end_char) },
+        c.document_title || c.document_id),
+      " ", el("span", { class: "cost" }, where(c)))));
+  } else {
+    $("answer").hidden = true;
+  }
+  const u = result.usage || {}, ms = (result.timings_ms || {}).total_ms;
+  $("cost").textContent = `${result.mode} · ${t("calls")} ${u.calls || 0} · ${t("tokens")} ${u.prompt_tokens || 0}+${u.completion_tokens || 0}` +
+    (ms !== undefined ? ` · ${Math.round(ms)} ms` : "");
+  if (result.trace) renderTrace(result.trace);
+  renderHits(result.hits, `${t("passages")} (${result.hits.length} ${t("of")} ${result.total_count})`);
+}
+
+function renderAnswerText(answer) {
+  // "[2]" and "[1, 3]" become buttons that open the cited passage
+  const byNumber = new Map(answer.citations.map((c) => [c.number, c]));
+  const parts = answer.text.split(/(\[\d+(?:,\s*\d+)*\])/);
+  $("answer-text").replaceChildren(...parts.map((part) => {
+    const m = part.match(/^\[(\d+(?:,\s*\d+)*)\]$/);
+    if (!m) return document.createTextNode(part);
+    const span = el("span", {});
+    for (const n of m[1].split(/,\s*/).map(Number)) {
+      const c = byNumber.get(n);
+      span.append(c ? el("button", { type: "button", class: "cite", "data-cite": n, onclick: () => openReader(c, c.start_char, c.end_char) }, `[${n}]`)
+                    : `[${n}]`);
+    }
+    return span;
+  }));
+}
+
+function renderTrace(trace) {
+  $("trace").hidden = false;
+  $("trace-summary").textContent = `${t("budget")} ${trace.budget_used}/${trace.budget_total} · ` +
+    `${trace.relevant_sentences.length} ${t("relevant_sentences")} · ${trace.claims.length} ${t("claims")} · ` +
+    `${t("stop")}: ${trace.stop_reason} (${trace.assessor})`;
+  $("trace-table").tBodies[0].replaceChildren(...trace.communities_visited.map((v) =>
+    el("tr", {}, el("td", {}, v.depth), el("td", {}, `#${v.id} L${v.level} ${v.title}`), el("td", {}, v.units_tested),
+       el("td", {}, v.sentences_tested), el("td", {}, v.relevant))));
+  $("claims").replaceChildren(...trace.claims.slice(0, 10).map((c) => el("li", {}, c.statement)));
+}
+
+function renderHits(hits, title) {
+  lastHits = hits;
+  $("results-box").hidden = false;
+  $("results-title").textContent = title;
+  if (!hits.length) {
+    $("results").replaceChildren(el("li", {}, t("no_results")));
+    return;
+  }
+  $("results").replaceChildren(...hits.map((h, i) => {
+    const flat = h.text.replace(/\s+/g, " ");
+    const text = flat.length > 500 ? flat.slice(0, 500) + "…" : flat;
+    return el("li", {},
+      el("div", { class: "hit", tabindex: "0", "data-index": i, onclick: () => openReader(h, h.start_char, h.end_char),
+                  onkeydown: (e) => { if (e.key === "Enter") openReader(h, h.start_char, h.end_char); } },
+        el("div", { class: "title" }, h.document_title || h.document_id),
+        el("div", { class: "where" }, where(h)),
+        el("p", { class: "text" }, text)));
+  }));
+}
+
+function moveThroughResults(event) {
+  if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
+  const items = [...document.querySelectorAll("#results .hit")];
+  if (!items.length) return;
+  const at = items.indexOf(document.activeElement);
+  let next;
+  if (event.target === $("q")) next = event.key === "ArrowDown" ? 0 : -1;
+  else if (at >= 0) next = at + (event.key === "ArrowDown" ? 1 : -1);
+  else return;
+  event.preventDefault();
+  if (next < 0) $("q").focus();
+  else items[Math.min(next, items.length - 1)].focus();
+}
+
+// ----------------------------------------------------------------- reader
+
+async function openReader(ref, start, end) {
+  const params = new URLSearchParams({ id: ref.document_id, unit: ref.text_unit_id, context: "1" });
+  const response = await fetch("/api/document?" + params);
+  const doc = await response.json();
+  if (!response.ok) { showError(doc.error); return; }
+  const ctx = doc.context;
+  $("reader").hidden = false;
+  $("reader-title").textContent = doc.title || doc.id;
+  const authors = (doc.authors || []).join(", ");
+  $("reader-where").textContent = [doc.source_path, authors, doc.year, ctx.section && "§" + ctx.section,
+                                   ctx.page && t("page") + ctx.page].filter(Boolean).join(" · ");
+  const a = Math.max(0, start - ctx.start_char), b = Math.max(a, Math.min(ctx.text.length, end - ctx.start_char));
+  const mark = el("mark", {}, ctx.text.slice(a, b));
+  $("reader-text").replaceChildren(ctx.text.slice(0, a), mark, ctx.text.slice(b));
+  const img = $("reader-page");
+  const page = ref.page || ctx.page;
+  if (doc.file_type === "pdf" && page) {
+    img.src = "/api/page?" + new URLSearchParams({ id: doc.id, page, start, end });
+    img.alt = `${doc.title} ${t("page")}${page}`;
+    img.hidden = false;
+  } else {
+    img.hidden = true;
+    img.removeAttribute("src");
+  }
+  $("reader").scrollTop = 0;
+  mark.scrollIntoView({ block: "nearest" });
+  $("reader-close").focus({ preventScroll: true });
+}
+
+// ----------------------------------------------------------------- collection
+
+async function loadCollection() {
+  const response = await fetch("/api/documents?limit=500");
+  const page = await response.json();
+  if (!response.ok) { showError(page.error); return; }
+  $("documents").tBodies[0].replaceChildren(...page.documents.map((d) => el("tr", {},
+    el("td", {}, d.title || d.id), el("td", {}, (d.authors || []).join(", ")), el("td", {}, d.year ?? ""),
+    el("td", {}, d.pages ?? ""), el("td", {}, d.file_type), el("td", {}, d.text_units))));
+  $("failures").replaceChildren(...(page.failures.length ? page.failures.map((f) => el("li", {}, `${f.path}: ${f.reason}`))
+                                                         : [el("li", {}, t("none"))]));
+  if (!$("map").getAttribute("src")) $("map").src = "/map";
+}
+
+async function showCommunity(id) {
+  const response = await fetch("/api/community?id=" + encodeURIComponent(id));
+  const c = await response.json();
+  if (!response.ok) { showError(c.error); return; }
+  $("answer").hidden = true;
+  renderHits(c.hits, `${t("community")} #${c.id} (L${c.level}): ${c.title}`);
+}
+
+// ----------------------------------------------------------------- start
+
+async function start() {
+  info = await (await fetch("/api/info")).json();
+  applyLanguage();
+  $("lang").addEventListener("click", () => {
+    lang = lang === "ja" ? "en" : "ja";
+    localStorage.setItem("monjyu-lang", lang);
+    applyLanguage();
+  });
+  $("mode").addEventListener("change", () => { $("preset").disabled = $("mode").value !== "lazy"; });
+  $("search-form").addEventListener("submit", search);
+  document.addEventListener("keydown", moveThroughResults);
+  $("reader-close").addEventListener("click", () => { $("reader").hidden = true; });
+  $("reader").addEventListener("keydown", (e) => { if (e.key === "Escape") $("reader").hidden = true; });
+  $("tab-search").addEventListener("click", () => showView("search"));
+  $("tab-collection").addEventListener("click", () => showView("collection"));
+  showView("search");
+  if (!info.status.exists) showError(info.status.hint);
+  const params = new URLSearchParams(location.search);
+  if (params.get("community")) showCommunity(params.get("community"));
+  else if (params.get("q")) {
+    $("q").value = params.get("q");
+    if (info.modes.includes(params.get("mode"))) { $("mode").value = params.get("mode"); $("preset").disabled = params.get("mode") !== "lazy"; }
+    search();
+  }
+}
+
+start();
