@@ -37,7 +37,7 @@ def main() -> None:
     cfg = GraphConfig(processes=args.processes)
     with tempfile.TemporaryDirectory() as tmp:
         cache = PhraseCache(SqliteKV(Path(tmp) / "phrases.sqlite", "phrases"))
-        extractor = NounPhraseExtractor(n_process=args.processes)
+        extractor = NounPhraseExtractor(n_process=args.processes)  # closed when the process ends
         head = n - max(1, n // 100)
         t0 = time.perf_counter()
         phrases = cache.extract(texts[:head], extractor)

@@ -40,6 +40,17 @@ def test_variants_merge_into_one_node():
     assert "language model" in a and "language model" in b
 
 
+def test_worker_processes_give_the_same_phrases_as_one_process():
+    """Spawned workers (never forked) for a large batch: results equal, in order; Japanese stays here."""
+    sentences = [f"Paper {i} trains large language models on graph data in Tokyo." for i in range(150)]
+    texts = sentences + ["大規模言語モデルを使った検索"]
+    single = NounPhraseExtractor(n_process=1).extract(texts)
+    with NounPhraseExtractor(n_process=2) as parallel:
+        assert parallel.extract(texts) == single
+        assert parallel._pool is not None  # the workers did run
+    assert "large language model" in single[0] and "大規模言語モデル" in single[-1]
+
+
 def test_graph_and_communities_are_deterministic():
     rng = np.random.default_rng(1)
     topics = [["neural network", "gradient descent", "loss function", "training data"],

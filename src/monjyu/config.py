@@ -109,7 +109,7 @@ class GraphConfig(BaseModel):
     max_phrase_share: float = Field(0.05, gt=0, le=1, description="phrases in a larger share of units are hubs and pruned")
     embed_min_units: int = Field(2, ge=0, description="embed the non-hub phrases found in at least this many units (query phrases in another language reach them) and the communities' representative phrases; 0: none")
     min_hub_units: int = Field(50, ge=1, description="never prune phrases found in fewer units than this")
-    processes: int = Field(1, ge=1, le=64, description="spaCy worker processes")
+    processes: int = Field(0, ge=0, le=64, description="noun-phrase worker processes (spawned); 0: one per core, up to 4")
 
 
 class LLMConfig(BaseModel):

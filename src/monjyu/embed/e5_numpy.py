@@ -23,6 +23,7 @@ from importlib.metadata import version
 
 import numpy as np
 
+from ..runtime import cpu_cores
 from .base import normalize
 
 QK = 32                      # Q4_0 block size (weights per fp16 scale)
@@ -302,7 +303,7 @@ class E5NumpyModel:
         self.dim = self.w.H
         self._gscale, self._goff, self._gtable = _gelu_phi_table()
         setter = _blas_thread_local_setter()
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = cpu_cores()
         if setter is not None:   # one batch per worker, each with single-threaded BLAS
             self._threads = max(1, threads or cores)
             self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(

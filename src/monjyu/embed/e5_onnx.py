@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runtime import cpu_cores
 from .e5_numpy import E5NumpyModel, E5Weights, NumpyE5Embedder, default_model_path
 
 CONVERTER_VERSION = 5  # bump when the graph changes: cached models of another version are rebuilt
@@ -117,7 +118,7 @@ class E5OnnxModel(E5NumpyModel):
         super().__init__(path, threads=1)
         self._pool, self._threads = None, 1  # ONNX Runtime parallelises inside each batch
         options = ort.SessionOptions()
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = cpu_cores()
         options.intra_op_num_threads = threads or cores
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(int8_model_path(path or default_model_path())), options,

@@ -29,6 +29,7 @@ from ..errors import IngestError, MonjyuError
 from ..ingest import Chunker, iter_source_files, load_file
 from ..ingest.sentences import statement_spans
 from ..nlp import Analyzer
+from ..runtime import cpu_cores
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..nlp.noun_phrases import NounPhraseExtractor
@@ -295,8 +296,8 @@ class IndexBuilder:
         inputs = [f"{t}.\n{x}" if t and t[-1:].isalnum() else f"{t}\n{x}" for t, x in zip(titles, texts)]
         cache = PhraseCache(SqliteKV(self._cache_dir() / "phrases.sqlite", "phrases"))
         self.progress("phrases", 0, len(inputs))
-        phrases = cache.extract(inputs, NounPhraseExtractor(n_process=self.config.graph.processes),
-                                progress=lambda n: self.progress("phrases", n, None))
+        with NounPhraseExtractor(n_process=self.config.graph.processes or min(4, cpu_cores())) as extractor:
+            phrases = cache.extract(inputs, extractor, progress=lambda n: self.progress("phrases", n, None))
         t1 = time.perf_counter()
         result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
         result.seconds["noun_phrases"] = t1 - t0

