@@ -44,6 +44,12 @@ def pct(values: list[float], p: float) -> float:
     return float(np.percentile(np.array(values), p))
 
 
+def rss_mb() -> float:
+    """This process's resident memory now (Linux), in MB."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
+
+
 def timed(fn, queries) -> list[float]:
     out = []
     for q in queries:
@@ -192,6 +198,7 @@ def main() -> None:
                 }
                 loaded.ann = None
         row = {f"{k}_p50": pct(v, 50) for k, v in figures.items()} | {f"{k}_p95": pct(v, 95) for k, v in figures.items()}
+        row["rss_mb_after_searches"] = rss_mb()  # the index in memory as a search process holds it (run one size per process)
         if "monjyu_ann_hybrid" in figures:
             row["ann_hybrid_p50_ratio_to_reference"] = row["monjyu_ann_hybrid_p50"] / row["reference_hybrid_p50"]
         row["hybrid_p50_ratio_to_reference"] = row["monjyu_hybrid_p50"] / row["reference_hybrid_p50"]

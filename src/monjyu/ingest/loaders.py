@@ -23,6 +23,10 @@ FILE_TYPES = {
     ".pdf": "pdf", ".docx": "docx", ".json": "json", ".jsonl": "jsonl",
 }
 
+# What document generators write as "author" when nobody set one: not a person.
+PLACEHOLDER_AUTHORS = {"python-docx", "author", "user", "administrator", "windows user", "microsoft office user",
+                       "unknown", "anonymous"}
+
 
 def iter_source_files(paths: Iterable[str | Path], cfg: IngestConfig) -> Iterator[Path]:
     """Files named directly are always yielded (so unsupported ones get reported); folders are
@@ -287,7 +291,8 @@ def _load_docx(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig
         for row in table.rows:
             blocks.append(Block(normalize(" | ".join(cell.text for cell in row.cells))))
     return [_structured(doc_id, title or Path(name).stem, blocks, name, date,
-                        authors=[a.strip() for a in re.split(r"[;,]", document.core_properties.author or "") if a.strip()])]
+                        authors=[a.strip() for a in re.split(r"[;,]", document.core_properties.author or "")
+                                 if a.strip() and a.strip().lower() not in PLACEHOLDER_AUTHORS])]
 
 
 def _records_to_docs(name: str, records: list[Any], date: str, cfg: IngestConfig) -> list[Document]:
