@@ -12,7 +12,9 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+from rich.text import Text
 from rich.table import Table
 
 from .api import DEFAULT_INDEX_DIR, EVAL_MODES, Monjyu
@@ -37,14 +39,21 @@ def _facade(index: Path, config: Optional[Path]) -> Monjyu:
     return Monjyu(index, load_config(config))
 
 
+class RateColumn(ProgressColumn):
+    """Items per second of a build stage (files, units, sentences, phrases)."""
+
+    def render(self, task) -> Text:
+        return Text(f"{task.speed:,.1f}/s" if task.speed else "", style="progress.data.speed")
+
+
 @contextmanager
 def _progress(enabled: bool):
     """Rich progress bars on stderr, one per build stage."""
     if not enabled:
         yield None
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=False) as bar:
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
+                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=err, transient=False) as bar:
         tasks: dict[str, int] = {}
 
         def update(stage: str, advance: int, total: int | None) -> None:
