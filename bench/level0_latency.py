@@ -147,7 +147,11 @@ def main() -> None:
     for n in [int(s) for s in args.sizes.split(",")]:
         synth_texts, vecs = synthesize(real, n, rng)
         terms = [analyzer.terms(t) for t in synth_texts]
-        cols = {c: np.array([""] * n, dtype=object) for c in ("document_id", "title", "source_path", "file_type", "date", "text")}
+        cols = {c: np.array([""] * n, dtype=object) for c in ("document_id", "title", "source_path", "file_type", "date",
+                                                                "text", "section")}
+        cols["kind"] = np.array(["text"] * n, dtype=object)
+        cols["authors"] = np.array([[]] * n + [None], dtype=object)[:n]
+        cols["year"] = np.array([None] * n, dtype=object)
         cols["id"] = np.array([f"u{i}" for i in range(n)], dtype=object)
         cols.update({"chunk_index": np.zeros(n, dtype=object), "page": np.array([None] * n, dtype=object),
                      "start_char": np.zeros(n, dtype=object), "end_char": np.zeros(n, dtype=object)})

@@ -26,7 +26,7 @@ from .engines.relevance import LocalRelevanceScorer
 from .errors import ConfigError, EmbedderMismatchError, MonjyuError
 from .index import BuildReport, IndexBuilder, read_manifest
 from .index.builder import ProgressFn, generation_dir
-from .index.manifest import Manifest
+from .index.manifest import Manifest, manifest_path
 from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
 from .retrieval import LoadedIndex, SearchFilters, Searcher
@@ -34,6 +34,7 @@ from .retrieval.fusion import weighted_rrf
 from .retrieval.searcher import QUERY_TEXT_CHARS
 from .store import LanceStore
 from .store.lancedb_store import DOCUMENTS
+from .store.object_store import ObjectStoreIndex
 from .types import HybridSearchResult, LazySearchResult, SearchHit, SearchResults
 from . import schemas
 from .engines.hybrid.response import to_search_result
@@ -84,6 +85,9 @@ class Monjyu:
     def __init__(self, index_dir: str | Path = DEFAULT_INDEX_DIR, config: MonjyuConfig | None = None):
         self.index_dir = Path(index_dir)
         self.config = config or load_config()
+        # With store.url the index lives in object storage and index_dir is its local cache.
+        self.remote = (ObjectStoreIndex(self.config.store.url, self.index_dir, self.config.store.refresh_s)
+                       if self.config.store.url else None)
         self._lock = threading.Lock()
         self._loaded: tuple[str, Searcher] | None = None
         self._query_embedder: Embedder | None = None
@@ -96,17 +100,28 @@ class Monjyu:
 
     # ------------------------------------------------------------------ indexing
     def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None) -> BuildReport:
+        if self.remote:
+            self.remote.pull(force=True)  # build on the store's current generation
+        before = self._generation_or_none()
         report = IndexBuilder(self.index_dir, self.config, progress).build(paths)
+        if self.remote and self._generation_or_none() != before:
+            self.remote.push()
         self._loaded = None
         return report
 
+    def _generation_or_none(self) -> str | None:
+        return read_manifest(self.index_dir).generation if manifest_path(self.index_dir).exists() else None
+
     def manifest(self) -> Manifest:
+        if self.remote:
+            self.remote.pull()
         return read_manifest(self.index_dir)
 
     def status(self) -> dict[str, Any]:
         m = self.manifest()
         return {
-            "index_dir": str(self.index_dir), "generation": m.generation, "built_at": m.built_at,
+            "index_dir": str(self.index_dir), "store": self.config.store.url or None, "generation": m.generation,
+            "built_at": m.built_at,
             "embedder": {"id": m.embedder_id, "dim": m.embedder_dim}, "token_counter": m.token_counter,
             "counts": m.counts, "build_seconds": m.build_seconds, "failures": m.failures,
         }
@@ -430,6 +445,8 @@ class Monjyu:
     def conversation(self, name: str) -> LazyConversation:
         """The conversation kept under `name` in the index directory (a new one if none is)."""
         path = self._session_path(name)
+        if self.remote:
+            self.remote.pull_session(name)
         if not path.exists():
             return LazyConversation()
         try:
@@ -444,6 +461,8 @@ class Monjyu:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(conversation.to_dict(), ensure_ascii=False), encoding="utf-8")
         tmp.replace(path)
+        if self.remote:
+            self.remote.push_session(name)
 
     def eval_search(self, query: str, eval_mode: str, k: int, answer: bool = False,
                     **options: Any) -> SearchResults | LazySearchResult | HybridSearchResult:

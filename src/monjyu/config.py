@@ -218,6 +218,24 @@ class MCPConfig(BaseModel):
     allowed_roots: list[str] = []  # folders whose files MCP clients may add to the index
 
 
+class StoreConfig(BaseModel):
+    """Where the index lives. Empty url: the index directory itself (embedded LanceDB). An object
+    storage url (s3://bucket/prefix): all index state lives there, and the index directory is a
+    local cache of the current generation. Credentials and endpoint come from the standard AWS
+    variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION), never the file."""
+
+    backend: Literal["lancedb"] = "lancedb"
+    url: str = ""
+    refresh_s: float = Field(5.0, ge=0, description="how often a reader looks for a newer generation in the store")
+
+    @model_validator(mode="after")
+    def _known_scheme(self) -> "StoreConfig":
+        if self.url and not self.url.startswith("s3://"):
+            raise ValueError(f"store.url {self.url!r}: use s3://bucket/prefix (object storage), or leave it "
+                             "empty for the local index directory")
+        return self
+
+
 class MonjyuConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MONJYU_", env_nested_delimiter="__", extra="forbid")
 
@@ -232,6 +250,7 @@ class MonjyuConfig(BaseSettings):
     rerank: RerankConfig = RerankConfig()
     hybrid: HybridConfig = HybridConfig()
     mcp: MCPConfig = MCPConfig()
+    store: StoreConfig = StoreConfig()
     cache_dir: str = ""  # embedding cache; default <index>/cache
 
     @classmethod

@@ -92,11 +92,13 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
     """The app over one facade. `allowed_hosts` guards against DNS rebinding (a page elsewhere
     resolving its own name to 127.0.0.1): only these Host headers are served."""
     map_cache: dict[str, str] = {}
+    # Plain `def` routes run in Starlette's thread pool: facade calls read files and may pull a
+    # generation from object storage, which must not stall the event loop that streams answers.
 
-    async def home(request: Request) -> Response:
+    def home(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers=SECURITY_HEADERS)
 
-    async def info(request: Request) -> Response:
+    def info(request: Request) -> Response:
         try:
             status = {"exists": True, **monjyu.status()}
         except IndexNotFoundError as exc:
@@ -124,7 +126,7 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
 
         return StreamingResponse(lines(), media_type="application/x-ndjson", headers=SECURITY_HEADERS)
 
-    async def documents(request: Request) -> Response:
+    def documents(request: Request) -> Response:
         try:
             page = monjyu.list_documents(limit=_int(request, "limit", 100), offset=_int(request, "offset", 0))
             page["failures"] = monjyu.status()["failures"]
@@ -132,7 +134,7 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
             return _error(exc, 404)
         return JSONResponse(page, headers=SECURITY_HEADERS)
 
-    async def document(request: Request) -> Response:
+    def document(request: Request) -> Response:
         try:
             doc_id = request.query_params.get("id") or ""
             doc = monjyu.get_document(doc_id, request.query_params.get("unit") or None,
@@ -141,7 +143,7 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
             return _error(exc, 404)
         return JSONResponse(doc, headers=SECURITY_HEADERS)
 
-    async def page(request: Request) -> Response:
+    def page(request: Request) -> Response:
         try:
             png = monjyu.page_image(request.query_params.get("id") or "", _int(request, "page"),
                                     _int(request, "start", 0), _int(request, "end", 0))
@@ -149,13 +151,13 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
             return _error(exc, 404)
         return Response(png, media_type="image/png", headers=SECURITY_HEADERS)
 
-    async def community(request: Request) -> Response:
+    def community(request: Request) -> Response:
         try:
             return JSONResponse(monjyu.community(_int(request, "id")), headers=SECURITY_HEADERS)
         except MonjyuError as exc:
             return _error(exc, 404)
 
-    async def community_map(request: Request) -> Response:
+    def community_map(request: Request) -> Response:
         """The graph picture, its communities linked to the app; drawn once per index generation."""
         try:
             generation = monjyu.manifest().generation

@@ -1,0 +1,167 @@
+"""An index kept in object storage (s3://bucket/prefix), mirrored in a local cache directory.
+
+The store holds every piece of index state, in the same layout as a local index: `manifest.json`,
+`generations/<g>/...` (LanceDB tables, BM25, graph arrays, vectors) and `sessions/*.json`. A build
+runs in the local directory and is then pushed: the generation's files first, the manifest last.
+Replacing the manifest object is the commit, so a build killed at any point leaves the previous
+generation readable. A reader pulls the generation the store's manifest names into its cache
+once, then searches locally; it looks for a newer one every `store.refresh_s` seconds.
+
+One writer at a time (as for a local index): a push removes the generations its manifest no
+longer names, including an unfinished one a killed build left behind. pyarrow's S3 filesystem
+does the I/O; credentials and endpoint come from the AWS environment variables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..errors import MonjyuError
+
+MANIFEST = "manifest.json"
+GENERATIONS = "generations"
+SESSIONS = "sessions"
+COMPLETE = ".complete"  # marks a fully downloaded generation in the cache
+
+
+def _filesystem(url: str):
+    import pyarrow.fs as pafs
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    bucket_prefix = url[len("s3://"):].strip("/")
+    if not bucket_prefix:
+        raise MonjyuError(f"store.url {url!r} names no bucket: use s3://bucket/prefix")
+    options = {}
+    if endpoint:
+        scheme, _, host = endpoint.partition("://")
+        options = {"endpoint_override": host or endpoint, "scheme": scheme if host else "https"}
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        options["region"] = region
+    return pafs.S3FileSystem(**options), bucket_prefix
+
+
+class ObjectStoreIndex:
+    """The index at `url`, mirrored in `local_dir`."""
+
+    def __init__(self, url: str, local_dir: Path, refresh_s: float = 5.0):
+        self.url = url
+        self.local_dir = Path(local_dir)
+        self.refresh_s = refresh_s
+        self.fs, self.root = _filesystem(url)
+        self._checked = 0.0
+        self._lock = threading.Lock()  # searches in several threads pull one generation once
+
+    # -- paths ---------------------------------------------------------------------------
+    def _remote(self, *parts: str) -> str:
+        return "/".join((self.root,) + parts)
+
+    def _read(self, *parts: str) -> bytes | None:
+        import pyarrow as pa
+
+        try:
+            with self.fs.open_input_stream(self._remote(*parts)) as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return None
+        except (OSError, pa.ArrowException) as exc:
+            raise MonjyuError(f"cannot read {self.url}/{'/'.join(parts)}: {exc}; check store.url, the AWS_* "
+                              "credentials and AWS_ENDPOINT_URL") from None
+
+    def _write(self, data: bytes, *parts: str) -> None:
+        try:
+            with self.fs.open_output_stream(self._remote(*parts)) as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise MonjyuError(f"cannot write {self.url}/{'/'.join(parts)}: {exc}; check store.url, the AWS_* "
+                              "credentials and AWS_ENDPOINT_URL") from None
+
+    # -- reading -------------------------------------------------------------------------
+    def pull(self, force: bool = False) -> None:
+        """Bring the local cache to the store's current generation (at most every refresh_s)."""
+        with self._lock:
+            self._pull(force)
+
+    def _pull(self, force: bool) -> None:
+        now = time.monotonic()
+        if not force and now - self._checked < self.refresh_s and (self.local_dir / MANIFEST).exists():
+            return
+        self._checked = now
+        data = self._read(MANIFEST)
+        if data is None:  # nothing built there yet
+            (self.local_dir / MANIFEST).unlink(missing_ok=True)
+            return
+        generation = json.loads(data)["generation"]
+        target = self.local_dir / GENERATIONS / generation
+        if not (target / COMPLETE).exists():
+            self._download(generation, target)
+        _atomic_write(self.local_dir / MANIFEST, data)
+        for other in (self.local_dir / GENERATIONS).iterdir():
+            if other.name != generation:
+                shutil.rmtree(other, ignore_errors=True)
+
+    def _download(self, generation: str, target: Path) -> None:
+        import pyarrow.fs as pafs
+
+        prefix = self._remote(GENERATIONS, generation)
+        infos = self.fs.get_file_info(pafs.FileSelector(prefix, recursive=True))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{generation}-"))
+        try:
+            for info in infos:
+                if info.type != pafs.FileType.File:
+                    continue
+                dest = tmp / info.path[len(prefix) + 1:]
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with self.fs.open_input_stream(info.path) as src, open(dest, "wb") as out:
+                    shutil.copyfileobj(src, out, 1 << 20)
+            (tmp / COMPLETE).touch()
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def pull_session(self, name: str) -> None:
+        data = self._read(SESSIONS, f"{name}.json")
+        if data is not None:
+            _atomic_write(self.local_dir / SESSIONS / f"{name}.json", data)
+
+    # -- writing -------------------------------------------------------------------------
+    def push(self) -> None:
+        """The local generation into the store, then its manifest (the commit), then the store's
+        other generations removed."""
+        import pyarrow.fs as pafs
+
+        data = (self.local_dir / MANIFEST).read_bytes()
+        generation = json.loads(data)["generation"]
+        source = self.local_dir / GENERATIONS / generation
+        for path in sorted(p for p in source.rglob("*") if p.is_file() and p.name != COMPLETE):
+            remote = self._remote(GENERATIONS, generation, *path.relative_to(source).parts)
+            try:
+                with open(path, "rb") as src, self.fs.open_output_stream(remote) as out:
+                    shutil.copyfileobj(src, out, 1 << 20)
+            except OSError as exc:
+                raise MonjyuError(f"cannot write {self.url}: {exc}; the store still holds the previous "
+                                  "generation; check the AWS_* credentials and AWS_ENDPOINT_URL, then index again") from None
+        self._write(data, MANIFEST)
+        (source / COMPLETE).touch()
+        for info in self.fs.get_file_info(pafs.FileSelector(self._remote(GENERATIONS), allow_not_found=True)):
+            if info.base_name != generation:
+                self.fs.delete_dir(info.path)
+        self._checked = time.monotonic()
+
+    def push_session(self, name: str) -> None:
+        self._write((self.local_dir / SESSIONS / f"{name}.json").read_bytes(), SESSIONS, f"{name}.json")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
