@@ -113,8 +113,12 @@ def test_unknown_environment_settings_are_refused(tmp_path, cache_dir, monkeypat
     assert "MONJYU_SEARCH__MODE" in proc.stderr and "Traceback" not in proc.stderr
     monkeypatch.delenv("MONJYU_SEARCH__MOED")
     from monjyu.config import ConfigError, load_config
-    monkeypatch.setenv("MONJYU_STORE__BACKEND", "postgres")
-    with pytest.raises(ConfigError, match="MONJYU_STORE__BACKEND"):
+    monkeypatch.setenv("MONJYU_STORE__BAKEND", "lancedb")
+    with pytest.raises(ConfigError, match="MONJYU_STORE__BAKEND"):
+        load_config()
+    monkeypatch.delenv("MONJYU_STORE__BAKEND")
+    monkeypatch.setenv("MONJYU_STORE__BACKEND", "postgres")  # a store not built yet: refused, never ignored
+    with pytest.raises(ConfigError, match="store.backend"):
         load_config()
     monkeypatch.delenv("MONJYU_STORE__BACKEND")
     monkeypatch.setenv("MONJYU_MY_KEY", "secret")  # named by an *_env setting: a key, not a setting
