@@ -58,7 +58,9 @@ def grow(real: LoadedIndex, n: int, rng: np.random.Generator, analyzer: Analyzer
     texts, vecs = synthesize(real, n, rng)
     m = len(real)
     a, b = rng.integers(0, m, n), rng.integers(0, m, n)
-    cols = {c: np.array([""] * n, dtype=object) for c in ("document_id", "source_path", "file_type", "date")}
+    cols = {c: np.array([""] * n, dtype=object) for c in ("document_id", "source_path", "file_type", "date", "section")}
+    cols |= {"kind": np.array(["text"] * n, dtype=object), "year": np.array([None] * n, dtype=object),
+             "authors": np.array([[]] * n + [None], dtype=object)[:n]}
     cols |= {"id": np.array([f"u{i}" for i in range(n)], dtype=object), "text": np.array(texts, dtype=object),
              "title": real.columns["title"][a], "chunk_index": np.zeros(n, dtype=object),
              "page": np.array([None] * n, dtype=object), "start_char": np.zeros(n, dtype=object),
