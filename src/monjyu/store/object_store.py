@@ -124,6 +124,9 @@ class ObjectStoreIndex:
             (tmp / COMPLETE).touch()
             shutil.rmtree(target, ignore_errors=True)
             os.replace(tmp, target)
+        except OSError as exc:
+            raise MonjyuError(f"cannot read generation {generation} from {self.url}: {exc}; check the network, the "
+                              "AWS_* credentials and AWS_ENDPOINT_URL (the local cache is unchanged)") from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
