@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).parent))
-from level0_latency import ann_index, pct, synthesize  # noqa: E402
+from level0_latency import ann_index, pct, synthesize, unit_columns  # noqa: E402
 
 from monjyu.config import load_config  # noqa: E402
 from monjyu.embed import CachedEmbedder, EmbeddingCache, create_embedder  # noqa: E402
@@ -58,13 +58,8 @@ def grow(real: LoadedIndex, n: int, rng: np.random.Generator, analyzer: Analyzer
     texts, vecs = synthesize(real, n, rng)
     m = len(real)
     a, b = rng.integers(0, m, n), rng.integers(0, m, n)
-    cols = {c: np.array([""] * n, dtype=object) for c in ("document_id", "source_path", "file_type", "date", "section")}
-    cols |= {"kind": np.array(["text"] * n, dtype=object), "year": np.array([None] * n, dtype=object),
-             "authors": np.array([[]] * n + [None], dtype=object)[:n]}
-    cols |= {"id": np.array([f"u{i}" for i in range(n)], dtype=object), "text": np.array(texts, dtype=object),
-             "title": real.columns["title"][a], "chunk_index": np.zeros(n, dtype=object),
-             "page": np.array([None] * n, dtype=object), "start_char": np.zeros(n, dtype=object),
-             "end_char": np.array([len(t) for t in texts], dtype=object)}
+    cols = unit_columns(n, text=np.array(texts, dtype=object), title=real.columns["title"][a],
+                        end_char=np.array([len(t) for t in texts], dtype=object))
     g = real.graph
     incidence = (g.incidence[a] + g.incidence[b]).tocsr()
     graph = PhraseGraph(incidence=sp.csr_matrix(incidence), phrases=g.phrases, is_hub=g.is_hub, types=g.types)

@@ -72,6 +72,17 @@ def synthesize(real: LoadedIndex, n: int, rng: np.random.Generator):
     return synth_texts, vecs.astype(np.float32)
 
 
+def unit_columns(n: int, **given: np.ndarray) -> dict[str, np.ndarray]:
+    """The metadata columns LoadedIndex holds (META_COLUMNS) for n synthetic units, empty unless given."""
+    cols = {c: np.array([""] * n, dtype=object) for c in ("document_id", "title", "source_path", "file_type", "date",
+                                                            "text", "section")}
+    cols |= {"id": np.array([f"u{i}" for i in range(n)], dtype=object), "kind": np.array(["text"] * n, dtype=object),
+             "authors": np.array([[]] * n + [None], dtype=object)[:n], "year": np.array([None] * n, dtype=object),
+             "page": np.array([None] * n, dtype=object), "chunk_index": np.zeros(n, dtype=object),
+             "start_char": np.zeros(n, dtype=object), "end_char": np.zeros(n, dtype=object)}
+    return cols | given
+
+
 def lance_bench(vecs: np.ndarray, qvecs: np.ndarray, exact_top: list[np.ndarray], k: int = 10) -> dict:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,14 +158,7 @@ def main() -> None:
     for n in [int(s) for s in args.sizes.split(",")]:
         synth_texts, vecs = synthesize(real, n, rng)
         terms = [analyzer.terms(t) for t in synth_texts]
-        cols = {c: np.array([""] * n, dtype=object) for c in ("document_id", "title", "source_path", "file_type", "date",
-                                                                "text", "section")}
-        cols["kind"] = np.array(["text"] * n, dtype=object)
-        cols["authors"] = np.array([[]] * n + [None], dtype=object)[:n]
-        cols["year"] = np.array([None] * n, dtype=object)
-        cols["id"] = np.array([f"u{i}" for i in range(n)], dtype=object)
-        cols.update({"chunk_index": np.zeros(n, dtype=object), "page": np.array([None] * n, dtype=object),
-                     "start_char": np.zeros(n, dtype=object), "end_char": np.zeros(n, dtype=object)})
+        cols = unit_columns(n)
         loaded = LoadedIndex(columns=cols, vectors=vecs, bm25=BM25Index.build(terms))
         searcher = Searcher(loaded, SearchConfig())
         single = Searcher(loaded, SearchConfig(feedback=False))  # one round, like the reference

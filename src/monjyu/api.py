@@ -251,13 +251,12 @@ class Monjyu:
         document (never a path from the caller), unchanged since."""
         from .ingest.pdf import render_page
 
-        source = next((Path(path) for path, rec in self.manifest().sources.items()
-                       if document_id in rec.documents), None)
+        source, record = next(((Path(path), rec) for path, rec in self.manifest().sources.items()
+                               if document_id in rec.documents), (None, None))
         if source is None:
             raise MonjyuError(f"no document with id {document_id!r} in the index; list them with list_documents")
         if source.suffix.lower() != ".pdf":
             raise MonjyuError(f"document {document_id!r} is not a PDF ({source.name}): it has no pages to show")
-        record = self.manifest().sources[str(source)]
         if not source.is_file() or source.stat().st_size != record.size:
             raise MonjyuError(f"{source} is missing or changed since it was indexed; run `monjyu index` again")
         store, rows = self._document_rows()

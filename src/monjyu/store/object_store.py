@@ -14,6 +14,7 @@ does the I/O; credentials and endpoint come from the AWS environment variables.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import MonjyuError
 
@@ -74,10 +76,10 @@ class ObjectStoreIndex:
             raise MonjyuError(f"cannot read {self.url}/{'/'.join(parts)}: {exc}; check store.url, the AWS_* "
                               "credentials and AWS_ENDPOINT_URL") from None
 
-    def _write(self, data: bytes, *parts: str) -> None:
+    def _write(self, src: BinaryIO, *parts: str) -> None:
         try:
-            with self.fs.open_output_stream(self._remote(*parts)) as fh:
-                fh.write(data)
+            with self.fs.open_output_stream(self._remote(*parts)) as out:
+                shutil.copyfileobj(src, out, 1 << 20)
         except OSError as exc:
             raise MonjyuError(f"cannot write {self.url}/{'/'.join(parts)}: {exc}; check store.url, the AWS_* "
                               "credentials and AWS_ENDPOINT_URL") from None
@@ -144,15 +146,13 @@ class ObjectStoreIndex:
         data = (self.local_dir / MANIFEST).read_bytes()
         generation = json.loads(data)["generation"]
         source = self.local_dir / GENERATIONS / generation
-        for path in sorted(p for p in source.rglob("*") if p.is_file() and p.name != COMPLETE):
-            remote = self._remote(GENERATIONS, generation, *path.relative_to(source).parts)
-            try:
-                with open(path, "rb") as src, self.fs.open_output_stream(remote) as out:
-                    shutil.copyfileobj(src, out, 1 << 20)
-            except OSError as exc:
-                raise MonjyuError(f"cannot write {self.url}: {exc}; the store still holds the previous "
-                                  "generation; check the AWS_* credentials and AWS_ENDPOINT_URL, then index again") from None
-        self._write(data, MANIFEST)
+        try:
+            for path in sorted(p for p in source.rglob("*") if p.is_file() and p.name != COMPLETE):
+                with open(path, "rb") as src:
+                    self._write(src, GENERATIONS, generation, *path.relative_to(source).parts)
+        except MonjyuError as exc:
+            raise MonjyuError(f"{exc}; the store still holds the previous generation: index again") from None
+        self._write(io.BytesIO(data), MANIFEST)
         (source / COMPLETE).touch()
         for info in self.fs.get_file_info(pafs.FileSelector(self._remote(GENERATIONS), allow_not_found=True)):
             if info.base_name != generation:
@@ -160,7 +160,8 @@ class ObjectStoreIndex:
         self._checked = time.monotonic()
 
     def push_session(self, name: str) -> None:
-        self._write((self.local_dir / SESSIONS / f"{name}.json").read_bytes(), SESSIONS, f"{name}.json")
+        with open(self.local_dir / SESSIONS / f"{name}.json", "rb") as src:
+            self._write(src, SESSIONS, f"{name}.json")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

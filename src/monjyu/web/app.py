@@ -54,6 +54,27 @@ def _error(exc: Exception, status: int = 400) -> JSONResponse:
     return JSONResponse({"error": str(exc)}, status_code=status)
 
 
+def _not_found(request: Request, exc: MonjyuError) -> JSONResponse:
+    """What a facade refusal becomes (unknown document, not a PDF, no such community, bad parameter)."""
+    return _error(exc, 404)
+
+
+class SecurityHeaders:
+    """Every response, static files and streams included, carries SECURITY_HEADERS."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        async def with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + [(k.lower().encode(), v.encode())
+                                                                         for k, v in SECURITY_HEADERS.items()]
+            await send(message)
+
+        await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
+
+
 def _int(request: Request, name: str, default: int | None = None) -> int:
     value = request.query_params.get(name)
     if value is None:
@@ -96,7 +117,7 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
     # generation from object storage, which must not stall the event loop that streams answers.
 
     def home(request: Request) -> Response:
-        return FileResponse(STATIC / "index.html", headers=SECURITY_HEADERS)
+        return FileResponse(STATIC / "index.html")
 
     def info(request: Request) -> Response:
         try:
@@ -104,7 +125,7 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
         except IndexNotFoundError as exc:
             status = {"exists": False, "hint": str(exc)}
         return JSONResponse({"status": status, "modes": UI_MODES, "presets": list(LAZY_PRESETS),
-                             "filters": FILTER_KEYS, "llm": monjyu.config.llm.provider}, headers=SECURITY_HEADERS)
+                             "filters": FILTER_KEYS, "llm": monjyu.config.llm.provider})
 
     async def search(request: Request) -> Response:
         """NDJSON: {"token": text} lines as the answer is written, then {"result": ...} or {"error": ...}."""
@@ -124,38 +145,25 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
             except MonjyuError as exc:
                 yield json.dumps({"error": str(exc)}, ensure_ascii=False) + "\n"
 
-        return StreamingResponse(lines(), media_type="application/x-ndjson", headers=SECURITY_HEADERS)
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
 
     def documents(request: Request) -> Response:
-        try:
-            page = monjyu.list_documents(limit=_int(request, "limit", 100), offset=_int(request, "offset", 0))
-            page["failures"] = monjyu.status()["failures"]
-        except MonjyuError as exc:
-            return _error(exc, 404)
-        return JSONResponse(page, headers=SECURITY_HEADERS)
+        page = monjyu.list_documents(limit=_int(request, "limit", 100), offset=_int(request, "offset", 0))
+        page["failures"] = monjyu.status()["failures"]
+        return JSONResponse(page)
 
     def document(request: Request) -> Response:
-        try:
-            doc_id = request.query_params.get("id") or ""
-            doc = monjyu.get_document(doc_id, request.query_params.get("unit") or None,
-                                      context_units=_int(request, "context", 1))
-        except MonjyuError as exc:
-            return _error(exc, 404)
-        return JSONResponse(doc, headers=SECURITY_HEADERS)
+        return JSONResponse(monjyu.get_document(request.query_params.get("id") or "",
+                                                request.query_params.get("unit") or None,
+                                                context_units=_int(request, "context", 1)))
 
     def page(request: Request) -> Response:
-        try:
-            png = monjyu.page_image(request.query_params.get("id") or "", _int(request, "page"),
-                                    _int(request, "start", 0), _int(request, "end", 0))
-        except MonjyuError as exc:
-            return _error(exc, 404)
-        return Response(png, media_type="image/png", headers=SECURITY_HEADERS)
+        png = monjyu.page_image(request.query_params.get("id") or "", _int(request, "page"),
+                                _int(request, "start", 0), _int(request, "end", 0))
+        return Response(png, media_type="image/png")
 
     def community(request: Request) -> Response:
-        try:
-            return JSONResponse(monjyu.community(_int(request, "id")), headers=SECURITY_HEADERS)
-        except MonjyuError as exc:
-            return _error(exc, 404)
+        return JSONResponse(monjyu.community(_int(request, "id")))
 
     def community_map(request: Request) -> Response:
         """The graph picture, its communities linked to the app; drawn once per index generation."""
@@ -167,8 +175,8 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
                     map_cache.clear()
                     map_cache[generation] = path.read_text(encoding="utf-8")
         except MonjyuError as exc:
-            return HTMLResponse(f"<p>{html.escape(str(exc))}</p>", status_code=404, headers=SECURITY_HEADERS)
-        return HTMLResponse(map_cache[generation], headers=SECURITY_HEADERS)
+            return HTMLResponse(f"<p>{html.escape(str(exc))}</p>", status_code=404)
+        return HTMLResponse(map_cache[generation])
 
     routes = [
         Route("/", home), Route("/api/info", info), Route("/api/search", search, methods=["POST"]),
@@ -176,5 +184,6 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
         Route("/api/community", community), Route("/map", community_map),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["127.0.0.1", "localhost"])]
-    return Starlette(routes=routes, middleware=middleware)
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["127.0.0.1", "localhost"]),
+                  Middleware(SecurityHeaders)]
+    return Starlette(routes=routes, middleware=middleware, exception_handlers={MonjyuError: _not_found})
