@@ -26,6 +26,7 @@ from .engines.relevance import LocalRelevanceScorer
 from .errors import ConfigError, EmbedderMismatchError, MonjyuError
 from .index import BuildReport, IndexBuilder, read_manifest
 from .index.builder import ProgressFn, generation_dir
+from .index.distributed import RayExecutor
 from .index.manifest import Manifest, manifest_path
 from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
@@ -34,7 +35,7 @@ from .retrieval.fusion import weighted_rrf
 from .retrieval.searcher import QUERY_TEXT_CHARS
 from .store import LanceStore
 from .store.lancedb_store import DOCUMENTS
-from .store.object_store import ObjectStoreIndex
+from .store.factory import open_store
 from .types import HybridSearchResult, LazySearchResult, SearchHit, SearchResults
 from . import schemas
 from .engines.hybrid.response import to_search_result
@@ -85,9 +86,8 @@ class Monjyu:
     def __init__(self, index_dir: str | Path = DEFAULT_INDEX_DIR, config: MonjyuConfig | None = None):
         self.index_dir = Path(index_dir)
         self.config = config or load_config()
-        # With store.url the index lives in object storage and index_dir is its local cache.
-        self.remote = (ObjectStoreIndex(self.config.store.url, self.index_dir, self.config.store.refresh_s)
-                       if self.config.store.url else None)
+        # With a store (object storage, PostgreSQL) the index lives there and index_dir is its local cache.
+        self.remote = open_store(self.config.store, self.index_dir)
         self._lock = threading.Lock()
         self._loaded: tuple[str, Searcher] | None = None
         self._query_embedder: Embedder | None = None
@@ -99,11 +99,24 @@ class Monjyu:
         self._query_vector = functools.lru_cache(maxsize=256)(self._embed_one_query)
 
     # ------------------------------------------------------------------ indexing
-    def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None) -> BuildReport:
+    def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None, executor: str = "local",
+              address: str | None = None) -> BuildReport:
+        """Build or update the index from files and folders. executor "ray": loading, embedding and
+        noun phrases run on the Ray cluster at `address` ("auto", "ray://host:10001"; none: a
+        local cluster), the rest here; the result is the same index."""
+        if executor not in ("local", "ray"):
+            raise MonjyuError(f"unknown executor '{executor}'; use local or ray")
+        if address and executor != "ray":
+            raise MonjyuError("an address applies to --executor ray only")
         if self.remote:
             self.remote.pull(force=True)  # build on the store's current generation
         before = self._generation_or_none()
-        report = IndexBuilder(self.index_dir, self.config, progress).build(paths)
+        cluster = RayExecutor(address) if executor == "ray" else None
+        try:
+            report = IndexBuilder(self.index_dir, self.config, progress, cluster).build(paths)
+        finally:
+            if cluster:
+                cluster.close()
         if self.remote and self._generation_or_none() != before:
             self.remote.push()
         self._loaded = None
@@ -120,7 +133,7 @@ class Monjyu:
     def status(self) -> dict[str, Any]:
         m = self.manifest()
         return {
-            "index_dir": str(self.index_dir), "store": self.config.store.url or None, "generation": m.generation,
+            "index_dir": str(self.index_dir), "store": self.remote.url if self.remote else None, "generation": m.generation,
             "built_at": m.built_at,
             "embedder": {"id": m.embedder_id, "dim": m.embedder_dim}, "token_counter": m.token_counter,
             "counts": m.counts, "build_seconds": m.build_seconds, "failures": m.failures,
@@ -272,9 +285,21 @@ class Monjyu:
             if self._loaded is None or self._loaded[0] != m.generation:
                 loaded = LoadedIndex.load(generation_dir(self.index_dir, m.generation), m.embedder_dim,
                                           self.config.search.graph_title_boost)
+                if self.remote:
+                    self._attach_store_search(loaded, m.generation)
                 self._loaded = (m.generation, Searcher(loaded, self.config.search,
                                                        embed_texts=lambda texts: self._embed_texts(m, texts)))
             return m, self._loaded[1]
+
+    def _attach_store_search(self, loaded: LoadedIndex, generation: str) -> None:
+        """The store's own ANN index where the embedded store would use LanceDB's (generations of
+        at least search.ann_min_units units), and its keyword search with store.keyword fulltext."""
+        ann_min = self.config.search.ann_min_units
+        ann = self.remote.vector_search(generation)
+        if ann is not None and ann_min and len(loaded) >= ann_min:
+            loaded.ann = ann
+        if self.config.store.keyword == "fulltext":
+            loaded.fulltext = self.remote.keyword_search(generation)
 
     def _embedder(self) -> Embedder:
         if self._query_embedder is None:

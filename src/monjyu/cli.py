@@ -107,6 +107,8 @@ def index(
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
     level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph")] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", help="also show library warnings (always in <index>/logs/build.log)")] = False,
+    executor: Annotated[str, typer.Option(help="local, or ray: loading, embedding and noun phrases on a Ray cluster")] = "local",
+    address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster (auto, ray://host:10001); default a local one")] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -117,7 +119,7 @@ def index(
             raise MonjyuError("--level must be 0 or 1")
         m.config.graph.enabled = level >= 1
         with _build_log(index, verbose), _progress(not as_json) as progress:
-            report = m.index(paths, progress=progress)
+            report = m.index(paths, progress=progress, executor=executor, address=address)
     except MonjyuError as exc:
         _fail(exc)
         return

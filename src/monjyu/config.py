@@ -219,20 +219,58 @@ class MCPConfig(BaseModel):
 
 
 class StoreConfig(BaseModel):
-    """Where the index lives. Empty url: the index directory itself (embedded LanceDB). An object
-    storage url (s3://bucket/prefix): all index state lives there, and the index directory is a
-    local cache of the current generation. Credentials and endpoint come from the standard AWS
-    variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION), never the file."""
+    """Where the index lives. `lancedb` with an empty url: the index directory itself (embedded
+    LanceDB). `lancedb` with an object storage url (s3://bucket/prefix), or `postgres` with a
+    database url (postgresql://user@host:port/database): all index state lives there, and the
+    index directory is a local cache of the current generation. `azure-search` (url: the search
+    service's endpoint): the text units in Azure AI Search, the rest in the companion store
+    (companion_url: s3:// or postgresql://). Secrets never go in the file: the AWS variables
+    (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION) for object storage;
+    for PostgreSQL the variable named by password_env, or libpq's own (PGPASSWORD); for Azure AI
+    Search the variable named by api_key_env."""
 
-    backend: Literal["lancedb"] = "lancedb"
+    backend: Literal["lancedb", "postgres", "azure-search"] = "lancedb"
     url: str = ""
     refresh_s: float = Field(5.0, ge=0, description="how often a reader looks for a newer generation in the store")
+    namespace: str = Field("monjyu", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+                           description="postgres: the schema holding this index (several indexes per database)")
+    password_env: str = Field("", description="postgres: the environment variable holding the password")
+    keyword: Literal["bm25", "fulltext"] = Field(
+        "bm25", description="keyword ranking: bm25 (in the searching process, as the embedded store) or fulltext "
+                            "(the store's own: PostgreSQL's ts_rank, Azure AI Search's BM25)")
+    api_key_env: str = Field("", description="azure-search: the environment variable holding the admin key")
+    index_prefix: str = Field("monjyu", pattern=r"^[a-z0-9][a-z0-9-]{0,100}$",
+                              description="azure-search: search indexes are named <index_prefix>-<generation>")
+    companion_url: str = Field("", description="azure-search: where manifest, files and sessions live (s3:// or "
+                                               "postgresql://)")
 
     @model_validator(mode="after")
-    def _known_scheme(self) -> "StoreConfig":
-        if self.url and not self.url.startswith("s3://"):
+    def _fits_backend(self) -> "StoreConfig":
+        database = self.backend == "postgres" or self.companion_url.startswith(("postgresql://", "postgres://"))
+        applies = {"namespace": database, "password_env": database,
+                   "keyword": self.backend != "lancedb",
+                   "api_key_env": self.backend == "azure-search", "index_prefix": self.backend == "azure-search",
+                   "companion_url": self.backend == "azure-search"}
+        defaults = StoreConfig.model_fields
+        for name, ok in applies.items():
+            if not ok and getattr(self, name) != defaults[name].default:
+                raise ValueError(f"store.{name} does not apply to store.backend {self.backend}"
+                                 + (" with this companion_url" if self.backend == "azure-search" else ""))
+        if self.backend == "lancedb" and self.url and not self.url.startswith("s3://"):
             raise ValueError(f"store.url {self.url!r}: use s3://bucket/prefix (object storage), or leave it "
-                             "empty for the local index directory")
+                             "empty for the local index directory; a database url needs store.backend: postgres")
+        if self.backend == "postgres" and not self.url.startswith(("postgresql://", "postgres://")):
+            raise ValueError(f"store.backend postgres needs store.url postgresql://user@host:port/database "
+                             f"(got {self.url!r}); put the password in the variable store.password_env names")
+        if self.backend == "azure-search":
+            if not self.url.startswith(("https://", "http://")):
+                raise ValueError(f"store.backend azure-search needs store.url https://<service>.search.windows.net "
+                                 f"(got {self.url!r})")
+            if not self.api_key_env:
+                raise ValueError("store.backend azure-search needs store.api_key_env: the variable holding the key")
+            if not self.companion_url.startswith(("s3://", "postgresql://", "postgres://")):
+                raise ValueError("store.backend azure-search needs store.companion_url (s3://bucket/prefix or "
+                                 "postgresql://...): where the manifest, graph and sessions live")
         return self
 
 

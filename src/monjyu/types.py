@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# Unit kinds. Reference lists and front matter (authors, affiliations, notices) stay out of
+# default searches: their names and venues match queries without answering them.
+TEXT, CAPTION, REFERENCE, FRONT = "text", "caption", "reference", "front"
+DEFAULT_KINDS = (TEXT, CAPTION)
+KINDS = (TEXT, CAPTION, REFERENCE, FRONT)
+
 
 @dataclass
 class Section:

@@ -25,10 +25,9 @@ import pyarrow.compute as pc
 
 from ..config import MonjyuConfig
 from ..embed import CachedEmbedder, EmbeddingCache, create_embedder
-from ..errors import IngestError, MonjyuError
-from ..ingest import Chunker, iter_source_files, load_file
+from ..errors import MonjyuError
+from ..ingest import Chunker, iter_source_files
 from ..ingest.sentences import statement_spans
-from ..nlp import Analyzer
 from ..runtime import cpu_cores
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
@@ -37,11 +36,13 @@ from ..store.kv import SqliteKV
 from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, save_incidence, save_vectors
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
+from .distributed import ClusterEmbedder, ClusterPhraseExtractor, RayExecutor, load_source, run_all
 from .level1 import Level1Result, PhraseCache, build_level1
 from ..types import Document, TextUnit
 from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
 
 GENERATIONS = "generations"
+CLUSTER_CHUNK = 4096  # cache misses handed to the cluster at a time (embedding, noun phrases)
 ProgressFn = Callable[[str, int, int | None], None]  # (stage, advance, total)
 
 
@@ -100,16 +101,26 @@ class _BuildLock:
 
 
 class IndexBuilder:
-    def __init__(self, index_dir: str | Path, config: MonjyuConfig, progress: ProgressFn | None = None):
+    """`executor`: None builds in this process; a RayExecutor runs loading, embedding and noun
+    phrases on its cluster (index/distributed.py)."""
+
+    def __init__(self, index_dir: str | Path, config: MonjyuConfig, progress: ProgressFn | None = None,
+                 executor: RayExecutor | None = None):
         self.index_dir = Path(index_dir)
         self.config = config
         self.progress = progress or (lambda stage, advance, total: None)
+        self.executor = executor
         self._embedder: CachedEmbedder | None = None
 
     def embedder(self) -> CachedEmbedder:
         if self._embedder is None:
-            self._embedder = CachedEmbedder(create_embedder(self.config.embedding),
-                                            EmbeddingCache(self._cache_dir() / "embeddings.sqlite"))
+            local = create_embedder(self.config.embedding)
+            cache = EmbeddingCache(self._cache_dir() / "embeddings.sqlite")
+            if self.executor is None:
+                self._embedder = CachedEmbedder(local, cache)
+            else:  # cache misses go out CLUSTER_CHUNK at a time: many tasks in flight
+                self._embedder = CachedEmbedder(ClusterEmbedder(local, self.config.embedding, self.executor), cache,
+                                                batch_size=CLUSTER_CHUNK)
         return self._embedder
 
     # ------------------------------------------------------------------ build
@@ -177,29 +188,29 @@ class IndexBuilder:
         # 2. Load and chunk what is new or changed; one bad file never stops the batch.
         t_load = time.perf_counter()
         chunker = Chunker(self.config.chunking)
-        analyzer = Analyzer()
         kept_doc_ids = {d for rec in sources.values() for d in rec.documents}
         new_docs: list[Document] = []
         new_units: list[TextUnit] = []
+        new_terms: list[list[str]] = []
         self.progress("load", 0, len(to_load))
-        for key in to_load:
+        loaded = run_all(self.executor, load_source, [(seen[key][0], seen[key][3], self.config) for key in to_load],
+                         lambda n: self.progress("load", n, None))
+        for key, result in zip(to_load, loaded):
             path, sha, size, doc_id = seen[key]
-            try:
-                docs = load_file(path, doc_id, self.config.ingest)
-                dup = next((d.id for d in docs if d.id in kept_doc_ids), None)
-                if dup is not None or len({d.id for d in docs}) != len(docs):
-                    raise IngestError(str(path), f"document id '{dup}' is already used by another file or record; ids must be unique")
-            except IngestError as exc:
-                report.failures.append((exc.path, exc.reason))
-                self.progress("load", 1, None)
+            if len(result) == 2:  # (path, reason): the file could not be read
+                report.failures.append(result)
                 continue
-            for doc in docs:
-                new_units.extend(chunker.chunk(doc))
+            docs, units, terms = result
+            dup = next((d.id for d in docs if d.id in kept_doc_ids), None)
+            if dup is not None or len({d.id for d in docs}) != len(docs):
+                report.failures.append((str(path), f"document id '{dup}' is already used by another file or record; "
+                                                   "ids must be unique"))
+                continue
             new_docs.extend(docs)
+            new_units.extend(units)
+            new_terms.extend(terms)
             kept_doc_ids.update(d.id for d in docs)
             sources[key] = SourceRecord(sha256=sha, size=size, documents=[d.id for d in docs])
-            self.progress("load", 1, None)
-        new_terms = [analyzer.terms(u.embedding_text) for u in new_units]
         report.seconds["load_chunk"] = time.perf_counter() - t_load
 
         # 3. Embed new units (cache first).
@@ -242,7 +253,7 @@ class IndexBuilder:
         store.write({DOCUMENTS: docs_table, TEXT_UNITS: units_table})
         report.seconds["write"] = time.perf_counter() - t_write
         ann_min = self.config.search.ann_min_units
-        if ann_min and units_table.num_rows >= ann_min:
+        if ann_min and units_table.num_rows >= ann_min and self.config.store.backend == "lancedb":  # postgres: HNSW there
             t_ann = time.perf_counter()
             store.create_vector_index()
             report.seconds["ann_index"] = time.perf_counter() - t_ann
@@ -296,8 +307,12 @@ class IndexBuilder:
         inputs = [f"{t}.\n{x}" if t and t[-1:].isalnum() else f"{t}\n{x}" for t, x in zip(titles, texts)]
         cache = PhraseCache(SqliteKV(self._cache_dir() / "phrases.sqlite", "phrases"))
         self.progress("phrases", 0, len(inputs))
-        with NounPhraseExtractor(n_process=self.config.graph.processes or min(4, cpu_cores())) as extractor:
-            phrases = cache.extract(inputs, extractor, progress=lambda n: self.progress("phrases", n, None))
+        if self.executor is not None:
+            phrases = cache.extract(inputs, ClusterPhraseExtractor(self.executor),
+                                    progress=lambda n: self.progress("phrases", n, None), batch=CLUSTER_CHUNK)
+        else:
+            with NounPhraseExtractor(n_process=self.config.graph.processes or min(4, cpu_cores())) as extractor:
+                phrases = cache.extract(inputs, extractor, progress=lambda n: self.progress("phrases", n, None))
         t1 = time.perf_counter()
         result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
         result.seconds["noun_phrases"] = t1 - t0

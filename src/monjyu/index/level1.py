@@ -55,14 +55,15 @@ class PhraseCache:
     def key(text: str) -> str:
         return hashlib.sha256(f"{EXTRACTOR_VERSION}\x00{text}".encode()).hexdigest()
 
-    def extract(self, texts: list[str], extractor: NounPhraseExtractor, progress=None) -> list[dict[str, str]]:
+    def extract(self, texts: list[str], extractor: NounPhraseExtractor, progress=None,
+                batch: int = 256) -> list[dict[str, str]]:
         keys = [self.key(t) for t in texts]
         found = {k: json.loads(v) for k, v in self._kv.get_many(keys).items()}
         todo = [i for i, k in enumerate(keys) if k not in found]
         if progress:
             progress(len(texts) - len(todo))
-        for start in range(0, len(todo), 256):
-            idx = todo[start:start + 256]
+        for start in range(0, len(todo), batch):
+            idx = todo[start:start + batch]
             phrases = extractor.extract([texts[i] for i in idx])
             self._kv.put_many([(keys[i], json.dumps(p, ensure_ascii=False).encode()) for i, p in zip(idx, phrases)])
             for i, p in zip(idx, phrases):

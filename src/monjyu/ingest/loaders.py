@@ -14,9 +14,9 @@ from charset_normalizer import from_bytes
 
 from ..config import IngestConfig
 from ..errors import IngestError
-from ..types import Document
+from ..types import FRONT, Document
 from .clean import clean_text
-from .structure import FRONT, Block, assemble, normalize, paragraphs_to_blocks
+from .structure import Block, assemble, normalize, paragraphs_to_blocks
 
 FILE_TYPES = {
     ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html",

@@ -22,7 +22,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import IngestError, MonjyuError
-from .structure import FRONT, REFERENCE, TEXT, Block, heading_level, is_references_heading, normalize
+from ..types import FRONT, REFERENCE, TEXT
+from .structure import Block, heading_level, is_references_heading, normalize
 
 _SOFT_HYPHENS = {0x02, 0xFFFE, 0xAD}
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?:um)?\b|-medi|cmbx|cmb10|\.b$|,bold", re.IGNORECASE)

@@ -12,13 +12,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from ..types import LineBox, Section
-
-# Unit kinds. Reference lists and front matter (authors, affiliations, notices) stay out of
-# default searches: their names and venues match queries without answering them.
-TEXT, CAPTION, REFERENCE, FRONT = "text", "caption", "reference", "front"
-DEFAULT_KINDS = (TEXT, CAPTION)
-KINDS = (TEXT, CAPTION, REFERENCE, FRONT)
+from ..types import CAPTION, REFERENCE, TEXT, LineBox, Section
 
 _REFERENCES = re.compile(
     r"^(?:\d+\.?\s+|[IVX]+\.\s+)?(references?|bibliography|literature cited|works cited|参考文献|引用文献|文献)\s*$",

