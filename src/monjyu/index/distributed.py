@@ -108,7 +108,8 @@ class RayExecutor:
         except self._ray.exceptions.RayError as exc:
             for ref in pending:
                 self._ray.cancel(ref, force=True)
-            raise MonjyuError(f"a build task failed on the Ray cluster after {TASK_RETRIES} retries: {exc}") from None
+            raise MonjyuError(f"a build task failed on the Ray cluster (a task whose worker dies is run up to "
+                              f"{TASK_RETRIES} more times): {exc}") from None
         return results
 
     def close(self) -> None:

@@ -32,6 +32,7 @@ import os
 import re
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -71,12 +72,13 @@ class PostgresIndex:
         self._base: str | None = None  # the generation the local build started from
         self._lock = threading.RLock()
         self._conn = None
+        self._vector_type = False  # pgvector's type registered on the connection
 
     # -- connection ----------------------------------------------------------------------
     def _connect(self):
         try:
+            import pgvector.psycopg  # noqa: F401 (needed by _register_vector)
             import psycopg
-            from pgvector.psycopg import register_vector
         except ImportError:
             raise MonjyuError("store.backend postgres needs the PostgreSQL driver: pip install 'monjyu[postgres]'") from None
 
@@ -88,12 +90,33 @@ class PostgresIndex:
         except psycopg.OperationalError as exc:
             raise MonjyuError(f"cannot connect to PostgreSQL at {self.url}: {str(exc).strip()}; check store.url "
                               "(postgresql://user@host:port/database) and that the server runs") from None
-        try:
-            register_vector(conn)
-        except psycopg.ProgrammingError:  # no vector type yet: a store nothing was pushed to
-            pass
-        self._conn = conn
+        self._conn, self._vector_type = conn, False
+        self._register_vector(conn)
         return conn
+
+    def _register_vector(self, conn) -> None:
+        """pgvector's adapters, once the type exists (a store nothing was pushed to has none yet)."""
+        import psycopg
+        from pgvector.psycopg import register_vector
+
+        if not self._vector_type:
+            try:
+                register_vector(conn)
+                self._vector_type = True
+            except psycopg.ProgrammingError:
+                pass
+
+    @contextmanager
+    def _failing_as(self, action: str):
+        """psycopg errors as a MonjyuError naming the store; a lost connection is opened anew next time."""
+        import psycopg
+
+        try:
+            yield
+        except psycopg.Error as exc:
+            if isinstance(exc, psycopg.OperationalError):
+                self._conn = None
+            raise MonjyuError(f"{action} {self.url} failed: {str(exc).strip()}") from None
 
     def _sql(self, template: str, **tables: str):
         """A statement with this store's schema and tables as quoted identifiers (values are
@@ -116,7 +139,7 @@ class PostgresIndex:
                 return
             self._checked = now
             conn = self._connect()
-            with conn.transaction():
+            with self._failing_as("reading the index from"), conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 row = conn.execute(self._sql("SELECT generation, body FROM {ns}.manifest")).fetchone() \
                     if self._exists(conn) else None
@@ -150,7 +173,7 @@ class PostgresIndex:
                 out.close()
 
     def pull_session(self, name: str) -> None:
-        with self._lock:
+        with self._lock, self._failing_as("reading a session from"):
             conn = self._connect()
             if not self._exists(conn):
                 return
@@ -192,14 +215,12 @@ class PostgresIndex:
         self._checked = time.monotonic()
 
     def _create_schema(self, conn) -> None:
-        from pgvector.psycopg import register_vector
-
         try:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except Exception as exc:
             raise MonjyuError(f"the pgvector extension is missing in {self.url} ({str(exc).strip()}): install "
                               "pgvector on the server, or have an administrator run CREATE EXTENSION vector") from None
-        register_vector(conn)
+        self._register_vector(conn)
         conn.execute(self._sql("CREATE SCHEMA IF NOT EXISTS {ns}"))
         conn.execute(self._sql("CREATE TABLE IF NOT EXISTS {ns}.manifest (one boolean PRIMARY KEY CHECK (one), "
                                "generation text NOT NULL, body bytea NOT NULL)"))
@@ -249,7 +270,7 @@ class PostgresIndex:
 
     def push_session(self, name: str) -> None:
         body = (self.local_dir / SESSIONS / f"{name}.json").read_bytes()
-        with self._lock:
+        with self._lock, self._failing_as("writing a session to"):
             conn = self._connect()
             with conn.transaction():
                 self._create_schema(conn)
@@ -264,17 +285,10 @@ class PostgresIndex:
         return PgFullText(self, f"units_{generation}")
 
     def query(self, statement, params: tuple | dict) -> list[tuple]:
-        with self._lock:
-            try:
-                return self._connect().execute(statement, params).fetchall()
-            except MonjyuError:
-                raise
-            except Exception as exc:
-                import psycopg
-
-                if isinstance(exc, psycopg.OperationalError):
-                    self._conn = None  # reconnect on the next call
-                raise MonjyuError(f"search in {self.url} failed: {str(exc).strip()}") from None
+        with self._lock, self._failing_as("search in"):
+            conn = self._connect()
+            self._register_vector(conn)
+            return conn.execute(statement, params).fetchall()
 
 
 def write_units(conn, sql, generation: str, ids: list[str], titles: list[str], texts: list[str],
