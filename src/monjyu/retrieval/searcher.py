@@ -31,9 +31,11 @@ from .evidence import EvidenceReranker
 from .graph import PhraseGraph
 
 # A long query ("find passages like this abstract") is served in bounded time: its first
-# QUERY_TEXT_CHARS characters give the embedding, noun phrases and graph seeds, and its
-# MAX_QUERY_TERMS most distinctive terms (highest IDF) the keyword query.
-QUERY_TEXT_CHARS = 1000  # about an abstract's first paragraph (~250 tokens)
+# QUERY_TEXT_CHARS characters give the embedding, noun phrases and graph seeds, and the
+# MAX_QUERY_TERMS most distinctive terms (highest IDF) of its first KEYWORD_TEXT_CHARS the
+# keyword query.
+QUERY_TEXT_CHARS = 400  # an abstract's first two or three sentences (~100 tokens)
+KEYWORD_TEXT_CHARS = 10_000  # a few pages: a section's distinctive terms are all there
 MAX_QUERY_TERMS = 64
 LIST_TOP = 10  # each list's best that always reach the evidence rerank
 
@@ -200,7 +202,7 @@ class Searcher:
         return list(self._terms_of(query))
 
     def _query_terms(self, query: str) -> list[str]:
-        terms = self.analyzer.terms(query)
+        terms = self.analyzer.terms(query[:KEYWORD_TEXT_CHARS])
         distinct = set(terms)
         if len(distinct) <= MAX_QUERY_TERMS:
             return terms
