@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import scipy.sparse as sp
 
 from monjyu import Monjyu
 from monjyu.config import GraphConfig
 from monjyu.index.level1 import build_level1
 from monjyu.nlp.noun_phrases import NounPhraseExtractor
+from monjyu.retrieval import graph as graph_module
+from monjyu.retrieval.graph import PhraseGraph
 from monjyu.store import LanceStore
 from monjyu.store.lancedb_store import COMMUNITIES, ENTITIES, RELATIONSHIPS
 
@@ -184,3 +187,28 @@ def test_communities_rank_by_representative_phrases(sample_index):
     best = max((c for c in index.by_id.values() if c.level == top), key=lambda c: (scores[c.id], -c.id))
     assert by_title[0].community.id == best.id and all(h.matched_rows == [] for h in by_title)
     assert all(h.community.level == top for h in by_title)
+
+
+def test_walks_on_large_graphs_run_in_row_blocks_with_the_same_scores(monkeypatch):
+    """From graph.PARALLEL_NNZ links on, each walk step runs one row block per core: the same
+    arithmetic, so the same scores as one product; and the walk follows one chain of steps, so
+    it gives the units of the step-by-step walk (both sides updated every step) at even steps."""
+    rng = np.random.default_rng(0)
+    incidence = sp.random(400, 300, density=0.05, format="csr", random_state=1, dtype=np.float32)
+    incidence.data[:] = 1.0
+    hubs = np.zeros(300, dtype=bool)
+    whole = PhraseGraph(incidence=incidence, phrases=[f"p{i}" for i in range(300)], is_hub=hubs)
+    monkeypatch.setattr(graph_module, "PARALLEL_NNZ", 0)
+    monkeypatch.setattr(graph_module, "cpu_cores", lambda: 3)
+    blocked = PhraseGraph(incidence=incidence, phrases=[f"p{i}" for i in range(300)], is_hub=hubs)
+    assert len(blocked._p2u.blocks) == 3 and blocked._p2u.matrix is None
+    seeds = {int(i): 1.0 for i in rng.choice(300, 3, replace=False)}
+    np.testing.assert_allclose(blocked.personalized_pagerank(seeds), whole.personalized_pagerank(seeds), rtol=1e-6)
+
+    restart_p = np.zeros(300, np.float32)
+    restart_p[list(seeds)] = 1 / 3
+    p, u = restart_p.copy(), np.zeros(400, np.float32)
+    for _ in range(6):  # both sides every step
+        p, u = 0.7 * (whole._u2p @ u) + 0.3 * restart_p, 0.7 * (whole._p2u @ p)
+    np.testing.assert_allclose(whole.personalized_pagerank(seeds, damping=0.7, iterations=6, tolerance=0), u,
+                               rtol=1e-5, atol=1e-9)

