@@ -36,7 +36,7 @@ from ..store.kv import SqliteKV
 from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, save_incidence, save_vectors
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
-from .distributed import ClusterEmbedder, ClusterPhraseExtractor, RayExecutor, load_source, run_all
+from .distributed import ClusterEmbedder, ClusterPhraseExtractor, LoadFailure, RayExecutor, load_source, run_all
 from .level1 import Level1Result, PhraseCache, build_level1
 from ..types import Document, TextUnit
 from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
@@ -197,8 +197,8 @@ class IndexBuilder:
                          lambda n: self.progress("load", n, None))
         for key, result in zip(to_load, loaded):
             path, sha, size, doc_id = seen[key]
-            if len(result) == 2:  # (path, reason): the file could not be read
-                report.failures.append(result)
+            if isinstance(result, LoadFailure):
+                report.failures.append((result.path, result.reason))
                 continue
             docs, units, terms = result
             dup = next((d.id for d in docs if d.id in kept_doc_ids), None)

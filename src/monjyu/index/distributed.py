@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,16 +35,23 @@ def _model(key: str, make: Callable[[], Any]) -> Any:
     return _models[key]
 
 
-def load_source(path: Path, doc_id: str, config: MonjyuConfig) -> tuple[list[Document], list[TextUnit], list[list[str]]] | tuple[str, str]:
+class LoadFailure(NamedTuple):
+    """A file that could not be read, and why (reported, as every failure of a build)."""
+
+    path: str
+    reason: str
+
+
+def load_source(path: Path, doc_id: str, config: MonjyuConfig) -> tuple[list[Document], list[TextUnit], list[list[str]]] | LoadFailure:
     """One file loaded, chunked, and its units' BM25 terms analysed: a build task, run in the
-    build process or on a worker. A file that cannot be read gives (path, reason)."""
+    build process or on a worker."""
     from ..ingest import Chunker, load_file
     from ..nlp import Analyzer
 
     try:
         docs = load_file(path, doc_id, config.ingest)
     except IngestError as exc:
-        return exc.path, exc.reason
+        return LoadFailure(exc.path, exc.reason)
     chunker = _model(f"chunker:{config.chunking.model_dump_json()}", lambda: Chunker(config.chunking))
     analyzer = _model("analyzer", Analyzer)
     units = [u for doc in docs for u in chunker.chunk(doc)]
