@@ -108,6 +108,36 @@ def make_paper_pdf(path: Path, *, two_columns: bool = True, line_numbers: bool =
 
 
 # ----------------------------------------------------------------------------- layout on built PDFs
+def test_a_double_spaced_manuscript_keeps_its_paragraphs(tmp_path):
+    """Lines 2.4 font sizes apart (double spacing) are one paragraph until the indent of the
+    next one; a blank-line rule on font size alone made every line a paragraph."""
+    path = tmp_path / "manuscript.pdf"
+    c = canvas.Canvas(str(path), pagesize=letter)
+    width, height = letter
+    c.setFont("Helvetica-Bold", 14)
+    c.drawString(72, height - 72, "A Manuscript Under Review")
+    y = height - 110
+    for k, (first, last) in enumerate((("alphastart", "alphaend"), ("betastart", "betaend"))):
+        words = f"{first} {BODY} {last}.".split()
+        c.setFont("Helvetica", 10)
+        line, x = "", 72 + 24  # each paragraph's first line is indented
+        for word in words:
+            if c.stringWidth(f"{line} {word}".strip(), "Helvetica", 10) > width - 144 - (x - 72):
+                c.drawString(x, y, line)
+                line, x, y = word, 72, y - 24
+            else:
+                line = f"{line} {word}".strip()
+        c.drawString(x, y, line)
+        y -= 24
+    c.showPage()
+    c.save()
+    [doc] = load_file(path, "manuscript", CFG)
+    paragraphs = [p for p in doc.text.split("\n\n") if "start" in p or "end" in p]
+    assert len(paragraphs) == 2, paragraphs
+    assert paragraphs[0].startswith("alphastart") and paragraphs[0].rstrip(".").endswith("alphaend")
+    assert paragraphs[1].startswith("betastart") and paragraphs[1].rstrip(".").endswith("betaend")
+
+
 def test_pdf_paper_layout_title_authors_sections_references(tmp_path):
     [doc] = load_file(make_paper_pdf(tmp_path / "paper.pdf"), "paper", CFG)
     assert doc.title == "Structured Retrieval over Scientific Papers"  # page 1, not the junk metadata title

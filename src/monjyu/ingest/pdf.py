@@ -296,11 +296,13 @@ class HeadingNumbers:
         return ok
 
 
-def _paragraph_break(para: list[Line], cur: Line) -> bool:
+def _paragraph_break(para: list[Line], cur: Line, line_pitch: float = 0.0) -> bool:
     """Whether `cur` starts a new paragraph after the lines `para` (same column so far): a change
     of type, a blank line or a jump up, or a short last line followed by an indent or after a
     sentence end. Edges are the paragraph's own, so narrower blocks (an abstract) hold together.
-    Tiny lines (sub- and superscripts of formulas) and a word's second half never break a paragraph."""
+    A blank line is a baseline gap well above the document's own line pitch (`line_pitch`, so a
+    double-spaced manuscript is not one paragraph per line). Tiny lines (sub- and superscripts of
+    formulas) and a word's second half never break a paragraph."""
     if len(cur.text.strip()) <= 4 or para[-1].hyphen and cur.text[:1].islower():  # a word split by a hyphen goes on
         return False
     prev = next((x for x in reversed(para) if len(x.text.strip()) > 4), para[-1])
@@ -309,7 +311,8 @@ def _paragraph_break(para: list[Line], cur: Line) -> bool:
     if abs(cur.size - prev.size) > 1.0 or cur.bold != prev.bold and len(cur.text) < 60:
         return True
     pitch = prev.base - cur.base  # baseline to baseline: about 1.2 font sizes within a paragraph
-    if pitch > 1.45 * max(prev.size, cur.size) or pitch < -prev.size:  # a blank line, or a jump up (next column)
+    blank = max(1.45 * max(prev.size, cur.size), 1.2 * line_pitch)
+    if pitch > blank or pitch < -prev.size:  # a blank line, or a jump up (next column)
         return True
     context = [x for x in para[-4:] if len(x.text.strip()) > 4] + [cur]
     left = min(x.x0 for x in context)
@@ -507,8 +510,17 @@ def read_pdf(name: str, data: bytes) -> PdfPaper:
     return paper
 
 
+def _line_pitch(pages: list[list[Line]], body: float) -> float:
+    """The usual baseline-to-baseline distance of consecutive body-text lines (0 when unknown):
+    about 1.2 body sizes single-spaced, 2.4 double-spaced."""
+    gaps = [a.base - b.base for lines in pages for a, b in zip(lines, lines[1:])
+            if abs(a.size - body) < 0.5 and abs(b.size - body) < 0.5 and 0 < a.base - b.base < 4 * body]
+    return float(statistics.median(gaps)) if len(gaps) >= 5 else 0.0
+
+
 def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]:
     vocabulary = {w.lower() for lines in pages for ln in lines for w in re.findall(r"[\w\-]+", normalize(ln.text))}
+    line_pitch = _line_pitch(pages, body)
     blocks: list[Block] = []
     para: list[Line] = []
     numbers = HeadingNumbers()
@@ -561,7 +573,7 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
             if in_refs:
                 ref_lines.append(ln)
                 continue
-            if para and _paragraph_break(para, ln):
+            if para and _paragraph_break(para, ln, line_pitch):
                 flush()
             para.append(ln)
     flush()
