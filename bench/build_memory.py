@@ -13,6 +13,7 @@ in a child process so its peak RSS is its own (read from the kernel when it exit
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import multiprocessing as mp
 import resource
@@ -48,6 +49,7 @@ def main() -> None:
     ap.add_argument("--real-index", required=True, type=Path)
     ap.add_argument("--units", type=int, default=100_000)
     args = ap.parse_args()
+    os.environ.pop("MONJYU_CACHE_DIR", None)  # the environment would beat cache_dir: the caches must be these
     manifest = read_manifest(args.real_index)
     real = LoadedIndex.load(generation_dir(args.real_index, manifest.generation), manifest.embedder_dim)
     rng = np.random.default_rng(0)

@@ -10,6 +10,7 @@ its local twin, the same communities (levels, members, titles).
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ def main() -> None:
     ap.add_argument("--docs", required=True, type=Path)
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
+    os.environ.pop("MONJYU_CACHE_DIR", None)  # the environment would beat cache_dir: the caches must be these
     import ray
 
     from monjyu import Monjyu, MonjyuConfig

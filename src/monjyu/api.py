@@ -36,6 +36,7 @@ from .retrieval.searcher import QUERY_TEXT_CHARS
 from .store import LanceStore
 from .store.lancedb_store import DOCUMENTS
 from .store.factory import open_store
+from .store.mirror import atomic_write
 from .types import HybridSearchResult, LazySearchResult, SearchHit, SearchResults
 from . import schemas
 from .engines.hybrid.response import to_search_result
@@ -480,11 +481,7 @@ class Monjyu:
 
     def save_conversation(self, name: str, conversation: LazyConversation) -> None:
         """Written atomically: a killed process leaves the previous turn readable."""
-        path = self._session_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(conversation.to_dict(), ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
+        atomic_write(self._session_path(name), json.dumps(conversation.to_dict(), ensure_ascii=False).encode("utf-8"))
         if self.remote:
             self.remote.push_session(name)
 

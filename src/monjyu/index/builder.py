@@ -26,8 +26,9 @@ import pyarrow.compute as pc
 from ..config import MonjyuConfig
 from ..embed import CachedEmbedder, EmbeddingCache, create_embedder
 from ..errors import MonjyuError
-from ..ingest import Chunker, iter_source_files
+from ..ingest import iter_source_files
 from ..ingest.sentences import statement_spans
+from ..nlp.tokens import TokenCounter
 from ..runtime import cpu_cores
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
@@ -187,7 +188,6 @@ class IndexBuilder:
 
         # 2. Load and chunk what is new or changed; one bad file never stops the batch.
         t_load = time.perf_counter()
-        chunker = Chunker(self.config.chunking)
         kept_doc_ids = {d for rec in sources.values() for d in rec.documents}
         new_docs: list[Document] = []
         new_units: list[TextUnit] = []
@@ -280,7 +280,7 @@ class IndexBuilder:
         report.seconds["total"] = time.perf_counter() - t0
         manifest = Manifest(
             generation=generation, embedder_id=embedder.id, embedder_dim=int(dim),
-            config_hash=self.config.index_hash(), token_counter=chunker.counter.name,
+            config_hash=self.config.index_hash(), token_counter=TokenCounter.name,
             counts={"documents": report.documents, "text_units": report.text_units, "sources": len(sources),
                     **report.level1},
             levels=levels, failures=[{"path": path, "reason": reason} for path, reason in report.failures],

@@ -151,12 +151,6 @@ class ClusterPhraseExtractor:
     def __init__(self, executor: RayExecutor):
         self._executor = executor
 
-    def __enter__(self) -> "ClusterPhraseExtractor":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        pass
-
     def extract(self, texts: list[str]) -> list[dict[str, str]]:
         batches = [(texts[i:i + PHRASE_BATCH],) for i in range(0, len(texts), PHRASE_BATCH)]
         return [p for part in self._executor.map(_phrases_task, batches) for p in part]

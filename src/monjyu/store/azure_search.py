@@ -72,7 +72,6 @@ class AzureSearchIndex:
             raise MonjyuError(f"store.api_key_env names {api_key_env or '(nothing)'}, which is not set: export it with "
                               "the search service's admin key")
         self.url = endpoint
-        self.endpoint = endpoint
         self.prefix = index_prefix
         self.companion = companion
         self.local_dir = Path(local_dir)
@@ -85,12 +84,12 @@ class AzureSearchIndex:
     def _index_client(self):
         from azure.search.documents.indexes import SearchIndexClient
 
-        return SearchIndexClient(self.endpoint, self._credential)
+        return SearchIndexClient(self.url, self._credential)
 
     def _client(self, generation: str):
         from azure.search.documents import SearchClient
 
-        return SearchClient(self.endpoint, self.index_name(generation), self._credential)
+        return SearchClient(self.url, self.index_name(generation), self._credential)
 
     # -- the companion holds the index state --------------------------------------------
     def pull(self, force: bool = False) -> None:
@@ -118,7 +117,7 @@ class AzureSearchIndex:
             self._create_index(generation, int(manifest["embedder_dim"]))
             self._upload(generation)
         except AzureError as exc:
-            raise ServiceError(f"Azure AI Search at {self.endpoint} refused the upload of {generation}: "
+            raise ServiceError(f"Azure AI Search at {self.url} refused the upload of {generation}: "
                                      f"{_reason(exc)}; the previous generation stays in use: index again") from None
         self.companion.push()
         self._base = generation
@@ -188,7 +187,7 @@ class AzureSearchIndex:
         try:
             return list(self._client(generation).search(**request))
         except AzureError as exc:
-            raise ServiceError(f"search in Azure AI Search at {self.endpoint} failed: {_reason(exc)}") from None
+            raise ServiceError(f"search in Azure AI Search at {self.url} failed: {_reason(exc)}") from None
 
 
 def _reason(exc: Exception) -> str:
