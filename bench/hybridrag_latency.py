@@ -77,7 +77,7 @@ def grow(real: LoadedIndex, n: int, rng: np.random.Generator, analyzer: Analyzer
     if n >= load_config().search.ann_min_units:  # what a build of this size gets
         ann = ann_index(Path(tempfile.mkdtemp(prefix="hybridrag-bench-")), cols["id"], vecs)
     return LoadedIndex(columns=cols, vectors=vecs, bm25=bm25, graph=graph, communities=CommunityIndex(communities),
-                       ann=ann)
+                       ann=ann, named_entities=real.named_entities)
 
 
 def engine_for(index: LoadedIndex, cache_path: Path) -> HybridRAGEngine:
@@ -117,6 +117,7 @@ def main() -> None:
     config = load_config()
     real = LoadedIndex.load(generation_dir(args.real_index, manifest.generation), manifest.embedder_dim,
                             config.search.graph_title_boost)
+    real.named_entities = manifest.named_entities
     if real.graph is None or real.communities is None:
         sys.exit(f"{args.real_index} has no Level 1 graph: build it with `monjyu index` (not --level 0)")
     queries = list(BeirDataset.load(args.beir).queries.values())[: args.queries]

@@ -107,15 +107,15 @@ def test_request_schema_filters_and_options(sample_index):
     q = "Which algorithm detects hierarchical communities?"
     request = SearchQuery.model_validate({
         "text": q, "type": "relationship",
-        "filters": {"entityTypes": ["person"], "minRelevance": 0.0},
+        "filters": {"entityTypes": ["misc"], "minRelevance": 0.0},
         "options": {"limit": 3, "strategies": ["keyword", "semantic"], "rerankEnabled": False}})
     r = sample_index.hybrid_search(request, answer=False)
     assert r.classification["method"] == "request" and r.classification["type"] == "relationship"
     assert r.weights["graph"] == 0.0 and abs(sum(r.weights.values()) - 1) < 1e-9 and r.reranker is None
     graph = sample_index._searcher()[1].index.graph
-    person_units = graph.units_of_types(["PERSON"])
+    proper_units = graph.units_of_types(["MISC"])  # proper nouns (the index types them by part of speech)
     rows = sample_index._searcher()[1].index.columns["id"].tolist()
-    assert r.hits and all(person_units[rows.index(h.text_unit_id)] for h in r.hits)
+    assert r.hits and all(proper_units[rows.index(h.text_unit_id)] for h in r.hits)
     assert len(r.hits) <= 3 and r.response.query == request
     # min_relevance keeps the results scoring at least that share of the best one
     everything = sample_index.hybrid_search(q, top_k=20, rerank=False, answer=False)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -27,7 +29,19 @@ def test_english_phrases_are_normalised_and_filtered():
                      "warsaw", "paris", "noun phrase"):
         assert expected in phrases, (expected, phrases)
     assert not {"the", "it", "he"} & set(phrases)  # no determiners or pronouns
-    assert phrases["marie curie"] == "PERSON" and phrases["warsaw"] == "GPE" and phrases["web text"] == "CONCEPT"
+    # by part-of-speech tags (the default), proper nouns are MISC; with NER they get its labels
+    assert phrases["marie curie"] == "MISC" and phrases["warsaw"] == "MISC" and phrases["web text"] == "CONCEPT"
+    [named] = NounPhraseExtractor(named_entities=True).extract([EN])
+    assert named["marie curie"] == "PERSON" and named["warsaw"] == "GPE" and named["web text"] == "CONCEPT"
+    assert {"large language model", "marie curie", "leiden algorithm"} <= set(named)
+
+
+def test_tagged_phrases_join_hyphens_and_proper_names():
+    [phrases] = NounPhraseExtractor().extract(["Other methods of the University of Chicago use state-of-the-art "
+                                               "retrieval-augmented models and masked language models."])
+    assert phrases.get("university of chicago") == "MISC"
+    assert "method" not in phrases and "other method" not in phrases  # stop words lead no phrase
+    assert any(p.endswith("language model") for p in phrases)  # plural heads lemmatised
 
 
 def test_japanese_noun_runs_keep_compounds():
@@ -212,3 +226,31 @@ def test_walks_on_large_graphs_run_in_row_blocks_with_the_same_scores(monkeypatc
         p, u = 0.7 * (whole._u2p @ u) + 0.3 * restart_p, 0.7 * (whole._p2u @ p)
     np.testing.assert_allclose(whole.personalized_pagerank(seeds, damping=0.7, iterations=6, tolerance=0), u,
                                rtol=1e-5, atol=1e-9)
+
+
+def test_named_entities_setting_through_the_index(tmp_path, make_config):
+    """graph.named_entities: true types English phrases by NER and the manifest keeps it, so
+    queries are parsed alike; the default index refuses a filter on a label it cannot have."""
+    from monjyu.config import GraphConfig as Graph
+    from monjyu.errors import MonjyuError
+    from monjyu.retrieval import SearchFilters
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "curie.md").write_text("# Radioactivity\n\nMarie Curie was born in Warsaw and studied radioactivity "
+                                     "in Paris with Pierre Curie.\n", encoding="utf-8")
+    (folder / "leiden.md").write_text("# Communities\n\nThe Leiden algorithm finds communities in large graphs.\n",
+                                      encoding="utf-8")
+    named = Monjyu(tmp_path / "named", make_config(graph=Graph(named_entities=True)))
+    named.index([folder])
+    assert named.manifest().named_entities
+    hits = named.search("Where was Marie Curie born?", mode="graph", top_k=5, answer=False,
+                        filters=SearchFilters(entity_types=["PERSON"])).hits
+    assert hits and all("Curie" in h.text for h in hits)
+    tagged = Monjyu(tmp_path / "tagged", make_config())
+    tagged.index([folder])
+    assert not tagged.manifest().named_entities
+    assert tagged.search("Marie Curie", mode="graph", top_k=5, answer=False,
+                         filters=SearchFilters(entity_types=["MISC"])).hits
+    with pytest.raises(MonjyuError, match="graph.named_entities: true"):
+        tagged.search("Marie Curie", mode="graph", top_k=5, answer=False, filters=SearchFilters(entity_types=["PERSON"]))

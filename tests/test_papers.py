@@ -18,6 +18,8 @@ from reportlab.pdfgen import canvas
 
 from monjyu import Monjyu
 from monjyu.config import IngestConfig
+from monjyu.embed import EmbeddingCache
+from monjyu.ingest.sentences import statement_spans
 from monjyu.errors import ConfigError, IngestError
 from monjyu.ingest import Chunker, load_file
 from monjyu.config import ChunkingConfig
@@ -319,7 +321,10 @@ def test_plain_text_paper_header(tmp_path):
     assert doc.title == "A Plain Text Paper About Viruses"
     assert doc.authors == ["Marie Curie", "Louis Pasteur"] and doc.year == 2019
     assert doc.metadata["doi"] == "10.1000/xyz.123" and doc.date == "2019-05-01"
-    assert [s.path for s in doc.sections if s.kind == "text"][-1] == "Abstract"
+    body = [(s.path, doc.text[s.start:s.end]) for s in doc.sections if s.kind == "text"]
+    # The labelled abstract is its own section; the body after it is not abstract, and its
+    # export label ("Text:") is no part of the text.
+    assert body == [("Abstract", "Abstract\n\nViruses spread."), ("", "Body here.")]
 
 
 # ----------------------------------------------------------------------------- through the index
@@ -336,6 +341,14 @@ def test_kinds_and_metadata_filters_through_the_index(tmp_path, make_config):
     refs = m.search("Author1 Surname1 referenced work venue", mode="keyword", top_k=5, answer=False,
                     filters=SearchFilters.parse(["kind=reference"]))
     assert refs.hits and all(h.kind == "reference" for h in refs.hits)
+    # the build embeds the sentences default searches read, not the reference list's
+    cache = EmbeddingCache(Path(make_config().cache_dir) / "embeddings.sqlite")
+    embedder_id = m.manifest().embedder_id
+    def cached(hit) -> bool:
+        first = hit.text[slice(*statement_spans(hit.text)[0])]
+        return bool(cache.get_many([EmbeddingCache.key(embedder_id, "passage", first)]))
+    body = m.search("marker phrase zebras", mode="keyword", top_k=1, answer=False).hits
+    assert cached(body[0]) and not cached(refs.hits[0])
     for mode in ("vector", "keyword", "hybrid", "graph"):
         hits = m.search("marker phrase zebras", mode=mode, top_k=10, answer=False, filters=SearchFilters.parse(["author=lovelace"])).hits
         assert hits and all("Ada Lovelace" in h.authors for h in hits), mode

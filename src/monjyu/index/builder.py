@@ -39,7 +39,7 @@ from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHI
                                    units_to_table)
 from .distributed import ClusterEmbedder, ClusterPhraseExtractor, LoadFailure, RayExecutor, load_source, run_all
 from .level1 import Level1Result, PhraseCache, build_level1
-from ..types import Document, TextUnit
+from ..types import DEFAULT_KINDS, Document, TextUnit
 from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
 
 GENERATIONS = "generations"
@@ -284,6 +284,7 @@ class IndexBuilder:
             counts={"documents": report.documents, "text_units": report.text_units, "sources": len(sources),
                     **report.level1},
             levels=levels, failures=[{"path": path, "reason": reason} for path, reason in report.failures],
+            named_entities=self.config.graph.named_entities,
             built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             build_seconds={k: round(v, 3) for k, v in report.seconds.items()}, sources=sources,
         )
@@ -294,9 +295,12 @@ class IndexBuilder:
         return report
 
     def _embed_sentences(self, units: list[TextUnit], embedder: CachedEmbedder, batch: int = 4096) -> None:
-        """Every statement of the new units into the vector cache (what queries read), in batches
-        so a large build never holds all sentence vectors at once."""
-        sentences = list(dict.fromkeys(u.text[a:b] for u in units for a, b in statement_spans(u.text, u.sentences or None)))
+        """Every statement of the new units that default searches return into the vector cache
+        (what queries read), in batches so a large build never holds all sentence vectors at once.
+        Reference lists and front matter are searched only on request (kind=...): their
+        sentences are embedded then, once, rather than in every build."""
+        sentences = list(dict.fromkeys(u.text[a:b] for u in units if u.kind in DEFAULT_KINDS
+                                       for a, b in statement_spans(u.text, u.sentences or None)))
         self.progress("sentences", 0, len(sentences))
         for start in range(0, len(sentences), batch):
             embedder.embed_passages(sentences[start:start + batch], progress=lambda n: self.progress("sentences", n, None))
@@ -308,10 +312,11 @@ class IndexBuilder:
         cache = PhraseCache(SqliteKV(self._cache_dir() / "phrases.sqlite", "phrases"))
         self.progress("phrases", 0, len(inputs))
         if self.executor is not None:
-            phrases = cache.extract(inputs, ClusterPhraseExtractor(self.executor),
+            phrases = cache.extract(inputs, ClusterPhraseExtractor(self.executor, self.config.graph.named_entities),
                                     progress=lambda n: self.progress("phrases", n, None), batch=CLUSTER_CHUNK)
         else:
-            with NounPhraseExtractor(n_process=self.config.graph.processes or min(4, cpu_cores())) as extractor:
+            with NounPhraseExtractor(n_process=self.config.graph.processes or min(4, cpu_cores()),
+                                     named_entities=self.config.graph.named_entities) as extractor:
                 phrases = cache.extract(inputs, extractor, progress=lambda n: self.progress("phrases", n, None))
         t1 = time.perf_counter()
         result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)

@@ -65,10 +65,10 @@ def _embed_task(config: EmbeddingConfig, texts: list[str]) -> np.ndarray:
     return embedder.embed_passages(texts)
 
 
-def _phrases_task(texts: list[str]) -> list[dict[str, str]]:
+def _phrases_task(texts: list[str], named_entities: bool) -> list[dict[str, str]]:
     from ..nlp.noun_phrases import NounPhraseExtractor
 
-    return _model("phrases", NounPhraseExtractor).extract(texts)
+    return _model(f"phrases:{named_entities}", lambda: NounPhraseExtractor(named_entities=named_entities)).extract(texts)
 
 
 def _call_task(fn: Callable, args: tuple) -> Any:
@@ -148,11 +148,15 @@ class ClusterEmbedder:
 class ClusterPhraseExtractor:
     """NounPhraseExtractor.extract on the cluster, PHRASE_BATCH texts per task."""
 
-    def __init__(self, executor: RayExecutor):
+    def __init__(self, executor: RayExecutor, named_entities: bool = False):
         self._executor = executor
+        self.named_entities = named_entities
+        from ..nlp.noun_phrases import NounPhraseExtractor
+
+        self.id = NounPhraseExtractor(named_entities=named_entities).id  # the local extractor's cache keys
 
     def extract(self, texts: list[str]) -> list[dict[str, str]]:
-        batches = [(texts[i:i + PHRASE_BATCH],) for i in range(0, len(texts), PHRASE_BATCH)]
+        batches = [(texts[i:i + PHRASE_BATCH], self.named_entities) for i in range(0, len(texts), PHRASE_BATCH)]
         return [p for part in self._executor.map(_phrases_task, batches) for p in part]
 
 

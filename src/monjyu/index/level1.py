@@ -19,7 +19,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from ..config import GraphConfig
-from ..nlp.noun_phrases import CONCEPT, EXTRACTOR_VERSION, NounPhraseExtractor
+from ..nlp.noun_phrases import CONCEPT, NounPhraseExtractor
 from ..store.kv import SqliteKV
 
 ENTITIES_SCHEMA = pa.schema([
@@ -52,12 +52,12 @@ class PhraseCache:
         self._kv = kv
 
     @staticmethod
-    def key(text: str) -> str:
-        return hashlib.sha256(f"{EXTRACTOR_VERSION}\x00{text}".encode()).hexdigest()
+    def key(text: str, extractor_id: str) -> str:
+        return hashlib.sha256(f"{extractor_id}\x00{text}".encode()).hexdigest()
 
     def extract(self, texts: list[str], extractor: NounPhraseExtractor, progress=None,
-                batch: int = 256) -> list[dict[str, str]]:
-        keys = [self.key(t) for t in texts]
+                batch: int = 1024) -> list[dict[str, str]]:
+        keys = [self.key(t, extractor.id) for t in texts]
         found = {k: json.loads(v) for k, v in self._kv.get_many(keys).items()}
         todo = [i for i, k in enumerate(keys) if k not in found]
         if progress:

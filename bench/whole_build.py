@@ -1,0 +1,71 @@
+"""A whole build (Level 0 + Level 1) of a folder, this tree against an earlier commit, in one run.
+
+    python bench/whole_build.py --docs ../shared/bench-data/papers-pdf --baseline b4e5527
+
+The earlier commit is checked out in a temporary `git worktree` and run with this environment's
+packages (its `src` first on PYTHONPATH); each build is `monjyu index DIR --index TMP` in a fresh
+process with empty embedding and phrase caches (`MONJYU_CACHE_DIR` in a fresh folder), one after
+the other. Prints wall-clock seconds, text units and the build's own stage times for both, and the
+speed-up. Nothing else should run on the machine meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build(src: Path, docs: Path, work: Path, extra_env: dict[str, str]) -> dict:
+    """One cold build with the code under `src`; its manifest's counts and stage seconds."""
+    index, cache = work / "index", work / "cache"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONJYU_")}
+    env.update(PYTHONPATH=str(src), MONJYU_CACHE_DIR=str(cache), **extra_env)
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "monjyu.cli", "index", str(docs), "--index", str(index)],
+                         env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if out.returncode != 0:
+        sys.exit(f"build with {src} failed:\n{out.stderr[-2000:]}")
+    manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
+    return {"seconds": seconds, "text_units": manifest["counts"].get("text_units"),
+            "embedder": manifest["embedder_id"], "stages": manifest.get("build_seconds", {})}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--docs", required=True, type=Path)
+    ap.add_argument("--baseline", required=True, help="the earlier commit (any git revision)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    docs = args.docs.resolve()
+    with tempfile.TemporaryDirectory(prefix="whole-build-") as tmp:
+        tmp = Path(tmp)
+        tree = tmp / "baseline"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.baseline],
+                       check=True, capture_output=True)
+        try:
+            before = build(tree / "src", docs, tmp / "before", {})
+            after = build(ROOT / "src", docs, tmp / "after", {})
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    result = {"baseline": args.baseline, "before": before, "after": after,
+              "speedup": before["seconds"] / after["seconds"]}
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return
+    for name, r in (("before", before), (f"after", after)):
+        stages = ", ".join(f"{k} {v:.0f}s" for k, v in r["stages"].items() if v >= 1 and k != "total")
+        print(f"{name:7s} {r['seconds']:7.1f} s  {r['text_units']} units  {r['embedder']}  ({stages})")
+    print(f"speed-up {result['speedup']:.2f}x ({args.baseline} -> this tree)")
+
+
+if __name__ == "__main__":
+    main()
