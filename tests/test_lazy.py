@@ -68,6 +68,18 @@ def test_budgets_and_limits_are_respected(sample_index, make_config, settings, c
     assert check(result), (settings, result.stop_reason, result.budget_used, result.communities_visited)
 
 
+def test_offline_lazy_keeps_the_best_matched_units(sample_index, make_config):
+    """Without an LLM the best matched units are tested first and kept whatever the local test
+    says (lazy.keep_matched): lazy keeps what hybrid search ranks highest; 0 leaves it to the test."""
+    question = "Which paper compares the cost of relevance tests?"
+    top = [h.text_unit_id for h in sample_index.search(question, mode="hybrid", top_k=3, answer=False).hits]
+    kept = sample_index.lazy_search(question, answer=False)
+    assert set(top) <= set(kept.kept_text_unit_ids)
+    assert kept.communities_visited[0]["id"] is None and kept.communities_visited[0]["units_tested"] == 3
+    off = Monjyu(sample_index.index_dir, make_config(lazy={"keep_matched": 0})).lazy_search(question, answer=False)
+    assert off.communities_visited[0]["id"] is not None  # exploration starts at the communities
+
+
 @pytest.mark.parametrize("question,topic", [
     ("What are the main themes across these papers?", ""),
     ("これらの文書の主なテーマは何ですか？", ""),

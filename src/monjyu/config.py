@@ -201,6 +201,10 @@ class LazyConfig(BaseModel):
     max_depth: int = Field(3, ge=0, le=10, description="levels below the top to deepen into")
     follow_links: bool = Field(True, description="a relevant sentence naming another unit's title (its page) makes that unit's opening statement relevant too: the second hop of multi-hop evidence")
     zero_relevance_limit: int = Field(3, ge=1, description="consecutive barren communities before deepening")
+    keep_matched: int = Field(5, ge=0, le=50, description="without an LLM: the best matched units are tested first and kept "
+                              "as evidence (by their best sentence) even when no sentence passes the local test, a "
+                              "lexical and embedding approximation of relevance; lazy then keeps what the search it "
+                              "matched with ranks highest")
     sufficient_relevant: int | None = Field(None, ge=1, description="stop after this many relevant sentences")
     max_llm_calls: int = Field(50, ge=1, description="calls the engine makes; a JSON repair retry inside one is not counted")
     claim_similarity: float = Field(0.85, ge=0.0, le=1.0, description="claims closer than this are duplicates")
