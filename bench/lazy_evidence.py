@@ -2,11 +2,14 @@
 with the same number of units, per preset.
 
     python bench/lazy_evidence.py --beir ../shared/bench-data/2wiki --index /tmp/idx-2wiki --presets z100,z500
+    python bench/lazy_evidence.py --qa ../shared/bench-data/covidqa-dev/questions.jsonl --index IDX --presets z100
 
 For each question, lazy search keeps the units in which a sentence passed the (local) relevance
 test. Evidence recall = share of the gold passages among the kept units' documents; complete =
 all gold passages kept. The hybrid reference takes exactly as many units per question from
 `search --mode hybrid`. Also prints the mean units kept, budget spent and time per question.
+With --qa (papers and answer spans, covidqa-dev): the share of questions whose kept units include
+one from the gold paper (doc) and one holding the answer (ans), against hybrid at equal units.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from monjyu import Monjyu, load_config
 from monjyu.eval import BeirDataset
+from monjyu.eval.qa import QADataset, holds_answer
 
 
 def evidence(gold: set[str], docs: list[str]) -> tuple[float, bool]:
@@ -28,7 +32,8 @@ def evidence(gold: set[str], docs: list[str]) -> tuple[float, bool]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--beir", required=True, type=Path)
+    ap.add_argument("--beir", type=Path)
+    ap.add_argument("--qa", type=Path, help="a questions JSONL with answer spans (covidqa-dev) instead of --beir")
     ap.add_argument("--index", required=True, type=Path)
     ap.add_argument("--presets", default="z100,z500")
     ap.add_argument("--config", type=Path, default=None)
@@ -36,8 +41,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    dataset = BeirDataset.load(args.beir)
+    if bool(args.beir) == bool(args.qa):
+        ap.error("give one of --beir and --qa")
     m = Monjyu(args.index, load_config(args.config))
+    if args.qa:
+        qa_evidence(m, QADataset.load(args.qa), args)
+        return
+    dataset = BeirDataset.load(args.beir)
     m.index([dataset.corpus])  # reuses the index when nothing changed
     qids = list(dataset.qrels)[:args.limit or None]
     report = {}
@@ -69,6 +79,24 @@ def main() -> None:
               flush=True)
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
+
+
+def qa_evidence(m: Monjyu, dataset: QADataset, args: argparse.Namespace) -> None:
+    m.index([dataset.docs_dir])  # reuses the index when nothing changed
+    questions = dataset.questions[:args.limit or None]
+    for preset in args.presets.split(","):
+        sums = dict.fromkeys(("units", "lazy_doc", "lazy_ans", "hybrid_doc", "hybrid_ans"), 0.0)
+        for q in questions:
+            lazy = m.lazy_search(q.question, preset=preset, answer=False, top_k=100)
+            n = max(1, len(lazy.kept_text_unit_ids))
+            hybrid = m.search(q.question, mode="hybrid", top_k=n, answer=False).hits
+            sums["units"] += len(lazy.kept_text_unit_ids)
+            for name, hits in (("lazy", lazy.hits), ("hybrid", hybrid)):
+                sums[f"{name}_doc"] += any(Path(h.source_path).name == q.doc for h in hits)
+                sums[f"{name}_ans"] += any(holds_answer(h.text, q.answers) for h in hits)
+        mean = {k: v / len(questions) for k, v in sums.items()}
+        print(f"{preset}: units kept {mean['units']:.1f} | doc over kept units lazy {mean['lazy_doc']:.3f} vs hybrid "
+              f"{mean['hybrid_doc']:.3f} | ans lazy {mean['lazy_ans']:.3f} vs hybrid {mean['hybrid_ans']:.3f}", flush=True)
 
 
 if __name__ == "__main__":

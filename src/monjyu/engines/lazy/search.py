@@ -419,8 +419,8 @@ class LazySearchEngine:
         for s in relevant:
             best.setdefault(s.text_unit_id, s.score)
         # The kept units in the order the matching search ranked them (a stronger order than one
-        # sentence's local score: covidqa-dev ans@1 0.710 against 0.686), the units exploration
-        # found beyond its list after them, by relevance.
+        # sentence's relevance score: covidqa-dev lazy ans@1 0.686 -> 0.704), the units
+        # exploration found beyond its list after them, by relevance.
         match_rank = {self.searcher.index.columns["id"][row]: i for i, row in enumerate(ranked)}
         best = dict(sorted(best.items(), key=lambda kv: (match_rank.get(kv[0], len(match_rank)), -kv[1])))
         hits = self._page(best, top_k, offset)
