@@ -116,8 +116,7 @@ def main() -> None:
     manifest = read_manifest(args.real_index)
     config = load_config()
     real = LoadedIndex.load(generation_dir(args.real_index, manifest.generation), manifest.embedder_dim,
-                            config.search.graph_title_boost)
-    real.named_entities = manifest.named_entities
+                            config.search.graph_title_boost, manifest.named_entities)
     if real.graph is None or real.communities is None:
         sys.exit(f"{args.real_index} has no Level 1 graph: build it with `monjyu index` (not --level 0)")
     queries = list(BeirDataset.load(args.beir).queries.values())[: args.queries]

@@ -285,10 +285,9 @@ class Monjyu:
             m = self.manifest()
             if self._loaded is None or self._loaded[0] != m.generation:
                 loaded = LoadedIndex.load(generation_dir(self.index_dir, m.generation), m.embedder_dim,
-                                          self.config.search.graph_title_boost)
+                                          self.config.search.graph_title_boost, m.named_entities)
                 if self.remote:
                     self._attach_store_search(loaded, m.generation)
-                loaded.named_entities = m.named_entities
                 self._loaded = (m.generation, Searcher(loaded, self.config.search,
                                                        embed_texts=lambda texts: self._embed_texts(m, texts)))
             return m, self._loaded[1]

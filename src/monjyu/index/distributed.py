@@ -151,9 +151,9 @@ class ClusterPhraseExtractor:
     def __init__(self, executor: RayExecutor, named_entities: bool = False):
         self._executor = executor
         self.named_entities = named_entities
-        from ..nlp.noun_phrases import NounPhraseExtractor
+        from ..nlp.noun_phrases import extraction_id
 
-        self.id = NounPhraseExtractor(named_entities=named_entities).id  # the local extractor's cache keys
+        self.id = extraction_id(named_entities)  # the local extractor's cache keys
 
     def extract(self, texts: list[str]) -> list[dict[str, str]]:
         batches = [(texts[i:i + PHRASE_BATCH], self.named_entities) for i in range(0, len(texts), PHRASE_BATCH)]

@@ -2,8 +2,9 @@
 
 English phrases come from part-of-speech tags by default: spaCy's tok2vec and tagger only, and
 runs of adjectives and nouns ending in a noun (proper-noun runs kept apart, typed MISC). That is
-3.6x the texts/s of the full pipeline with its parser's noun chunks and its NER, for the same graph
-retrieval on 2wiki (bench/level1_build.py, README). `graph.named_entities: true` runs the full
+2.8x the texts/s of the full pipeline with its parser's noun chunks and its NER (two worker
+processes; about 4x in one), for graph retrieval at least as good on 2wiki (bench/level1_build.py,
+README). `graph.named_entities: true` runs the full
 pipeline instead, so English phrases carry NER labels (PERSON, ORG, GPE, ...) for entity-type filters.
 
 Phrases are normalised so that variants merge into one graph node: lower case, determiners and
@@ -65,6 +66,11 @@ def _keep(phrase: str, n_words: int) -> bool:
             and all(len(w) <= MAX_TOKEN_CHARS for w in phrase.split()))
 
 
+def extraction_id(named_entities: bool) -> str:
+    """What the phrases depend on: cached phrases of another extraction are never reused."""
+    return f"{EXTRACTOR_VERSION}/{NER if named_entities else TAGS}"
+
+
 def english_phrases(texts: list[str], batch_size: int = 64, mode: str = TAGS) -> list[dict[str, str]]:
     """The phrases of English texts, in this process (module level: what worker processes run)."""
     if mode == NER:
@@ -89,8 +95,7 @@ class NounPhraseExtractor:
 
     @property
     def id(self) -> str:
-        """What the phrases depend on: cached phrases of another extraction are never reused."""
-        return f"{EXTRACTOR_VERSION}/{self.mode}"
+        return extraction_id(self.mode == NER)
 
     def __enter__(self) -> "NounPhraseExtractor":
         return self

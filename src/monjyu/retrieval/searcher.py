@@ -70,7 +70,8 @@ class LoadedIndex:
     _default_mask: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
-    def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0) -> "LoadedIndex":
+    def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0,
+             named_entities: bool = False) -> "LoadedIndex":
         store = LanceStore(generation_dir / "lancedb")
         table = store.units(META_COLUMNS + ["vector", "sentences"])
         columns = {c: _object_column(table[c].to_pylist()) for c in META_COLUMNS}
@@ -85,7 +86,7 @@ class LoadedIndex:
         if graph is not None:
             communities = CommunityIndex.load(generation_dir, {u: i for i, u in enumerate(columns["id"])})
         return cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"),
-                   graph=graph, communities=communities, ann=store.vector_index(),
+                   graph=graph, communities=communities, ann=store.vector_index(), named_entities=named_entities,
                    sentence_offsets=spans.offsets.to_numpy(), sentence_values=spans.values.to_numpy(zero_copy_only=False))
 
     def sentence_spans(self, row: int) -> list[tuple[int, int]]:

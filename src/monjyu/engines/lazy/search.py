@@ -165,17 +165,18 @@ class LazySearchEngine:
         state.used += len(sentences)
         state.llm_calls += calls
         found = 0
-        best: dict[str, tuple[float, object]] = {}
+        passed: set[str] = set()
+        best_failing: dict[str, tuple[float, object]] = {}  # keep: each unit's best sentence below the threshold
         for s, score in zip(sentences, scores):
             unit = s.source.hit.text_unit_id
             if score >= threshold:
                 found += 1
-                best[unit] = (float("inf"), None)  # the unit is kept by a passing sentence
+                passed.add(unit)
                 state.relevant.append(self._relevant(s, score, community))
-            elif keep and score > best.get(unit, (-1.0, None))[0]:
-                best[unit] = (float(score), s)
-        for score, s in best.values():
-            if s is not None:
+            elif keep and score > best_failing.get(unit, (-1.0, None))[0]:
+                best_failing[unit] = (float(score), s)
+        for unit, (score, s) in best_failing.items():
+            if unit not in passed:
                 state.relevant.append(self._relevant(s, score, community))
         state.visits.append({"id": community.id if community else None, "level": community.level if community else None,
                              "depth": depth, "title": community.title if community else "(ranked units)",
