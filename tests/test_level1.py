@@ -11,11 +11,12 @@ import scipy.sparse as sp
 
 from monjyu import Monjyu
 from monjyu.config import GraphConfig
-from monjyu.index.level1 import build_level1
+from monjyu.index.level1 import PhraseCache, PhrasesAhead, build_level1
 from monjyu.nlp.noun_phrases import NounPhraseExtractor
 from monjyu.retrieval import graph as graph_module
 from monjyu.retrieval.graph import PhraseGraph
 from monjyu.store import LanceStore
+from monjyu.store.kv import SqliteKV
 from monjyu.store.lancedb_store import COMMUNITIES, ENTITIES, RELATIONSHIPS
 
 EN = ("Large language models are trained on web text. The Leiden algorithm detects communities in "
@@ -59,13 +60,26 @@ def test_variants_merge_into_one_node():
 
 def test_worker_processes_give_the_same_phrases_as_one_process():
     """Spawned workers (never forked) for a large batch: results equal, in order; Japanese stays here."""
-    sentences = [f"Paper {i} trains large language models on graph data in Tokyo." for i in range(150)]
-    texts = sentences + ["大規模言語モデルを使った検索"]
+    sentences = [f"Paper {i} trains large language models on graph data in Tokyo." for i in range(300)]
+    texts = sentences[:150] + ["大規模言語モデルを使った検索"] + sentences[150:]  # three worker tasks
     single = NounPhraseExtractor(n_process=1).extract(texts)
     with NounPhraseExtractor(n_process=2) as parallel:
+        parallel.start(wait=True)
         assert parallel.extract(texts) == single
         assert parallel._pool is not None  # the workers did run
-    assert "large language model" in single[0] and "大規模言語モデル" in single[-1]
+    assert "large language model" in single[0] and "大規模言語モデル" in single[150]
+
+
+def test_phrases_extracted_ahead_are_what_level1_reads(tmp_path):
+    """A build's overlap: phrases extracted in a background thread while it embeds land in the
+    phrase cache; finish() gives every text's phrases, extracting the ones not done ahead."""
+    cache = PhraseCache(SqliteKV(tmp_path / "phrases.sqlite", "phrases"))
+    extractor = NounPhraseExtractor(n_process=1)
+    ahead = PhrasesAhead(cache, extractor)
+    ahead.start([EN])
+    assert ahead.finish([EN, JA]) == NounPhraseExtractor().extract([EN, JA])
+    stored = cache._kv.get_many([PhraseCache.key(t, extractor.id) for t in (EN, JA)])
+    assert len(stored) == 2
 
 
 def test_graph_and_communities_are_deterministic():

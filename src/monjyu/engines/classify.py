@@ -15,12 +15,20 @@ from ..llm import LLM, Message, load_prompt
 from ..nlp.lang import detect_language
 
 _GLOBAL = {
-    "en": re.compile(r"\b(overall|main (themes?|topics?|ideas?|findings|trends)|key (themes?|topics?|findings|trends)|"
-                     r"summari[sz]e|summary|overview|in general|across (the|all)|whole (collection|corpus)|"
-                     r"(all|these|the) (documents|papers|articles)|trends?|landscape|common (themes?|patterns?)|"
-                     r"what (topics|themes) )", re.I),
+    "en": re.compile(r"\b(overall (themes?|topics?|picture|landscape|trends?|findings)|main (themes?|topics?|ideas?|"
+                     r"findings|trends)|key (themes?|topics?|findings|trends)|summari[sz]e|summary|overview|in general|"
+                     r"across (all |the |these |those )*(documents|papers|articles|collection|corpus|literature|studies)|"
+                     r"whole (collection|corpus)|(all|these|the) (documents|papers|articles)|trends?|landscape of|"
+                     r"common (themes?|patterns?)|what (topics|themes) )", re.I),
     "ja": re.compile(r"全体|テーマ|要約|概要|概観|傾向|まとめ|総じて|主な|全般|俯瞰|全文書|すべての(文書|論文)|"
                      r"これらの(文書|論文)|(文書|論文)群|共通"),
+}
+# A question about one work ("the summary of this report", "この論文の目的") is local, whatever
+# global cue it holds: its answer is in that work, not spread over the collection.
+_ONE_WORK = {
+    "en": re.compile(r"\b(this|that) (study|report|paper|article|review|work|trial|survey|analysis|document|book|"
+                     r"chapter|thesis)\b", re.I),
+    "ja": re.compile(r"(この|その|本)(論文|研究|報告|文書|記事)(?!群)"),
 }
 _RELATION = {
     "en": re.compile(r"\b(relat(ionship|ion|e[sd]?) (between|to|with)|connect(ion|ed)? (between|to|with)|"
@@ -44,7 +52,7 @@ class Classification:
 
 def rule_classify(query: str, entities: list[str]) -> Classification:
     lang = detect_language(query)
-    is_global = bool(_GLOBAL[lang].search(query))
+    is_global = bool(_GLOBAL[lang].search(query)) and not _ONE_WORK[lang].search(query)
     relation = _RELATION[lang].search(query)
     is_relation = bool(relation) or (len(entities) >= 2 and bool(re.search(r"\b(and|or)\b|と|や", query))
                                      and not is_global and bool(re.search(r"\b(how|why)\b|どう|なぜ", query)))

@@ -38,7 +38,7 @@ from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, save_incidence, sa
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
 from .distributed import ClusterEmbedder, ClusterPhraseExtractor, LoadFailure, RayExecutor, load_source, run_all
-from .level1 import Level1Result, PhraseCache, build_level1
+from .level1 import Level1Result, PhraseCache, PhrasesAhead, build_level1, phrase_input
 from ..types import DEFAULT_KINDS, Document, TextUnit
 from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
 
@@ -112,6 +112,7 @@ class IndexBuilder:
         self.progress = progress or (lambda stage, advance, total: None)
         self.executor = executor
         self._embedder: CachedEmbedder | None = None
+        self._phrases: PhrasesAhead | None = None  # this build's noun phrases, extracted while it embeds
 
     def embedder(self) -> CachedEmbedder:
         if self._embedder is None:
@@ -128,7 +129,12 @@ class IndexBuilder:
     def build(self, paths: Iterable[str | Path]) -> BuildReport:
         self.index_dir.mkdir(parents=True, exist_ok=True)
         with _BuildLock(self.index_dir):
-            return self._build([Path(p) for p in paths])
+            try:
+                return self._build([Path(p) for p in paths])
+            finally:
+                if self._phrases is not None:
+                    self._phrases.close()
+                    self._phrases = None
 
     def _build(self, roots: list[Path]) -> BuildReport:
         t0 = time.perf_counter()
@@ -213,7 +219,12 @@ class IndexBuilder:
             sources[key] = SourceRecord(sha256=sha, size=size, documents=[d.id for d in docs])
         report.seconds["load_chunk"] = time.perf_counter() - t_load
 
-        # 3. Embed new units (cache first).
+        # 3. Embed new units (cache first); their noun phrases are extracted meanwhile.
+        if self.config.graph.enabled and self.executor is None and new_units:
+            self._phrases = PhrasesAhead(self._phrase_cache(), self._phrase_extractor(),
+                                         lambda n: self.progress("phrases", n, None))
+            self.progress("phrases", 0, len(new_units))
+            self._phrases.start([phrase_input(u.title, u.text) for u in new_units])
         t_embed = time.perf_counter()
         self.progress("embed", 0, len(new_units))
         before = embedder.misses
@@ -307,21 +318,31 @@ class IndexBuilder:
 
     def _build_level1(self, units_table: pa.Table) -> Level1Result:
         t0 = time.perf_counter()
-        titles, texts = units_table["title"].to_pylist(), units_table["text"].to_pylist()
-        inputs = [f"{t}.\n{x}" if t and t[-1:].isalnum() else f"{t}\n{x}" for t, x in zip(titles, texts)]
-        cache = PhraseCache(SqliteKV(self._cache_dir() / "phrases.sqlite", "phrases"))
-        self.progress("phrases", 0, len(inputs))
+        inputs = [phrase_input(t, x) for t, x in zip(units_table["title"].to_pylist(), units_table["text"].to_pylist())]
+        if self._phrases is None:
+            self.progress("phrases", 0, len(inputs))
         if self.executor is not None:
-            phrases = cache.extract(inputs, ClusterPhraseExtractor(self.executor, self.config.graph.named_entities),
-                                    progress=lambda n: self.progress("phrases", n, None), batch=CLUSTER_CHUNK)
+            phrases = self._phrase_cache().extract(
+                inputs, ClusterPhraseExtractor(self.executor, self.config.graph.named_entities),
+                progress=lambda n: self.progress("phrases", n, None), batch=CLUSTER_CHUNK)
+        elif self._phrases is not None:  # the new units' phrases were extracted while embedding
+            phrases = self._phrases.finish(inputs)
+            self._phrases = None
         else:
-            with NounPhraseExtractor(n_process=self.config.graph.processes or min(4, cpu_cores()),
-                                     named_entities=self.config.graph.named_entities) as extractor:
-                phrases = cache.extract(inputs, extractor, progress=lambda n: self.progress("phrases", n, None))
+            with self._phrase_extractor() as extractor:
+                phrases = self._phrase_cache().extract(inputs, extractor,
+                                                       progress=lambda n: self.progress("phrases", n, None))
         t1 = time.perf_counter()
         result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
         result.seconds["noun_phrases"] = t1 - t0
         return result
+
+    def _phrase_cache(self) -> PhraseCache:
+        return PhraseCache(SqliteKV(self._cache_dir() / "phrases.sqlite", "phrases"))
+
+    def _phrase_extractor(self) -> NounPhraseExtractor:
+        return NounPhraseExtractor(n_process=self.config.graph.processes or min(4, cpu_cores()),
+                                   named_entities=self.config.graph.named_entities)
 
     def _embed_graph(self, gen_dir: Path, level1: Level1Result, embedder: CachedEmbedder) -> None:
         """Vectors of the phrases that link units (non-hubs in >= graph.embed_min_units units), so

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -21,6 +23,8 @@ import scipy.sparse as sp
 from ..config import GraphConfig
 from ..nlp.noun_phrases import CONCEPT, NounPhraseExtractor
 from ..store.kv import SqliteKV
+
+log = logging.getLogger(__name__)
 
 ENTITIES_SCHEMA = pa.schema([
     ("id", pa.int32()), ("title", pa.string()), ("frequency", pa.int32()), ("degree", pa.int32()),
@@ -62,15 +66,65 @@ class PhraseCache:
         todo = [i for i, k in enumerate(keys) if k not in found]
         if progress:
             progress(len(texts) - len(todo))
-        for start in range(0, len(todo), batch):
-            idx = todo[start:start + batch]
-            phrases = extractor.extract([texts[i] for i in idx])
-            self._kv.put_many([(keys[i], json.dumps(p, ensure_ascii=False).encode()) for i, p in zip(idx, phrases)])
-            for i, p in zip(idx, phrases):
-                found[keys[i]] = p
-            if progress:
-                progress(len(idx))
+        # One stream over all of them when the extractor streams (its workers never wait for a
+        # batch to be stored), else batch by batch; stored every `batch` texts.
+        if isinstance(extractor, NounPhraseExtractor):
+            results = extractor.extract_iter([texts[i] for i in todo])
+        else:
+            results = (p for start in range(0, len(todo), batch)
+                       for p in extractor.extract([texts[i] for i in todo[start:start + batch]]))
+        pending: list[tuple[str, bytes]] = []
+        for n, (i, p) in enumerate(zip(todo, results), start=1):
+            found[keys[i]] = p
+            pending.append((keys[i], json.dumps(p, ensure_ascii=False).encode()))
+            if len(pending) == batch or n == len(todo):
+                self._kv.put_many(pending)
+                if progress:
+                    progress(len(pending))
+                pending = []
         return [found[k] for k in keys]
+
+
+def phrase_input(title: str, text: str) -> str:
+    """What noun phrases are extracted from for one unit: its title as a sentence, then its text."""
+    return f"{title}.\n{text}" if title and title[-1:].isalnum() else f"{title}\n{text}"
+
+
+class PhrasesAhead:
+    """A build's pipeline overlap: the new units' noun phrases are extracted by the worker
+    processes in a background thread while the main process embeds; Level 1 then finds them in
+    the phrase cache. Should this fail, Level 1 extracts them itself (and reports the error)."""
+
+    def __init__(self, cache: PhraseCache, extractor: NounPhraseExtractor, progress=None):
+        self.cache, self.extractor, self.progress = cache, extractor, progress
+        self._thread: threading.Thread | None = None
+
+    def start(self, texts: list[str]) -> None:
+        self._thread = threading.Thread(target=self._run, args=(texts,), name="monjyu-phrases", daemon=True)
+        self._thread.start()
+
+    def _run(self, texts: list[str]) -> None:
+        try:
+            self.cache.extract(texts, self.extractor, self.progress)
+        except Exception as exc:  # noqa: BLE001 - Level 1 runs the extraction again, in the open
+            log.warning("noun phrases ahead of Level 1 failed (%s); Level 1 extracts them", exc)
+
+    def finish(self, texts: list[str]) -> list[dict[str, str]]:
+        """The phrases of all `texts` (extracting any not done ahead), then the workers stop."""
+        self._join()
+        try:
+            return self.cache.extract(texts, self.extractor)
+        finally:
+            self.extractor.close()
+
+    def close(self) -> None:
+        self._join()
+        self.extractor.close()
+
+    def _join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
 
 def build_level1(unit_ids: list[str], unit_phrases: list[dict[str, str]] | list[list[str]],

