@@ -14,6 +14,7 @@ import json
 import logging
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -133,15 +134,16 @@ def build_level1(unit_ids: list[str], unit_phrases: list[dict[str, str]] | list[
     or plain phrase lists (all CONCEPT)."""
     t0 = time.perf_counter()
     vocab: dict[str, int] = {}
-    type_votes: dict[tuple[int, str], int] = {}
-    rows, cols = [], []
+    kind_ids: dict[str, int] = {}
+    # One entry per (unit, phrase): compact arrays, since a large build holds millions of them.
+    rows, cols, kinds = array("i"), array("i"), array("b")
     for u, phrases in enumerate(unit_phrases):
         for p, kind in phrases.items() if isinstance(phrases, dict) else ((p, CONCEPT) for p in phrases):
-            node = vocab.setdefault(p, len(vocab))
             rows.append(u)
-            cols.append(node)
-            type_votes[node, kind] = type_votes.get((node, kind), 0) + 1
+            cols.append(vocab.setdefault(p, len(vocab)))
+            kinds.append(kind_ids.setdefault(kind, len(kind_ids)))
     n_units, n_phr = len(unit_ids), len(vocab)
+    rows, cols = np.frombuffer(rows, np.int32), np.frombuffer(cols, np.int32)
     incidence = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_units, n_phr))
     incidence.data[:] = 1.0
     df = np.asarray(incidence.sum(axis=0)).ravel().astype(np.int64)
@@ -168,11 +170,14 @@ def build_level1(unit_ids: list[str], unit_phrases: list[dict[str, str]] | list[
     phrases = [None] * n_phr
     for p, i in vocab.items():
         phrases[i] = p
-    types = [CONCEPT] * n_phr
-    best = np.zeros(n_phr, np.int64)
-    for (node, kind), votes in sorted(type_votes.items()):  # sorted: ties go to the same type every build
-        if votes > best[node]:
-            best[node], types[node] = votes, kind
+    # Each phrase's type: the one most of its units gave it; ties go to the first type by name.
+    names = sorted(kind_ids)
+    column = np.zeros(max(len(kind_ids), 1), np.int64)
+    column[[kind_ids[k] for k in names]] = np.arange(len(names))
+    width = max(len(names), 1)
+    votes = np.bincount(cols.astype(np.int64) * width + column[np.frombuffer(kinds, np.int8)],
+                        minlength=n_phr * width).reshape(n_phr, width)
+    types = [names[k] for k in votes.argmax(axis=1)] if names else [CONCEPT] * n_phr
     inc_csc = incidence.tocsc()
     unit_arr = np.array(unit_ids, dtype=object)
     entity_units = [unit_arr[inc_csc.indices[inc_csc.indptr[i]:inc_csc.indptr[i + 1]]].tolist() for i in range(n_phr)]
