@@ -19,6 +19,7 @@ import multiprocessing as mp
 import resource
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,10 +38,30 @@ from monjyu.ingest.sentences import statement_spans  # noqa: E402
 from monjyu.retrieval import LoadedIndex  # noqa: E402
 
 
+def rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
+
+
 def build(corpus: str, index: str, cache: str, out: str) -> None:
+    """The build, with this process's RSS sampled every 0.2 s and its peak kept per stage (the
+    stage whose progress was reported last)."""
+    stage, peaks, done = ["start"], {}, threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.2):
+            peaks[stage[0]] = max(peaks.get(stage[0], 0.0), rss_mb())
+
+    def progress(name: str, advance: int, total: int | None) -> None:
+        stage[0] = name
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     t0 = time.perf_counter()
-    report = Monjyu(Path(index), MonjyuConfig(cache_dir=cache)).index([Path(corpus)])
-    Path(out).write_text(json.dumps({"seconds": report.seconds, "units": report.text_units,
+    report = Monjyu(Path(index), MonjyuConfig(cache_dir=cache)).index([Path(corpus)], progress=progress)
+    done.set()
+    sampler.join()
+    Path(out).write_text(json.dumps({"seconds": report.seconds, "units": report.text_units, "peaks": peaks,
                                      "embedded": report.embedded, "wall": time.perf_counter() - t0}))
 
 
@@ -95,6 +116,8 @@ def main() -> None:
     print(f"build of {result['units']} units ({result['embedded']} embedded now): {result['wall']:.0f} s, "
           f"peak RSS of the largest build process {peak_mb:,.0f} MB")
     print("stages (s):", {k: round(v, 1) for k, v in result["seconds"].items()})
+    print("peak RSS per stage (MB, the stage last reporting progress):",
+          {k: round(v) for k, v in result["peaks"].items()})
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="monjyu.yaml
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for scripts")]
 
 STAGES = {"load": "Loading and chunking files", "embed": "Embedding text units", "sentences": "Embedding sentences",
-          "phrases": "Extracting noun phrases"}
+          "phrases": "Extracting noun phrases", "ann": "Building the vector (ANN) index", "bm25": "Building the BM25 index",
+          "graph": "Graph and communities", "phrase vectors": "Embedding phrases and communities"}
 
 
 def _facade(index: Path, config: Optional[Path]) -> Monjyu:

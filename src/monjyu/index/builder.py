@@ -15,6 +15,7 @@ import hashlib
 import shutil
 import time
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -217,6 +218,7 @@ class IndexBuilder:
             new_terms.extend(terms)
             kept_doc_ids.update(d.id for d in docs)
             sources[key] = SourceRecord(sha256=sha, size=size, documents=[d.id for d in docs])
+        del loaded  # new_units, new_terms and new_docs hold what is still needed
         report.seconds["load_chunk"] = time.perf_counter() - t_load
 
         # 3. Embed new units (cache first); their noun phrases are extracted meanwhile.
@@ -245,6 +247,7 @@ class IndexBuilder:
         for u in new_units:
             unit_ids.setdefault(u.document_id, []).append(u.id)
         docs_table = documents_to_table(new_docs, unit_ids)
+        del new_units, new_terms, new_docs, vectors, unit_ids  # in the tables now: a large build holds them once
         carried_doc_ids = sorted({d for k, rec in sources.items() if k in old_sources and k not in to_load
                                   for d in rec.documents})
         if previous and carried_doc_ids:
@@ -266,11 +269,13 @@ class IndexBuilder:
         ann_min = self.config.search.ann_min_units
         if ann_min and units_table.num_rows >= ann_min and self.config.store.backend == "lancedb":  # postgres: HNSW there
             t_ann = time.perf_counter()
-            store.create_vector_index()
+            with self._step("ann"):
+                store.create_vector_index()
             report.seconds["ann_index"] = time.perf_counter() - t_ann
 
         t_bm25 = time.perf_counter()
-        BM25Index.build(units_table["terms"].to_pylist()).save(gen_dir / "bm25")
+        with self._step("bm25"):
+            BM25Index.build(units_table["terms"].to_pylist()).save(gen_dir / "bm25")
         report.seconds["bm25"] = time.perf_counter() - t_bm25
 
         if self.config.graph.enabled:
@@ -333,9 +338,18 @@ class IndexBuilder:
                 phrases = self._phrase_cache().extract(inputs, extractor,
                                                        progress=lambda n: self.progress("phrases", n, None))
         t1 = time.perf_counter()
-        result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
+        with self._step("graph"):
+            result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
         result.seconds["noun_phrases"] = t1 - t0
         return result
+
+    @contextmanager
+    def _step(self, stage: str):
+        """A stage with no count to report (the ANN index, BM25, graph and communities) shows as
+        one step, so a long one is seen running."""
+        self.progress(stage, 0, 1)
+        yield
+        self.progress(stage, 1, None)
 
     def _phrase_cache(self) -> PhraseCache:
         return PhraseCache(SqliteKV(self._cache_dir() / "phrases.sqlite", "phrases"))
