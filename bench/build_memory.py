@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from level0_latency import synthesize  # noqa: E402
+from level0_latency import rss_mb, synthesize  # noqa: E402
 
 from monjyu import Monjyu, MonjyuConfig  # noqa: E402
 from monjyu.embed import EmbeddingCache, create_embedder  # noqa: E402
@@ -36,11 +36,6 @@ from monjyu.index.builder import generation_dir  # noqa: E402
 from monjyu.ingest import Chunker, load_file  # noqa: E402
 from monjyu.ingest.sentences import statement_spans  # noqa: E402
 from monjyu.retrieval import LoadedIndex  # noqa: E402
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
 
 
 def build(corpus: str, index: str, cache: str, out: str) -> None:

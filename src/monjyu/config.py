@@ -112,7 +112,7 @@ class GraphConfig(BaseModel):
     min_hub_units: int = Field(50, ge=1, description="never prune phrases found in fewer units than this")
     processes: int = Field(0, ge=0, le=64, description="noun-phrase worker processes (spawned); 0: one per core, up to 4")
     named_entities: bool = Field(False, description="English phrases from spaCy's full pipeline, with NER labels (PERSON, ORG, "
-                                 "GPE, ...) for entity-type filters; false: from part-of-speech tags (2.8x faster, graph "
+                                 "GPE, ...) for entity-type filters; false: from part-of-speech tags (about 3x faster, graph "
                                  "retrieval on 2wiki at least as good; proper nouns typed MISC). Japanese phrases are typed either way")
 
 

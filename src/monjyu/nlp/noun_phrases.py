@@ -2,9 +2,9 @@
 
 English phrases come from part-of-speech tags by default: spaCy's tok2vec and tagger only, and
 runs of adjectives and nouns ending in a noun (proper-noun runs kept apart, typed MISC). That is
-2.8x the texts/s of the full pipeline with its parser's noun chunks and its NER (two worker
-processes; about 4x in one), for graph retrieval at least as good on 2wiki (bench/level1_build.py,
-README). `graph.named_entities: true` runs the full
+2.98x the texts/s of the full pipeline with its parser's noun chunks and its NER (two worker
+processes started ahead; 2.74x counting their start; about 4x in one), for graph retrieval at
+least as good on 2wiki (bench/level1_build.py, README). `graph.named_entities: true` runs the full
 pipeline instead, so English phrases carry NER labels (PERSON, ORG, GPE, ...) for entity-type filters.
 
 Phrases are normalised so that variants merge into one graph node: lower case, determiners and
@@ -83,9 +83,8 @@ def english_phrases(texts: list[str], batch_size: int = 64, mode: str = TAGS) ->
 class NounPhraseExtractor:
     """Thread-safe; spaCy and SudachiPy are loaded on first use. With `n_process` > 1, large
     batches of English text go to worker processes that are spawned, never forked (a fork copies
-    the locks of LanceDB's and the embedder's threads mid-use); start() starts them ahead of use
-    (a build does so before embedding, which hides their start), close() stops them. Where
-    workers cannot start (a script without an `if __name__ == "__main__":` guard), extraction
+    the locks of LanceDB's and the embedder's threads mid-use) on first use, or ahead of it with
+    start(); close() stops them. Where workers cannot start (a script without an `if __name__ == "__main__":` guard), extraction
     stays in this process, with the same results."""
 
     def __init__(self, n_process: int = 1, batch_size: int = 64, named_entities: bool = False):
@@ -110,13 +109,7 @@ class NounPhraseExtractor:
     def start(self, wait: bool = False) -> None:
         """Start the worker processes (each loads spaCy) without waiting for them, or until
         they are ready with `wait`. Nothing to do in one process."""
-        if self.n_process <= 1:
-            return
-        with self._lock:
-            if self._pool is None and not self._pool_failed:
-                self._pool = ProcessPoolExecutor(self.n_process, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_spacy if self.mode == NER else _spacy_tagger)
-            pool = self._pool
+        pool = self._workers() if self.n_process > 1 else None
         if pool is None:
             return
         ready = [pool.submit(_ready) for _ in range(self.n_process)]
@@ -126,6 +119,15 @@ class NounPhraseExtractor:
                     f.result()
             except BrokenProcessPool:
                 self._broken()
+
+    def _workers(self) -> ProcessPoolExecutor | None:
+        """The worker pool, created on first call (processes start as tasks arrive); None once
+        workers failed to start."""
+        with self._lock:
+            if self._pool is None and not self._pool_failed:
+                self._pool = ProcessPoolExecutor(self.n_process, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_spacy if self.mode == NER else _spacy_tagger)
+            return self._pool
 
     def close(self) -> None:
         with self._lock:
@@ -150,8 +152,7 @@ class NounPhraseExtractor:
         if self.n_process <= 1 or self._pool_failed or len(texts) < MIN_TEXTS_PER_WORKER * 2:
             yield from english_phrases(texts, self.batch_size, self.mode)
             return
-        self.start()
-        pool = self._pool
+        pool = self._workers()
         chunks = [texts[a:a + WORKER_CHUNK] for a in range(0, len(texts), WORKER_CHUNK)]
         done = 0
         try:
