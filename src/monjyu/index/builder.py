@@ -338,8 +338,9 @@ class IndexBuilder:
                 phrases = self._phrase_cache().extract(inputs, extractor,
                                                        progress=lambda n: self.progress("phrases", n, None))
         t1 = time.perf_counter()
-        with self._step("graph"):
-            result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
+        with self._step("graph"):  # an iterator, so the phrases are freed once read
+            phrases_once, phrases = iter(phrases), None
+            result = build_level1(units_table["id"].to_pylist(), phrases_once, self.config.graph)
         result.seconds["noun_phrases"] = t1 - t0
         return result
 

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -128,10 +129,11 @@ class PhrasesAhead:
             self._thread = None
 
 
-def build_level1(unit_ids: list[str], unit_phrases: list[dict[str, str]] | list[list[str]],
+def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | Iterable[list[str]],
                  cfg: GraphConfig) -> Level1Result:
     """`unit_phrases`: per text unit, its phrases with their types (NounPhraseExtractor.extract),
-    or plain phrase lists (all CONCEPT)."""
+    or plain phrase lists (all CONCEPT). Read once: given an iterator over a list nothing else
+    holds, the list is freed as soon as it is read."""
     t0 = time.perf_counter()
     vocab: dict[str, int] = {}
     kind_ids: dict[str, int] = {}
@@ -179,18 +181,21 @@ def build_level1(unit_ids: list[str], unit_phrases: list[dict[str, str]] | list[
                         minlength=n_phr * width).reshape(n_phr, width)
     types = [names[k] for k in votes.argmax(axis=1)] if names else [CONCEPT] * n_phr
     inc_csc = incidence.tocsc()
-    unit_arr = np.array(unit_ids, dtype=object)
-    entity_units = [unit_arr[inc_csc.indices[inc_csc.indptr[i]:inc_csc.indptr[i + 1]]].tolist() for i in range(n_phr)]
+    # Each phrase's units, as Arrow lists straight from the incidence's columns (a large build
+    # would otherwise hold millions of small Python lists).
+    unit_arr = pa.array(unit_ids, pa.string())
+    entity_units = pa.ListArray.from_arrays(pa.array(inc_csc.indptr.astype(np.int32)),
+                                            unit_arr.take(pa.array(inc_csc.indices.astype(np.int32))))
     entities = pa.table({
         "id": pa.array(np.arange(n_phr), pa.int32()), "title": phrases, "frequency": pa.array(df, pa.int32()),
-        "degree": pa.array(degree, pa.int32()), "text_unit_ids": pa.array(entity_units, pa.list_(pa.string())),
+        "degree": pa.array(degree, pa.int32()), "text_unit_ids": entity_units,
         "is_hub": pa.array(is_hub), "type": types,
     }, schema=ENTITIES_SCHEMA)
     relationships = pa.table({
         "source": pa.array(src, pa.int32()), "target": pa.array(dst, pa.int32()),
         "weight": pa.array(cnt, pa.int32()), "npmi": pa.array(npmi, pa.float32()),
     }, schema=RELATIONSHIPS_SCHEMA)
-    community_table = _community_table(communities, entity_units, phrases, df)
+    community_table = _community_table(communities, inc_csc, unit_ids, phrases, df)
     t_end = time.perf_counter()
     return Level1Result(
         entities=entities, relationships=relationships, communities=community_table, incidence=incidence,
@@ -217,7 +222,8 @@ def _communities(src: np.ndarray, dst: np.ndarray, cnt: np.ndarray, npmi: np.nda
              int(c.parent_cluster) if c.parent_cluster is not None else None) for c in clusters]
 
 
-def _community_table(assignments, entity_units: list[list[str]], phrases: list[str], df: np.ndarray) -> pa.Table:
+def _community_table(assignments, inc_csc: sp.csc_matrix, unit_ids: list[str], phrases: list[str],
+                     df: np.ndarray) -> pa.Table:
     members: dict[int, list[int]] = {}
     level: dict[int, int] = {}
     parent: dict[int, int] = {}
@@ -234,7 +240,8 @@ def _community_table(assignments, entity_units: list[list[str]], phrases: list[s
             "size": [], "title": []}
     for c in ids:
         nodes = sorted(set(members[c]))
-        units = sorted({u for n in nodes for u in entity_units[n]})
+        rows_of = np.unique(np.concatenate([inc_csc.indices[inc_csc.indptr[n]:inc_csc.indptr[n + 1]] for n in nodes]))
+        units = sorted(unit_ids[r] for r in rows_of.tolist())
         top = sorted(nodes, key=lambda n: (-df[n], phrases[n]))[:5]
         rows["id"].append(c)
         rows["level"].append(level[c])
