@@ -77,7 +77,7 @@ def test_phrases_extracted_ahead_are_what_level1_reads(tmp_path):
     extractor = NounPhraseExtractor(n_process=1)
     ahead = PhrasesAhead(cache, extractor)
     ahead.start([EN])
-    assert ahead.finish([EN, JA]) == NounPhraseExtractor().extract([EN, JA])
+    assert list(ahead.finish([EN, JA])) == NounPhraseExtractor().extract([EN, JA])
     stored = cache._kv.get_many([PhraseCache.key(t, extractor.id) for t in (EN, JA)])
     assert len(stored) == 2
 

@@ -322,26 +322,32 @@ class IndexBuilder:
             embedder.embed_passages(sentences[start:start + batch], progress=lambda n: self.progress("sentences", n, None))
 
     def _build_level1(self, units_table: pa.Table) -> Level1Result:
+        """Noun phrases are read as a stream from the phrase cache (a large build never holds
+        all of them): extracted ahead while embedding, or here."""
         t0 = time.perf_counter()
         inputs = [phrase_input(t, x) for t, x in zip(units_table["title"].to_pylist(), units_table["text"].to_pylist())]
         if self._phrases is None:
             self.progress("phrases", 0, len(inputs))
+        progress = lambda n: self.progress("phrases", n, None)  # noqa: E731
+        extractor = None
         if self.executor is not None:
-            phrases = self._phrase_cache().extract(
-                inputs, ClusterPhraseExtractor(self.executor, self.config.graph.named_entities),
-                progress=lambda n: self.progress("phrases", n, None), batch=CLUSTER_CHUNK)
+            phrases = self._phrase_cache().stream(
+                inputs, ClusterPhraseExtractor(self.executor, self.config.graph.named_entities), progress,
+                batch=CLUSTER_CHUNK)
         elif self._phrases is not None:  # the new units' phrases were extracted while embedding
             phrases = self._phrases.finish(inputs)
             self._phrases = None
         else:
-            with self._phrase_extractor() as extractor:
-                phrases = self._phrase_cache().extract(inputs, extractor,
-                                                       progress=lambda n: self.progress("phrases", n, None))
+            extractor = self._phrase_extractor()
+            phrases = self._phrase_cache().stream(inputs, extractor, progress)
         t1 = time.perf_counter()
-        with self._step("graph"):  # an iterator, so the phrases are freed once read
-            phrases_once, phrases = iter(phrases), None
-            result = build_level1(units_table["id"].to_pylist(), phrases_once, self.config.graph)
-        result.seconds["noun_phrases"] = t1 - t0
+        try:
+            with self._step("graph"):
+                result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
+        finally:
+            if extractor is not None:
+                extractor.close()
+        result.seconds["noun_phrases"] = t1 - t0  # waiting for the extraction ahead; reading is in "graph"
         return result
 
     @contextmanager

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +27,7 @@ from ..nlp.noun_phrases import CONCEPT, NounPhraseExtractor
 from ..store.kv import SqliteKV
 
 log = logging.getLogger(__name__)
+LOOKUP = 16_384  # texts whose phrases are looked up (and extracted) at a time
 
 ENTITIES_SCHEMA = pa.schema([
     ("id", pa.int32()), ("title", pa.string()), ("frequency", pa.int32()), ("degree", pa.int32()),
@@ -63,6 +64,16 @@ class PhraseCache:
 
     def extract(self, texts: list[str], extractor: NounPhraseExtractor, progress=None,
                 batch: int = 1024) -> list[dict[str, str]]:
+        return list(self.stream(texts, extractor, progress, batch))
+
+    def stream(self, texts: list[str], extractor: NounPhraseExtractor, progress=None,
+               batch: int = 1024) -> Iterator[dict[str, str]]:
+        """Every text's phrases in order, from the cache or else the extractor (stored `batch` at
+        a time), looked up LOOKUP texts at a time: a large build never holds them all at once."""
+        for start in range(0, len(texts), LOOKUP):
+            yield from self._part(texts[start:start + LOOKUP], extractor, progress, batch)
+
+    def _part(self, texts: list[str], extractor, progress, batch: int) -> list[dict[str, str]]:
         keys = [self.key(t, extractor.id) for t in texts]
         found = {k: json.loads(v) for k, v in self._kv.get_many(keys).items()}
         todo = [i for i, k in enumerate(keys) if k not in found]
@@ -107,15 +118,20 @@ class PhrasesAhead:
 
     def _run(self, texts: list[str]) -> None:
         try:
-            self.cache.extract(texts, self.extractor, self.progress)
+            for _ in self.cache.stream(texts, self.extractor, self.progress):
+                pass  # stored in the cache; Level 1 reads them from there
         except Exception as exc:  # noqa: BLE001 - Level 1 runs the extraction again, in the open
             log.warning("noun phrases ahead of Level 1 failed (%s); Level 1 extracts them", exc)
 
-    def finish(self, texts: list[str]) -> list[dict[str, str]]:
-        """The phrases of all `texts` (extracting any not done ahead), then the workers stop."""
+    def finish(self, texts: list[str]) -> Iterator[dict[str, str]]:
+        """Once the extraction ahead is done: the phrases of all `texts` in order (extracting any
+        not done ahead) as a stream; the workers stop when it ends."""
         self._join()
+        return self._read(texts)
+
+    def _read(self, texts: list[str]) -> Iterator[dict[str, str]]:
         try:
-            return self.cache.extract(texts, self.extractor)
+            yield from self.cache.stream(texts, self.extractor)
         finally:
             self.extractor.close()
 
