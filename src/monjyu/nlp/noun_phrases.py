@@ -2,8 +2,8 @@
 
 English phrases come from part-of-speech tags by default: spaCy's tok2vec and tagger only, and
 runs of adjectives and nouns ending in a noun (proper-noun runs kept apart, typed MISC). That is
-2.98x the texts/s of the full pipeline with its parser's noun chunks and its NER (two worker
-processes started ahead; 2.74x counting their start; about 4x in one), for graph retrieval at
+2.9-3.0x the texts/s of the full pipeline with its parser's noun chunks and its NER (two worker
+processes started ahead; 2.6-2.7x counting their start; about 4x in one), for graph retrieval at
 least as good on 2wiki (bench/level1_build.py, README). `graph.named_entities: true` runs the full
 pipeline instead, so English phrases carry NER labels (PERSON, ORG, GPE, ...) for entity-type filters.
 
