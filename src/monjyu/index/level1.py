@@ -190,9 +190,9 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
         phrases[i] = p
     # Each phrase's type: the one most of its units gave it; ties go to the first type by name.
     names = sorted(kind_ids)
-    column = np.zeros(max(len(kind_ids), 1), np.int64)
-    column[[kind_ids[k] for k in names]] = np.arange(len(names))
     width = max(len(names), 1)
+    column = np.zeros(width, np.int64)  # a type's id -> its column, by name
+    column[[kind_ids[k] for k in names]] = np.arange(len(names))
     votes = np.bincount(cols.astype(np.int64) * width + column[np.frombuffer(kinds, np.int8)],
                         minlength=n_phr * width).reshape(n_phr, width)
     types = [names[k] for k in votes.argmax(axis=1)] if names else [CONCEPT] * n_phr

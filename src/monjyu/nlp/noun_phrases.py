@@ -19,8 +19,8 @@ import logging
 import multiprocessing
 import re
 import threading
-from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 
@@ -84,8 +84,8 @@ class NounPhraseExtractor:
     """Thread-safe; spaCy and SudachiPy are loaded on first use. With `n_process` > 1, large
     batches of English text go to worker processes that are spawned, never forked (a fork copies
     the locks of LanceDB's and the embedder's threads mid-use) on first use, or ahead of it with
-    start(); close() stops them. Where workers cannot start (a script without an `if __name__ == "__main__":` guard), extraction
-    stays in this process, with the same results."""
+    start(); close() stops them. Where workers cannot start (a script without an
+    `if __name__ == "__main__":` guard), extraction stays in this process, with the same results."""
 
     def __init__(self, n_process: int = 1, batch_size: int = 64, named_entities: bool = False):
         self.n_process = n_process
@@ -149,15 +149,13 @@ class NounPhraseExtractor:
             yield next(english) if lang == "en" else self._japanese_phrases(text) if lang == "ja" else {}
 
     def _english(self, texts: list[str]) -> Iterator[dict[str, str]]:
-        if self.n_process <= 1 or self._pool_failed or len(texts) < MIN_TEXTS_PER_WORKER * 2:
+        pool = self._workers() if self.n_process > 1 and len(texts) >= MIN_TEXTS_PER_WORKER * 2 else None
+        if pool is None:  # one process, a small batch, or workers that could not start
             yield from english_phrases(texts, self.batch_size, self.mode)
             return
-        pool = self._workers()
         chunks = [texts[a:a + WORKER_CHUNK] for a in range(0, len(texts), WORKER_CHUNK)]
         done = 0
         try:
-            if pool is None:
-                raise BrokenProcessPool("the worker processes did not start")
             for part in pool.map(english_phrases, chunks, [self.batch_size] * len(chunks), [self.mode] * len(chunks)):
                 done += 1
                 yield from part

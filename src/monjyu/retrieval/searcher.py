@@ -114,8 +114,9 @@ class LoadedIndex:
             if self.graph is None or self.graph.types is None:
                 raise MonjyuError("filter entity types need the Level 1 graph with phrase types: rebuild the "
                                   "index with `monjyu index` (Level 1 is on by default)")
-            absent = sorted(set(filters.entity_types) - set(self.graph.types.tolist()) - {CONCEPT, MISC})
-            if absent and not self.named_entities:
+            absent = [] if self.named_entities else \
+                sorted(set(filters.entity_types) - set(self.graph.types.tolist()) - {CONCEPT, MISC})
+            if absent:
                 raise MonjyuError(f"no phrase of this index is typed {', '.join(absent)}: English phrases get named-entity "
                                   "labels only when the index is built with `graph.named_entities: true` (its English "
                                   "proper nouns are typed MISC); rebuild with that setting to filter by them")
