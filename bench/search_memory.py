@@ -44,6 +44,7 @@ from monjyu.nlp.tokens import TokenCounter  # noqa: E402
 from monjyu.retrieval import LoadedIndex  # noqa: E402
 from monjyu.store import LanceStore  # noqa: E402
 from monjyu.store.bm25 import BM25Index  # noqa: E402
+from monjyu.store.unit_vectors import save_unit_vectors  # noqa: E402
 from monjyu.store.lancedb_store import DOCUMENTS, TEXT_UNITS, documents_to_table, units_to_table  # noqa: E402
 from monjyu.types import Document, TextUnit  # noqa: E402
 
@@ -76,8 +77,10 @@ def write_index(index: Path, real: LoadedIndex, n: int, config: MonjyuConfig) ->
         terms_all.extend(terms)
         print(f"  {start + len(texts):,} units made", flush=True)
     store = LanceStore(gen / "lancedb")
-    store.write({DOCUMENTS: pa.concat_tables(docs_tables), TEXT_UNITS: pa.concat_tables(units_tables)})
-    del units_tables, docs_tables
+    units_table = pa.concat_tables(units_tables)
+    store.write({DOCUMENTS: pa.concat_tables(docs_tables), TEXT_UNITS: units_table})
+    save_unit_vectors(gen, units_table["vector"], units_table.schema.field("vector").type.list_size)
+    del units_tables, docs_tables, units_table
     t0 = time.perf_counter()
     store.create_vector_index()
     print(f"  ANN index built in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -105,7 +108,8 @@ def search(index: str, queries: list[str], out: str) -> None:
         latency.append((time.perf_counter() - t) * 1000)
     latency.sort()
     result = {"open_and_first_search_s": opened, "rss_after_open_mb": after_open,
-              "rss_after_searches_mb": status("VmRSS"), "peak_rss_mb": status("VmHWM"), "searches": len(queries),
+              "rss_after_searches_mb": status("VmRSS"), "anonymous_mb": status("RssAnon"),
+              "mapped_files_mb": status("RssFile"), "peak_rss_mb": status("VmHWM"), "searches": len(queries),
               "hybrid_p50_ms": latency[len(latency) // 2], "hybrid_p95_ms": latency[int(0.95 * (len(latency) - 1))]}
     Path(out).write_text(json.dumps(result))
     print("search process:", json.dumps({k: round(v, 1) for k, v in result.items()}), flush=True)
@@ -117,22 +121,27 @@ def main() -> None:
     ap.add_argument("--beir", type=Path, default=Path(__file__).resolve().parents[2] / "shared/bench-data/2wiki")
     ap.add_argument("--units", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=51)
+    ap.add_argument("--keep", type=Path, help="write the index here and keep it; reused when it holds one already")
     args = ap.parse_args()
-    manifest = read_manifest(args.real_index)
-    real = LoadedIndex.load(generation_dir(args.real_index, manifest.generation), manifest.embedder_dim)
     queries = list(BeirDataset.load(args.beir).queries.values())[:args.queries]
     with tempfile.TemporaryDirectory() as tmp:
-        index = Path(tmp) / "index"
-        t0 = time.perf_counter()
-        write_index(index, real, args.units, MonjyuConfig())
-        print(f"index of {args.units:,} units written in {time.perf_counter() - t0:.0f} s", flush=True)
-        del real
+        index = args.keep or Path(tmp) / "index"
+        if (index / "manifest.json").exists():
+            print(f"index reused: {index} ({read_manifest(index).counts['text_units']:,} units)", flush=True)
+        else:
+            manifest = read_manifest(args.real_index)
+            real = LoadedIndex.load(generation_dir(args.real_index, manifest.generation), manifest.embedder_dim)
+            t0 = time.perf_counter()
+            write_index(index, real, args.units, MonjyuConfig())
+            print(f"index of {args.units:,} units written in {time.perf_counter() - t0:.0f} s", flush=True)
+            del real
         child = mp.get_context("spawn").Process(target=search, args=(str(index), queries, str(Path(tmp) / "out.json")))
         child.start()
         child.join()
         result = json.loads((Path(tmp) / "out.json").read_text())
     print(f"search process over {args.units:,} units: RSS {result['rss_after_open_mb']:,.0f} MB after opening, "
-          f"{result['rss_after_searches_mb']:,.0f} MB after {result['searches']} hybrid searches, peak "
+          f"{result['rss_after_searches_mb']:,.0f} MB after {result['searches']} hybrid searches (anonymous "
+          f"{result['anonymous_mb']:,.0f} MB, mapped files {result['mapped_files_mb']:,.0f} MB), peak "
           f"{result['peak_rss_mb']:,.0f} MB; opened with its first search in {result['open_and_first_search_s']:.1f} s; "
           f"hybrid p50 {result['hybrid_p50_ms']:.1f} ms, p95 {result['hybrid_p95_ms']:.1f} ms (second pass)")
 

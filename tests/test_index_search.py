@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from monjyu import Monjyu, MonjyuConfig, SearchFilters
@@ -187,22 +188,36 @@ def test_samples_are_untouched_by_indexing(sample_index):
     assert shutil.which  # the sample folder stays as shipped
 
 
-def test_ann_index_answers_unfiltered_vector_search_like_exact(tmp_path, samples_copy, make_config, sample_index):
-    """Past search.ann_min_units a build adds LanceDB's vector index; unfiltered vector searches go
-    through it, filtered ones stay exact, and on this small set both give the exact ranking."""
+def test_ann_index_answers_unfiltered_vector_search_like_exact(tmp_path, samples_copy, make_config):
+    """Past search.ann_min_units a build adds LanceDB's vector index; unfiltered vector searches
+    (default kinds: a reference list is left out) go through it, filtered ones stay exact, and on
+    this small set both give the exact ranking."""
+    (samples_copy / "cited.md").write_text(
+        "# Communities In Citation Graphs\n\nLeiden communities group the papers of a field.\n\n## References\n\n"
+        "[1] V. Traag, L. Waltman. From Louvain to Leiden: guaranteeing well-connected communities. 2019.\n",
+        encoding="utf-8")
     m = Monjyu(tmp_path / "idx", make_config(search={"ann_min_units": 1}, graph={"enabled": False}))
     report = m.index([samples_copy])
     assert "ann_index" in report.seconds
     _, searcher = m._searcher()
-    assert searcher.index.ann is not None and sample_index._searcher()[1].index.ann is None
-    for query in ("Leiden communities", "検索拡張生成とは", "how is retrieval evaluated"):
-        ann = m.search(query, mode="vector", top_k=5, answer=False)
-        exact = sample_index.search(query, mode="vector", top_k=5, answer=False)
-        assert [h.text_unit_id for h in ann.hits] == [h.text_unit_id for h in exact.hits]
-        assert [round(h.score, 4) for h in ann.hits] == [round(h.score, 4) for h in exact.hits]
+    ann = searcher.index.ann
+    assert ann is not None and searcher.index.mask(None) is not None  # the reference list is out by default
+    asked = []
+    real = ann.candidates
+    ann.candidates = lambda *args: asked.append(args) or real(*args)
+    for query in ("Leiden communities", "検索拡張生成とは", "how is retrieval evaluated", "Louvain to Leiden"):
+        searcher.index.ann = ann
+        through_ann = m.search(query, mode="vector", top_k=5, answer=False)
+        searcher.index.ann = None
+        exact = m.search(query, mode="vector", top_k=5, answer=False)
+        assert [h.text_unit_id for h in through_ann.hits] == [h.text_unit_id for h in exact.hits]
+        assert [round(h.score, 4) for h in through_ann.hits] == [round(h.score, 4) for h in exact.hits]
+        assert all(h.kind != "reference" for h in through_ann.hits)
+    assert len(asked) == 4
+    searcher.index.ann = ann
     pdf_only = m.search("Leiden communities", mode="vector", top_k=5, answer=False,
                         filters=SearchFilters(file_types=["pdf"]))
-    assert pdf_only.hits and all(h.document_id.endswith(".pdf") for h in pdf_only.hits)
+    assert pdf_only.hits and all(h.document_id.endswith(".pdf") for h in pdf_only.hits) and len(asked) == 4
 
 
 def test_long_queries_are_bounded_and_too_long_ones_refused(sample_index):
@@ -217,3 +232,28 @@ def test_long_queries_are_bounded_and_too_long_ones_refused(sample_index):
                  lambda: sample_index.hybrid_search(too_long)):
         with pytest.raises(MonjyuError, match="max_query_chars"):
             call()
+
+
+def test_unit_vectors_are_mapped_from_the_generation(sample_index, tmp_path):
+    """A search process maps the generation's unit_vectors.npy (the table's vectors, row for row)
+    rather than holding a copy; a generation written before that file existed reads them from the
+    table, with the same results."""
+    from monjyu.index.builder import generation_dir
+    from monjyu.retrieval import LoadedIndex
+    from monjyu.store import LanceStore
+    from monjyu.store.unit_vectors import UNIT_VECTORS
+
+    m = read_manifest(sample_index.index_dir)
+    gen = generation_dir(sample_index.index_dir, m.generation)
+    mapped = LoadedIndex.load(gen, m.embedder_dim)
+    assert isinstance(mapped.vectors.base, np.memmap) and not mapped.vectors.flags.writeable
+    table = LanceStore(gen / "lancedb").units(["id", "vector"])
+    assert mapped.columns["id"].tolist() == table["id"].to_pylist()
+    assert np.array_equal(mapped.vectors, np.stack(table["vector"].to_numpy(zero_copy_only=False)))
+    old = tmp_path / "old"
+    shutil.copytree(gen, old)
+    (old / UNIT_VECTORS).unlink()
+    read = LoadedIndex.load(old, m.embedder_dim)
+    assert read.vectors.base is None or not isinstance(read.vectors.base, np.memmap)
+    assert np.array_equal(read.vectors, mapped.vectors)
+    assert {c: v.tolist() for c, v in read.columns.items()} == {c: v.tolist() for c, v in mapped.columns.items()}

@@ -33,6 +33,7 @@ from ..nlp.tokens import TokenCounter
 from ..runtime import cpu_cores
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
+from ..store.unit_vectors import save_unit_vectors
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store.kv import SqliteKV
 from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, save_incidence, save_vectors
@@ -265,6 +266,7 @@ class IndexBuilder:
         gen_dir.mkdir(parents=True)
         store = LanceStore(gen_dir / "lancedb")
         store.write({DOCUMENTS: docs_table, TEXT_UNITS: units_table})
+        save_unit_vectors(gen_dir, units_table["vector"], dim)
         report.seconds["write"] = time.perf_counter() - t_write
         ann_min = self.config.search.ann_min_units
         if ann_min and units_table.num_rows >= ann_min and self.config.store.backend == "lancedb":  # postgres: HNSW there

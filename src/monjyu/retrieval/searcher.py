@@ -1,7 +1,7 @@
 """Vector, keyword and hybrid ranking over one index generation held in memory.
 
-LanceDB is the store of record; at query time the vectors sit in one float32 matrix (exact
-cosine by matrix product) and BM25 in bm25s sparse matrices. bench/level0_latency.py measures
+LanceDB is the store of record; at query time the vectors are one float32 matrix, memory-mapped
+from the generation (exact cosine by matrix product), and BM25 is bm25s's sparse matrices, mapped too. bench/level0_latency.py measures
 this against LanceDB's own ANN search; exact search stays faster and exact up to 100k units.
 """
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from ..config import SearchConfig
 from ..errors import MonjyuError
@@ -22,6 +23,8 @@ from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import CONCEPT, MISC, NounPhraseExtractor
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
+from ..store.lancedb_store import TEXT_UNITS
+from ..store.unit_vectors import load_unit_vectors
 from ..store.base import KeywordRanker, VectorCandidates
 from ..types import SearchHit, SearchResults
 from .filters import SearchFilters
@@ -43,12 +46,42 @@ META_COLUMNS = ["id", "document_id", "chunk_index", "text", "title", "source_pat
                 "date", "page", "start_char", "end_char", "section", "kind", "authors", "year"]
 
 
+# Columns whose values differ on (almost) every unit; the others repeat a few values (a document's
+# title, path, section, authors; a kind), which are held once and shared by the units' rows.
+UNIQUE_COLUMNS = {"id", "text", "start_char", "end_char"}
+
+
 def _object_column(values: list) -> np.ndarray:
     """A 1-d object array even when every value is a list of one length (numpy would make 2-d)."""
     out = np.empty(len(values), dtype=object)
     for i, v in enumerate(values):
         out[i] = v
     return out
+
+
+def _read_units(store: LanceStore, dim: int, with_vectors: bool) -> tuple[dict[str, np.ndarray], np.ndarray | None, pa.ListArray]:
+    """The text_units table's META_COLUMNS as object arrays, its vectors (when asked), and its
+    sentence spans, read batch by batch: at 1M units the whole Arrow table would be a few GB
+    besides the arrays made of it, and the allocator keeps what it once held."""
+    n = store.count(TEXT_UNITS)
+    values: dict[str, list] = {c: [] for c in META_COLUMNS}
+    shared: dict[str, dict] = {c: {} for c in META_COLUMNS if c not in UNIQUE_COLUMNS}
+    vectors = np.empty((n, dim), dtype=np.float32) if with_vectors else None
+    spans, at = [], 0
+    for batch in store.batches(TEXT_UNITS, META_COLUMNS + ["sentences"] + (["vector"] if with_vectors else [])):
+        for c in META_COLUMNS:
+            rows = batch[c].to_pylist()
+            if c in shared:
+                held = shared[c]
+                rows = [held.setdefault(tuple(v) if isinstance(v, list) else v, v) for v in rows]
+            values[c].extend(rows)
+        if with_vectors:
+            vectors[at:at + batch.num_rows] = batch["vector"].flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+        spans.append(batch["sentences"])
+        at += batch.num_rows
+    columns = {c: _object_column(v) for c, v in values.items()}
+    sentences = pa.chunked_array(spans, pa.list_(pa.int32())).combine_chunks()
+    return columns, vectors, sentences
 
 
 @dataclass
@@ -73,12 +106,9 @@ class LoadedIndex:
     def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0,
              named_entities: bool = False) -> "LoadedIndex":
         store = LanceStore(generation_dir / "lancedb")
-        table = store.units(META_COLUMNS + ["vector", "sentences"])
-        columns = {c: _object_column(table[c].to_pylist()) for c in META_COLUMNS}
-        spans = table["sentences"].combine_chunks()
-        n = table.num_rows
-        flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False) if n else np.zeros(0)
-        vectors = np.ascontiguousarray(flat, dtype=np.float32).reshape(n, dim)
+        mapped = load_unit_vectors(generation_dir)
+        columns, in_memory, spans = _read_units(store, dim, with_vectors=mapped is None)
+        vectors = mapped if mapped is not None else in_memory
         graph = PhraseGraph.load(generation_dir)
         if graph is not None and title_boost != 1.0:
             graph.link_titles(columns["title"].tolist(), title_boost)
@@ -189,17 +219,21 @@ class Searcher:
 
     def vector_ranking(self, query_vector: np.ndarray, n: int,
                        mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
-        """Exact cosine over all (or the masked) units; an unfiltered search of an index with an
-        ANN index scores only the ANN's candidates, exactly. The count of passing units is then
+        """Exact cosine over all (or the masked) units; an unfiltered search (or one of the default
+        kinds) of an index with an ANN index scores only the ANN's candidates, exactly. The count of passing units is then
         exact only when fewer than n pass; otherwise it is the index size."""
         cfg = self.config
         qv = np.asarray(query_vector, dtype=np.float32)
         candidates = None
-        if mask is None and self.index.ann is not None:
+        if self.index.ann is not None and (mask is None or mask is self.index.mask(None)):
+            # Unfiltered, or only the default kinds (a paper collection's reference lists and front
+            # matter are a minority): the ANN's candidates, those of other kinds dropped.
             ids = self.index.ann.candidates(qv, max(cfg.ann_candidates, 2 * n), cfg.ann_nprobes)
             candidates = np.sort(np.array([self.row_of(u) for u in ids], dtype=np.int64))  # ties by row
+            if mask is not None:
+                candidates = candidates[mask[candidates]]
         scores = self.index.vectors @ qv if candidates is None else self.index.vectors[candidates] @ qv
-        valid = np.ones(len(scores), dtype=bool) if mask is None else mask
+        valid = np.ones(len(scores), dtype=bool) if mask is None or candidates is not None else mask
         top = _top(scores, n, valid)
         if candidates is None:
             return [(r, float(scores[r])) for r in top], int(valid.sum())

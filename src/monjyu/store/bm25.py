@@ -37,7 +37,9 @@ class BM25Index:
         n_docs = int((path / "n_docs.txt").read_text())
         if not (path / _PARAMS).exists():
             return cls(None, n_docs)
-        return cls(bm25s.BM25.load(str(path), show_progress=False), n_docs)
+        # Memory-mapped: a query reads only its terms' columns of the score matrix (a few hundred
+        # MB at 1M units), shared between the processes that search the same generation.
+        return cls(bm25s.BM25.load(str(path), mmap=True, show_progress=False), n_docs)
 
     def idf(self, terms: set[str]) -> dict[str, float]:
         """Lucene's BM25 IDF of each term the index knows (document frequency from the term's

@@ -128,6 +128,15 @@ class LanceStore:
             return table.to_arrow()
         return table.search().select(columns).limit(max(1, table.count_rows())).to_arrow()
 
+    def batches(self, name: str, columns: list[str], batch_size: int = 65_536):
+        """The table's rows in record batches (read order): a reader of a large table holds one
+        batch at a time rather than the whole Arrow table beside what it makes of it."""
+        table = self._db.open_table(name)
+        return table.search().select(columns).limit(max(1, table.count_rows())).to_batches(batch_size)
+
+    def count(self, name: str) -> int:
+        return self._db.open_table(name).count_rows()
+
     def column_names(self, name: str) -> list[str]:
         return self._db.open_table(name).schema.names
 
