@@ -21,6 +21,7 @@ from ..errors import MonjyuError
 from ..nlp import Analyzer
 from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import CONCEPT, MISC, NounPhraseExtractor
+from ..runtime import release_freed_memory
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..store.lancedb_store import TEXT_UNITS
@@ -115,9 +116,14 @@ class LoadedIndex:
         communities = None
         if graph is not None:
             communities = CommunityIndex.load(generation_dir, {u: i for i, u in enumerate(columns["id"])})
-        return cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"),
-                   graph=graph, communities=communities, ann=store.vector_index(), named_entities=named_entities,
-                   sentence_offsets=spans.offsets.to_numpy(), sentence_values=spans.values.to_numpy(zero_copy_only=False))
+        ann = store.vector_index()
+        if ann is not None and len(vectors):  # LanceDB loads its index on the first search: here, before the trim
+            ann.candidates(np.array(vectors[0], dtype=np.float32), 10, 1)
+        loaded = cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"),
+                     graph=graph, communities=communities, ann=ann, named_entities=named_entities,
+                     sentence_offsets=spans.offsets.to_numpy(), sentence_values=spans.values.to_numpy(zero_copy_only=False))
+        release_freed_memory()
+        return loaded
 
     def sentence_spans(self, row: int) -> list[tuple[int, int]]:
         """The unit's sentences as the chunker cut them (offsets in the unit text)."""
@@ -317,13 +323,13 @@ class Searcher:
         level = index.levels[min(1, len(index.levels) - 1)]  # below the coarsest: themes, not the whole corpus
         top = index.rank(ranked_rows, level=level, title_scores=index.title_similarity(query_vector),
                          title_weight=self.config.community_title_weight)[:communities]
-        sims = self.index.vectors @ np.asarray(query_vector, dtype=np.float32)
+        qv = np.asarray(query_vector, dtype=np.float32)
         queues = []
         for hit in top:
             rows = hit.community.unit_rows
             if mask is not None:
                 rows = rows[mask[rows]]
-            queues.append(rows[np.argsort(-sims[rows], kind="stable")].tolist())
+            queues.append(rows[np.argsort(-(self.index.vectors[rows] @ qv), kind="stable")].tolist())
         out: dict[int, float] = {}
         depth = 0
         while len(out) < n and any(depth < len(q) for q in queues):

@@ -81,6 +81,8 @@ class _State:
     tested_units: set[int] = field(default_factory=set)
     visits: list[dict] = field(default_factory=list)
     allowed: np.ndarray | None = None  # the units filters and threshold let through (None: all)
+    match_rank: np.ndarray | None = None  # per unit: its rank in the matching search (unmatched: after all)
+    similarity: np.ndarray | None = None  # per unit: best cosine to a subquery, NaN until first needed
 
     def stop_reason(self) -> str | None:
         if self.used >= self.budget:
@@ -123,9 +125,8 @@ class LazySearchEngine:
         return list(dict.fromkeys([query] + subs)), result.parsed.expanded_query.strip() or query
 
     def _match(self, subqueries: Sequence[str], filters: SearchFilters | None,
-               threshold: float | None) -> tuple[list[int], np.ndarray, np.ndarray]:
-        """Text units ranked for all subqueries (hybrid per subquery, fused by RRF), every unit's
-        best cosine to any subquery (orders the untested units inside a community), and the
+               threshold: float | None) -> tuple[list[int], np.ndarray]:
+        """Text units ranked for all subqueries (hybrid per subquery, fused by RRF), and the
         subqueries' vectors."""
         k = self.config.top_k_units
         vectors = [self.embed_query(q) for q in subqueries]
@@ -134,18 +135,26 @@ class LazySearchEngine:
             result = self.searcher.search(q, v, "hybrid", k, filters=filters, threshold=threshold)
             lists.append([self.searcher.row_of(h.text_unit_id) for h in result.hits])
         ranked = [row for row, _ in weighted_rrf(lists, [1.0] * len(lists), self.searcher.config.rrf_k)][:k]
-        similarity = (self.searcher.index.vectors @ np.stack(vectors).T).max(axis=1)
-        return ranked, similarity, np.stack(vectors)
+        return ranked, np.stack(vectors)
 
     # ------------------------------------------------------------------ exploration
-    def _next_units(self, rows: np.ndarray, state: _State, rank_of: dict[int, int], similarity: np.ndarray) -> list[int]:
+    def _next_units(self, rows: np.ndarray, state: _State, query_vectors: np.ndarray) -> list[int]:
         """The community's best untested units that the search may return (filters, threshold):
-        matched ones by match rank, then by similarity."""
+        matched ones by match rank, then by their best cosine to a subquery, computed the first
+        time a unit is ranked (a search of a million units reads the vectors of the communities it
+        visits, not all of them)."""
         if state.allowed is not None:
             rows = rows[state.allowed[rows]]
-        untested = [r for r in rows.tolist() if r not in state.tested_units]
-        untested.sort(key=lambda r: (rank_of.get(r, len(rank_of)), -similarity[r]))
-        return untested[:self.config.units_per_visit]
+        if state.tested_units:
+            rows = rows[~np.isin(rows, np.fromiter(state.tested_units, dtype=np.int64))]
+        if not len(rows):
+            return []
+        similarity = state.similarity
+        unknown = rows[np.isnan(similarity[rows])]
+        if len(unknown):
+            similarity[unknown] = (self.searcher.index.vectors[unknown] @ query_vectors.T).max(axis=1)
+        order = np.lexsort((-similarity[rows], state.match_rank[rows]))  # stable: ties keep the community's order
+        return rows[order[:self.config.units_per_visit]].tolist()
 
     async def _test_units(self, query: str, rows: list[int], community: Community | None, depth: int | None,
                           state: _State, assessor: RelevanceAssessor, keep: bool = False) -> int:
@@ -189,11 +198,10 @@ class LazySearchEngine:
                                 document_id=s.source.hit.document_id, community_id=community.id if community else None,
                                 start_char=s.start_char, end_char=s.end_char)
 
-    async def _explore(self, query: str, ranked: list[int], similarity: np.ndarray, query_vectors: np.ndarray,
+    async def _explore(self, query: str, ranked: list[int], query_vectors: np.ndarray,
                        state: _State, assessor: RelevanceAssessor, boost: Sequence[int], on_phase: PhaseCallback) -> str:
         cfg = self.config
         communities = self.searcher.index.communities
-        rank_of = {r: i for i, r in enumerate(ranked)}
         if self.llm is None and cfg.keep_matched:  # the matched head first, kept whatever the local test says
             head = [r for r in ranked if state.allowed is None or state.allowed[r]][:cfg.keep_matched]
             for start in range(0, len(head), cfg.units_per_visit):
@@ -218,7 +226,7 @@ class LazySearchEngine:
             for community in frontier:
                 if state.stop_reason():
                     return state.stop_reason()
-                rows = self._next_units(community.unit_rows, state, rank_of, similarity)
+                rows = self._next_units(community.unit_rows, state, query_vectors)
                 if not rows:
                     continue
                 found = await self._test_units(query, rows, community, depth, state, assessor)
@@ -396,8 +404,11 @@ class LazySearchEngine:
         phase("refine", {"subqueries": subqueries, "expanded_query": expanded})
 
         t = time.perf_counter()
-        ranked, similarity, query_vectors = self._match(subqueries, filters, threshold)
+        ranked, query_vectors = self._match(subqueries, filters, threshold)
         state.allowed = self.searcher.restrict(filters, query_vectors[0], threshold)
+        state.match_rank = np.full(len(self.searcher.index), len(ranked), dtype=np.int64)
+        state.match_rank[ranked] = np.arange(len(ranked))
+        state.similarity = np.full(len(self.searcher.index), np.nan, dtype=np.float32)
         timings["match_ms"] = (time.perf_counter() - t) * 1000
         phase("match", {"units": len(ranked)})
 
@@ -409,7 +420,7 @@ class LazySearchEngine:
         else:
             assessor = LocalAssessor(self.scorer, self.embed_query(expanded))
         boost = conversation.productive_communities if conversation else []
-        stop = await self._explore(query, ranked, similarity, query_vectors, state, assessor, boost, phase)
+        stop = await self._explore(query, ranked, query_vectors, state, assessor, boost, phase)
         if self.config.follow_links:
             state.relevant += self._linked_evidence(state)
         timings["explore_ms"] = (time.perf_counter() - t) * 1000
