@@ -1,18 +1,22 @@
 """Resident memory of a search process over a large Level 0 index (1M text units), and its
 hybrid search latency, measured in a fresh process that opens the index as `monjyu search` does.
 
-    python bench/search_memory.py --real-index .monjyu-eval/2wiki-5d412359 --units 1000000
+    python bench/search_memory.py --real-index .monjyu-eval/2wiki-5d412359 --units 1000000 [--keep DIR]
 
 The index is written directly (not through the builder, whose loading and chunking of a million
 records alone takes about an hour here): synthetic units as bench/level0_latency.py grows them
 (sentences resampled from the real index's texts, vectors blended from its real unit vectors),
 their BM25 index, and the ANN index a build of that size gets, under a manifest for today's
 embedder and configuration. A child process then opens it with `Monjyu(index)`, runs hybrid
-searches (the query embedded by the real embedder, no answer) and reports its RSS after them
-and its peak (VmHWM), then after filtered searches, which read every unit's vector (exact search). Sentence vectors are not pre-seeded (3M of them would fill gigabytes of
-cache): the evidence rerank embeds the candidates' sentences on first use, so the searches run
+searches (the query embedded by the real embedder, no answer) and reports its RSS after them,
+then after filtered searches, which read every unit's vector (exact search), and its peak
+(VmHWM). Sentence vectors are not pre-seeded (3M of them would fill gigabytes of cache): the
+evidence rerank embeds the candidates' sentences on first use, so the searches run
 twice and the second pass is timed (query embedding included), as on a built index whose
-sentence vectors are all cached.
+sentence vectors are all cached. RSS is given with its anonymous part (what the process holds)
+and its mapped files (the unit vectors, BM25 matrices, dictionaries: shared with every process
+that maps them). Writing 1M units takes about 45 minutes: --keep writes the index to DIR once
+and reuses it.
 """
 
 from __future__ import annotations

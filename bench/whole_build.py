@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from worktree import ROOT, checkout, environment
 
 
 def build(src: Path, docs: Path, work: Path, extra_env: dict[str, str]) -> dict:
     """One cold build with the code under `src`; its manifest's counts and stage seconds."""
     index, cache = work / "index", work / "cache"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MONJYU_")}
-    env.update(PYTHONPATH=str(src), MONJYU_CACHE_DIR=str(cache), **extra_env)
+    env = environment(src, MONJYU_CACHE_DIR=str(cache), **extra_env)
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "monjyu.cli", "index", str(docs), "--index", str(index)],
                          env=env, capture_output=True, text=True)
@@ -48,14 +46,9 @@ def main() -> None:
     docs = args.docs.resolve()
     with tempfile.TemporaryDirectory(prefix="whole-build-") as tmp:
         tmp = Path(tmp)
-        tree = tmp / "baseline"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.baseline],
-                       check=True, capture_output=True)
-        try:
-            before = build(tree / "src", docs, tmp / "before", {})
-            after = build(ROOT / "src", docs, tmp / "after", {})
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+        with checkout(args.baseline, tmp / "baseline") as src:
+            before = build(src, docs, tmp / "before", {})
+        after = build(ROOT / "src", docs, tmp / "after", {})
     result = {"baseline": args.baseline, "before": before, "after": after,
               "speedup": before["seconds"] / after["seconds"]}
     if args.json:

@@ -30,7 +30,7 @@ from ..errors import MonjyuError
 from ..ingest import iter_source_files
 from ..ingest.sentences import statement_spans
 from ..nlp.tokens import TokenCounter
-from ..runtime import cpu_cores
+from ..runtime import cpu_cores, release_freed_memory
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..store.unit_vectors import save_unit_vectors
@@ -279,6 +279,11 @@ class IndexBuilder:
         with self._step("bm25"):
             BM25Index.build(units_table["terms"].to_pylist()).save(gen_dir / "bm25")
         report.seconds["bm25"] = time.perf_counter() - t_bm25
+        # Level 1 reads only these; the vectors, terms and documents are written (at 100k units
+        # the vectors alone are 150 MB).
+        n_documents, units_table = docs_table.num_rows, units_table.select(["id", "title", "text"])
+        del docs_table
+        release_freed_memory()
 
         if self.config.graph.enabled:
             level1 = self._build_level1(units_table)
@@ -293,7 +298,7 @@ class IndexBuilder:
         # 5. Commit: flush the generation, then atomically point the manifest at it.
         t_commit = time.perf_counter()
         fsync_tree(gen_dir)
-        report.documents, report.text_units = docs_table.num_rows, units_table.num_rows
+        report.documents, report.text_units = n_documents, units_table.num_rows
         report.generation = generation
         report.seconds["total"] = time.perf_counter() - t0
         manifest = Manifest(
