@@ -1,8 +1,9 @@
 """Vector, keyword and hybrid ranking over one index generation held in memory.
 
-LanceDB is the store of record; at query time the vectors are one float32 matrix, memory-mapped
-from the generation (exact cosine by matrix product), and BM25 is bm25s's sparse matrices, mapped too. bench/level0_latency.py measures
-this against LanceDB's own ANN search; exact search stays faster and exact up to 100k units.
+LanceDB is the store of record; at query time the vectors are one float32 matrix memory-mapped
+from the generation (exact cosine by matrix product) and BM25 is bm25s's sparse matrices, mapped
+too. bench/level0_latency.py measures this against LanceDB's own ANN search; exact search stays
+faster and exact up to 100k units.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def _object_column(values: list) -> np.ndarray:
     return out
 
 
-def _read_units(store: LanceStore, dim: int, with_vectors: bool) -> tuple[dict[str, np.ndarray], np.ndarray | None, pa.ListArray]:
+def _read_units(store: LanceStore, dim: int,
+                with_vectors: bool) -> tuple[dict[str, np.ndarray], np.ndarray | None, pa.ListArray]:
     """The text_units table's META_COLUMNS as object arrays, its vectors (when asked), and its
     sentence spans, read batch by batch: at 1M units the whole Arrow table would be a few GB
     besides the arrays made of it, and the allocator keeps what it once held."""
@@ -121,7 +123,8 @@ class LoadedIndex:
             ann.candidates(np.array(vectors[0], dtype=np.float32), 10, 1)
         loaded = cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"),
                      graph=graph, communities=communities, ann=ann, named_entities=named_entities,
-                     sentence_offsets=spans.offsets.to_numpy(), sentence_values=spans.values.to_numpy(zero_copy_only=False))
+                     sentence_offsets=spans.offsets.to_numpy(),
+                     sentence_values=spans.values.to_numpy(zero_copy_only=False))
         release_freed_memory()
         return loaded
 
@@ -226,8 +229,8 @@ class Searcher:
     def vector_ranking(self, query_vector: np.ndarray, n: int,
                        mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
         """Exact cosine over all (or the masked) units; an unfiltered search (or one of the default
-        kinds) of an index with an ANN index scores only the ANN's candidates, exactly. The count of passing units is then
-        exact only when fewer than n pass; otherwise it is the index size."""
+        kinds) of an index with an ANN index scores only the ANN's candidates, exactly. The count
+        of passing units is then exact only when fewer than n pass; otherwise it is the index size."""
         cfg = self.config
         qv = np.asarray(query_vector, dtype=np.float32)
         candidates = None
