@@ -134,7 +134,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         index = args.keep or Path(tmp) / "index"
         if (index / "manifest.json").exists():
-            print(f"index reused: {index} ({read_manifest(index).counts['text_units']:,} units)", flush=True)
+            kept = read_manifest(index).counts["text_units"]
+            if kept != args.units:
+                ap.error(f"{index} holds {kept:,} units, not --units {args.units:,}: give another --keep folder")
+            print(f"index reused: {index} ({kept:,} units)", flush=True)
         else:
             manifest = read_manifest(args.real_index)
             real = LoadedIndex.load(generation_dir(args.real_index, manifest.generation), manifest.embedder_dim)

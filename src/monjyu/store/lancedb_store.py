@@ -123,16 +123,19 @@ class LanceStore:
         return (self.path / f"{name}.lance").exists()
 
     def read(self, name: str, columns: list[str] | None = None) -> pa.Table:
-        table = self._db.open_table(name)
         if columns is None:
-            return table.to_arrow()
-        return table.search().select(columns).limit(max(1, table.count_rows())).to_arrow()
+            return self._db.open_table(name).to_arrow()
+        return self._scan(name, columns).to_arrow()
 
     def batches(self, name: str, columns: list[str], batch_size: int = 65_536):
         """The table's rows in record batches (read order): a reader of a large table holds one
         batch at a time rather than the whole Arrow table beside what it makes of it."""
+        return self._scan(name, columns).to_batches(batch_size)
+
+    def _scan(self, name: str, columns: list[str]):
+        """Every row's `columns` (a plain query stops at 10 rows unless given a limit)."""
         table = self._db.open_table(name)
-        return table.search().select(columns).limit(max(1, table.count_rows())).to_batches(batch_size)
+        return table.search().select(columns).limit(max(1, table.count_rows()))
 
     def count(self, name: str) -> int:
         return self._db.open_table(name).count_rows()
