@@ -40,7 +40,7 @@ from monjyu.retrieval import LoadedIndex  # noqa: E402
 
 def build(corpus: str, index: str, cache: str, out: str) -> None:
     """The build, with this process's RSS sampled every 0.2 s and its peak kept per stage (the
-    stage whose progress was reported last)."""
+    stage started last)."""
     stage, peaks, done = ["start"], {}, threading.Event()
 
     def sample() -> None:
@@ -48,7 +48,8 @@ def build(corpus: str, index: str, cache: str, out: str) -> None:
             peaks[stage[0]] = max(peaks.get(stage[0], 0.0), rss_mb())
 
     def progress(name: str, advance: int, total: int | None) -> None:
-        stage[0] = name
+        if total is not None:  # a stage starts; the noun phrases' advances go on beside later stages
+            stage[0] = name
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -111,7 +112,7 @@ def main() -> None:
     print(f"build of {result['units']} units ({result['embedded']} embedded now): {result['wall']:.0f} s, "
           f"peak RSS of the largest build process {peak_mb:,.0f} MB")
     print("stages (s):", {k: round(v, 1) for k, v in result["seconds"].items()})
-    print("peak RSS per stage (MB, the stage last reporting progress):",
+    print("peak RSS per stage (MB, the stage started last):",
           {k: round(v) for k, v in result["peaks"].items()})
 
 

@@ -10,6 +10,8 @@ import numpy as np
 from ..store.kv import SqliteKV
 from .base import Embedder
 
+LOOKUP = 8192  # texts looked up in the cache at a time
+
 
 class EmbeddingCache:
     """float32 vectors keyed by sha256(embedder id, role, text)."""
@@ -47,6 +49,17 @@ class CachedEmbedder:
         return self.inner.dim
 
     def embed_passages(self, texts: list[str], progress=None) -> np.ndarray:
+        """Vectors of `texts` in order, looked up (and embedded when missing) LOOKUP texts at a time
+        into one array: a 100k-unit build never holds every cached vector twice over."""
+        out: np.ndarray | None = None
+        for start in range(0, len(texts), LOOKUP):
+            part = self._embed_part(texts[start:start + LOOKUP], progress)
+            if out is None:
+                out = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+            out[start:start + len(part)] = part
+        return out if out is not None else np.zeros((0, self.dim), dtype=np.float32)
+
+    def _embed_part(self, texts: list[str], progress) -> np.ndarray:
         keys = [EmbeddingCache.key(self.id, "passage", t) for t in texts]
         found = self.cache.get_many(keys)
         todo = [i for i, k in enumerate(keys) if k not in found]
@@ -62,9 +75,7 @@ class CachedEmbedder:
                 found[keys[i]] = v
             if progress:
                 progress(len(idx))
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.vstack([found[k] for k in keys]).astype(np.float32)
+        return np.vstack([found[k] for k in keys])
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         return self.inner.embed_queries(texts)

@@ -249,6 +249,7 @@ class IndexBuilder:
             unit_ids.setdefault(u.document_id, []).append(u.id)
         docs_table = documents_to_table(new_docs, unit_ids)
         del new_units, new_terms, new_docs, vectors, unit_ids  # in the tables now: a large build holds them once
+        release_freed_memory()  # their Python objects' memory, before LanceDB, the ANN and BM25 allocate theirs
         carried_doc_ids = sorted({d for k, rec in sources.items() if k in old_sources and k not in to_load
                                   for d in rec.documents})
         if previous and carried_doc_ids:
@@ -277,7 +278,7 @@ class IndexBuilder:
 
         t_bm25 = time.perf_counter()
         with self._step("bm25"):
-            BM25Index.build(units_table["terms"].to_pylist()).save(gen_dir / "bm25")
+            BM25Index.build_from_column(units_table["terms"]).save(gen_dir / "bm25")
         report.seconds["bm25"] = time.perf_counter() - t_bm25
         # Level 1 reads only these; the vectors, terms and documents are written (at 100k units
         # the vectors alone are 150 MB).
@@ -382,9 +383,7 @@ class IndexBuilder:
         entities = level1.entities
         linking = np.flatnonzero((entities["frequency"].to_numpy() >= least)
                                  & ~entities["is_hub"].to_numpy(zero_copy_only=False))
-        titles = entities["title"].to_pylist()
-        community_titles = level1.communities["title"].to_pylist()
-        texts = [titles[i] for i in linking] + community_titles
+        texts = entities["title"].take(pa.array(linking)).to_pylist() + level1.communities["title"].to_pylist()
         self.progress("phrase vectors", 0, len(texts))
         vectors = embedder.embed_passages(texts, progress=lambda n: self.progress("phrase vectors", n, None))
         save_vectors(gen_dir, PHRASE_VECTORS, linking, vectors[:len(linking)])

@@ -232,7 +232,11 @@ def _communities(src: np.ndarray, dst: np.ndarray, cnt: np.ndarray, npmi: np.nda
 
     weights = cnt * np.clip(npmi, 0.05, 1.0)
     order = np.lexsort((dst, src))  # a fixed edge order: same input, same communities
-    edges = [(str(int(src[i])), str(int(dst[i])), float(weights[i])) for i in order]
+    # The native Leiden takes (name, name, weight) tuples: one name string per node, shared by its
+    # edges (a string per edge end doubled the largest allocation of a 100k-unit build).
+    names = [str(n) for n in range(int(max(src.max(), dst.max())) + 1)]
+    edges = [(names[a], names[b], w) for a, b, w in zip(src[order].tolist(), dst[order].tolist(),
+                                                       weights[order].tolist())]
     clusters = hierarchical_leiden(edges, max_cluster_size=cfg.max_cluster_size, seed=cfg.seed)
     return [(int(c.node), int(c.cluster), int(c.level),
              int(c.parent_cluster) if c.parent_cluster is not None else None) for c in clusters]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import bm25s
 import numpy as np
+import pyarrow as pa
 
 _PARAMS = "params.index.json"
 
@@ -15,6 +17,16 @@ class BM25Index:
         self._retriever = retriever  # None when no unit has a single term (bm25s cannot index that)
         self.n_docs = n_docs
         self._vocab = retriever.vocab_dict if retriever is not None else {}
+
+    @classmethod
+    def build_from_column(cls, terms: pa.ChunkedArray, rows: int = 16_384) -> "BM25Index":
+        """From the text_units table's terms column, converted a slice at a time with each distinct
+        term held once: a string per occurrence (Arrow's to_pylist) is ~3 KB a unit, the build's
+        largest allocation after Level 1 at 100k units."""
+        corpus_terms: list[list[str]] = []
+        for start in range(0, len(terms), rows):
+            corpus_terms.extend([list(map(sys.intern, t)) for t in terms.slice(start, rows).to_pylist()])
+        return cls.build(corpus_terms)
 
     @classmethod
     def build(cls, corpus_terms: list[list[str]]) -> "BM25Index":
