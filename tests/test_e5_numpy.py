@@ -72,3 +72,19 @@ def test_batching_does_not_change_vectors(engines):
     together = ours.embed_passages(texts)
     alone = np.vstack([ours.embed_passages([t]) for t in texts])
     np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+def test_cached_vectors_come_back_in_order_across_lookup_chunks(tmp_path, monkeypatch):
+    """The cache is read (and missing texts embedded) a few thousand texts at a time into one
+    array; in chunks of 2, cached and new texts come back in the order given, as embedded."""
+    import monjyu.embed.cache as cache_module
+
+    inner = NumpyE5Embedder()
+    texts = ["Teutberga was a queen of Lotharingia.", "When did Lothair II's mother die?",
+             "東京は日本の首都です。", "", LONG]
+    monkeypatch.setattr(cache_module, "LOOKUP", 2)
+    cached = cache_module.CachedEmbedder(inner, cache_module.EmbeddingCache(tmp_path / "vectors.sqlite"))
+    cached.embed_passages(texts[1:3])
+    out = cached.embed_passages(texts)
+    assert (cached.hits, cached.misses) == (2, 5)
+    assert out.dtype == np.float32 and np.allclose(out, inner.embed_passages(texts), atol=1e-4)
