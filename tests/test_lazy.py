@@ -11,6 +11,7 @@ import pytest
 
 from monjyu import Monjyu
 from monjyu.engines.lazy import LazyConversation
+from monjyu.engines.relevance import LocalRelevanceScorer
 from tests.llm_server import LLMTestServer, Scripted, echo_responder
 
 QUESTION = "Which algorithm detects hierarchical communities in the concept graph?"
@@ -61,6 +62,14 @@ def test_offline_lazy_search_answers_with_citations(sample_index):
     # the walk over, spare budget goes to the best matched units it never reached
     ({"max_depth": 0, "breadth_limit": 1, "budget": 1000},
      lambda r: r.communities_visited[-1]["id"] is None and r.communities_visited[-1]["depth"] is None),
+    # every matched unit tested with budget in hand: the match goes deeper, in rank order
+    ({"top_k_units": 2, "max_depth": 0, "breadth_limit": 1, "budget": 1000},
+     lambda r: sum(v["units_tested"] for v in r.communities_visited) > 2 + 3 and r.stop_reason == "exhausted"),
+    # ... and before that, the best relevant sentences are bridged from (joined to the question)
+    ({"top_k_units": 2, "max_depth": 0, "breadth_limit": 1, "budget": 1000},
+     lambda r: any(v["title"].startswith("(bridge: ") for v in r.communities_visited)),
+    ({"top_k_units": 2, "max_depth": 0, "breadth_limit": 1, "budget": 1000, "max_bridges": 0},
+     lambda r: not any(v["title"].startswith("(bridge: ") for v in r.communities_visited)),
 ])
 def test_budgets_and_limits_are_respected(sample_index, make_config, settings, check):
     m = Monjyu(sample_index.index_dir, make_config(lazy=settings))
@@ -221,3 +230,20 @@ def test_answers_stream_as_an_async_generator(sample_index, make_config, lazy_se
 
     chunks = asyncio.run(collect())
     assert len(chunks) >= 2 and "".join(chunks).strip()
+
+
+def test_local_relevance_weights_rare_query_terms():
+    """With the collection's IDF as term weights, naming a question's rare term counts for more than
+    naming its common word; without weights both are half the terms. (The vectors are a stand-in:
+    only the lexical share differs between the two sentences.)"""
+    import numpy as np
+
+    scorer = LocalRelevanceScorer(lambda texts: np.zeros((len(texts), 4), np.float32))
+    query = "Leiden study"
+    leiden, study = (scorer.query_terms(w) for w in ("Leiden", "study"))
+    sentences = ["The Leiden algorithm refines partitions.", "This study reports results."]
+    plain = scorer.score(query, np.zeros(4, np.float32), sentences)
+    weighted = scorer.score(query, np.zeros(4, np.float32), sentences,
+                            {**dict.fromkeys(leiden, 5.0), **dict.fromkeys(study, 0.5)})
+    assert plain[0] == plain[1] > 0
+    assert weighted[0] > plain[0] > weighted[1] > 0

@@ -200,6 +200,9 @@ class LazyConfig(BaseModel):
     map_claims: Literal["auto", "always"] = "auto"  # auto: an LLM claims step only when the relevant sentences overflow context_tokens
     max_depth: int = Field(3, ge=0, le=10, description="levels below the top to deepen into")
     follow_links: bool = Field(True, description="a relevant sentence naming another unit's title (its page) makes that unit's opening statement relevant too: the second hop of multi-hop evidence")
+    max_bridges: int = Field(5, ge=0, le=50, description="without an LLM, once every matched unit is tested with budget "
+                             "left: the best relevant sentences (one per unit, this many) each joined to the question "
+                             "and searched, their best untested units tested against it (multi-hop evidence; 0: off)")
     zero_relevance_limit: int = Field(3, ge=1, description="consecutive barren communities before deepening")
     keep_matched: int = Field(5, ge=0, le=50, description="without an LLM: the best matched units are tested first and kept "
                               "as evidence (by their best sentence) even when no sentence passes the local test, a "

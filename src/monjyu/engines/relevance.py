@@ -51,24 +51,34 @@ class LocalRelevanceScorer:
         self._query_terms = functools.lru_cache(maxsize=8)(
             lambda q: frozenset(self._analyzer.terms(q[:QUERY_TEXT_CHARS])))
 
-    def score(self, query: str, query_vector: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+    def query_terms(self, query: str) -> frozenset[str]:
+        return self._query_terms(query)
+
+    def score(self, query: str, query_vector: np.ndarray, texts: Sequence[str],
+              term_weights: dict[str, float] | None = None) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        return self.score_with_vectors(query, query_vector, self.embed(list(texts)), [[t] for t in texts])
+        return self.score_with_vectors(query, query_vector, self.embed(list(texts)), [[t] for t in texts],
+                                       term_weights)
 
     def score_with_vectors(self, query: str, query_vector: np.ndarray, vectors: np.ndarray,
-                           parts: Sequence[Sequence[str]]) -> np.ndarray:
+                           parts: Sequence[Sequence[str]], term_weights: dict[str, float] | None = None) -> np.ndarray:
         """Scores of texts whose vectors are known (e.g. text units, embedded at index time); the
         lexical share of each is that of its best part (sentence), so a text that names the
-        question's terms in one statement beats one that scatters them."""
+        question's terms in one statement beats one that scatters them. `term_weights` (a query
+        term's weight, e.g. its IDF in the collection; terms it leaves out weigh 0) makes the share
+        a weighted one: naming the rare term of a question counts for more than naming "study"."""
         if not len(parts):
             return np.zeros(0, dtype=np.float32)
         cos = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
         semantic = np.clip((cos - self.cosine_floor) / (self.cosine_full - self.cosine_floor), 0.0, 1.0)
         q_terms = self._query_terms(query)
+        weight = (lambda terms: float(len(terms))) if term_weights is None else \
+            (lambda terms: sum(term_weights.get(t, 0.0) for t in terms))
+        total = weight(q_terms)
         lexical = np.zeros(len(parts), dtype=np.float32)
-        if q_terms:
+        if total > 0:
             for i, group in enumerate(parts):
-                lexical[i] = max((len(q_terms & set(self._analyzer.terms(t))) for t in group), default=0) / len(q_terms)
+                lexical[i] = max((weight(q_terms & set(self._analyzer.terms(t))) for t in group), default=0) / total
         w = self.semantic_weight
         return (10.0 * (w * semantic + (1.0 - w) * lexical)).astype(np.float32)

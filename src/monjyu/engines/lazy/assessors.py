@@ -26,12 +26,15 @@ class RelevanceAssessor(Protocol):
 class LocalAssessor:
     name = "local"
 
-    def __init__(self, scorer: LocalRelevanceScorer, query_vector: np.ndarray):
+    def __init__(self, scorer: LocalRelevanceScorer, query_vector: np.ndarray,
+                 term_weights: dict[str, float] | None = None):
         self.scorer = scorer
         self.query_vector = query_vector
+        self.term_weights = term_weights
 
     async def assess(self, query: str, sentences: Sequence[str]) -> tuple[list[float], int]:
-        scores = await asyncio.to_thread(self.scorer.score, query, self.query_vector, list(sentences))
+        scores = await asyncio.to_thread(self.scorer.score, query, self.query_vector, list(sentences),
+                                         self.term_weights)
         return [float(s) for s in scores], 0
 
 

@@ -124,18 +124,14 @@ class LazySearchEngine:
         subs = [s.strip() for s in result.parsed.subqueries if any(ch.isalnum() for ch in s)][:self.config.max_subqueries]
         return list(dict.fromkeys([query] + subs)), result.parsed.expanded_query.strip() or query
 
-    def _match(self, subqueries: Sequence[str], filters: SearchFilters | None,
-               threshold: float | None) -> tuple[list[int], np.ndarray]:
-        """Text units ranked for all subqueries (hybrid per subquery, fused by RRF), and the
-        subqueries' vectors."""
-        k = self.config.top_k_units
-        vectors = [self.embed_query(q) for q in subqueries]
+    def _match(self, subqueries: Sequence[str], vectors: np.ndarray, filters: SearchFilters | None,
+               threshold: float | None, k: int) -> list[int]:
+        """The k text units ranked best for all subqueries (hybrid per subquery, fused by RRF)."""
         lists = []
         for q, v in zip(subqueries, vectors):
             result = self.searcher.search(q, v, "hybrid", k, filters=filters, threshold=threshold)
             lists.append([self.searcher.row_of(h.text_unit_id) for h in result.hits])
-        ranked = [row for row, _ in weighted_rrf(lists, [1.0] * len(lists), self.searcher.config.rrf_k)][:k]
-        return ranked, np.stack(vectors)
+        return [row for row, _ in weighted_rrf(lists, [1.0] * len(lists), self.searcher.config.rrf_k)][:k]
 
     # ------------------------------------------------------------------ exploration
     def _next_units(self, rows: np.ndarray, state: _State, query_vectors: np.ndarray) -> list[int]:
@@ -157,7 +153,7 @@ class LazySearchEngine:
         return rows[order[:self.config.units_per_visit]].tolist()
 
     async def _test_units(self, query: str, rows: list[int], community: Community | None, depth: int | None,
-                          state: _State, assessor: RelevanceAssessor, keep: bool = False) -> int:
+                          state: _State, assessor: RelevanceAssessor, keep: bool = False, title: str | None = None) -> int:
         """Relevance-test the sentences of `rows` within the remaining budget; returns relevant count.
         keep: a unit none of whose sentences passes still keeps its best one (lazy.keep_matched)."""
         hits = [self.searcher.hit(r, 0.0, 0, None, None) for r in rows]
@@ -188,7 +184,7 @@ class LazySearchEngine:
             if unit not in passed:
                 state.relevant.append(self._relevant(s, score, community))
         state.visits.append({"id": community.id if community else None, "level": community.level if community else None,
-                             "depth": depth, "title": community.title if community else "(ranked units)",
+                             "depth": depth, "title": title or (community.title if community else "(ranked units)"),
                              "units_tested": len(rows), "sentences_tested": len(sentences), "relevant": found})
         return found
 
@@ -198,23 +194,28 @@ class LazySearchEngine:
                                 document_id=s.source.hit.document_id, community_id=community.id if community else None,
                                 start_char=s.start_char, end_char=s.end_char)
 
+    async def _test_in_order(self, query: str, rows: Sequence[int], state: _State, assessor: RelevanceAssessor,
+                             depth: int | None, keep: bool = False, title: str | None = None) -> str | None:
+        """Tests the untested of `rows` in their order, a visit's worth of units at a time; the
+        stop reason once one holds."""
+        step = self.config.units_per_visit
+        untested = [r for r in rows if r not in state.tested_units]
+        for start in range(0, len(untested), step):
+            if state.stop_reason():
+                break
+            await self._test_units(query, untested[start:start + step], None, depth, state, assessor, keep, title)
+        return state.stop_reason()
+
     async def _explore(self, query: str, ranked: list[int], query_vectors: np.ndarray,
                        state: _State, assessor: RelevanceAssessor, boost: Sequence[int], on_phase: PhaseCallback) -> str:
         cfg = self.config
         communities = self.searcher.index.communities
         if self.llm is None and cfg.keep_matched:  # the matched head first, kept whatever the local test says
             head = [r for r in ranked if state.allowed is None or state.allowed[r]][:cfg.keep_matched]
-            for start in range(0, len(head), cfg.units_per_visit):
-                if state.stop_reason():
-                    return state.stop_reason()
-                await self._test_units(query, head[start:start + cfg.units_per_visit], None, 0, state, assessor, keep=True)
+            if stop := await self._test_in_order(query, head, state, assessor, 0, keep=True):
+                return stop
         if communities is None:  # Level 0 index: test units in rank order, one "visit" per batch
-            untested = [r for r in ranked if r not in state.tested_units]
-            for start in range(0, len(untested), cfg.units_per_visit):
-                if state.stop_reason():
-                    return state.stop_reason()
-                await self._test_units(query, untested[start:start + cfg.units_per_visit], None, 0, state, assessor)
-            return state.stop_reason() or "exhausted"
+            return await self._test_in_order(query, ranked, state, assessor, 0) or "exhausted"
 
         titles = {"title_scores": communities.title_similarity(query_vectors),
                   "title_weight": self.searcher.config.community_title_weight}
@@ -246,42 +247,100 @@ class LazySearchEngine:
             depth += 1
         # The walk ended (max depth, or no community left) with budget to spare: the best matched
         # units it never reached are tested in rank order, since unspent budget buys nothing.
-        untested = [r for r in ranked if r not in state.tested_units]
-        for start in range(0, len(untested), cfg.units_per_visit):
+        return await self._test_in_order(query, ranked, state, assessor, None) or "exhausted"
+
+    async def _deeper_match(self, query: str, ranked: list[int], state: _State, assessor: RelevanceAssessor,
+                            match: Callable[[int], list[int]]) -> str:
+        """Budget the walk and the links left unspent (every matched unit tested) buys the next
+        top_k_units of the matching search (`match`: k -> its k best units), tested in rank order,
+        so a larger preset keeps finding evidence instead of stopping with budget in hand."""
+        while not state.stop_reason():
+            have = set(ranked)
+            more = [r for r in match(len(ranked) + self.config.top_k_units) if r not in have]
+            if not more:
+                return "exhausted"
+            state.match_rank[more] = np.arange(len(ranked), len(ranked) + len(more))
+            ranked.extend(more)
+            await self._test_in_order(query, more, state, assessor, None)
+        return state.stop_reason()
+
+    async def _bridges(self, query: str, state: _State, filters: SearchFilters | None,
+                       threshold: float | None) -> None:
+        """Budget left once every matched unit is tested follows the evidence one hop: each of the
+        best relevant sentences (one per unit, `lazy.max_bridges` of them) joined to the question
+        ("Where was the husband of Joanna Elisabeth born?" + "She married Christian August, Prince
+        of Anhalt-Zerbst") is searched, and its best untested units are tested against that joined
+        question. A second hop shares its words with the first hop's sentence, not with the
+        question, so neither the question's match nor its relevance test reaches it. Offline only:
+        with an LLM, the refinement's subqueries carry the hops."""
+        cfg = self.config
+        best: dict[str, RelevantSentence] = {}
+        for sentence in sorted(state.relevant, key=lambda s: -s.score):
+            if sentence.score >= cfg.local_threshold:
+                best.setdefault(sentence.text_unit_id, sentence)
+        for sentence in list(best.values())[:cfg.max_bridges]:
             if state.stop_reason():
-                return state.stop_reason()
-            await self._test_units(query, untested[start:start + cfg.units_per_visit], None, None, state, assessor)
-        return state.stop_reason() or "exhausted"
+                return
+            joined = f"{query} {sentence.text}"
+            vector = self.embed_query(joined)
+            hits = self.searcher.search(joined, vector, "hybrid", cfg.units_per_visit + len(state.tested_units),
+                                        filters=filters, threshold=threshold).hits
+            rows = [r for r in (self.searcher.row_of(h.text_unit_id) for h in hits) if r not in state.tested_units]
+            weights = self.searcher.index.bm25.idf(set(self.scorer.query_terms(joined))) or None
+            await self._test_in_order(joined, rows[:cfg.units_per_visit], state,
+                                      LocalAssessor(self.scorer, vector, weights), None,
+                                      title=f"(bridge: {sentence.text[:60]})")
 
     def _linked_evidence(self, state: _State) -> list[RelevantSentence]:
         """The second hop of the evidence: a relevant sentence that names the title of another
         unit (the film's page: "directed by Frank Lloyd"; the unit titled Frank Lloyd) makes
         that unit's opening statement relevant too, at the naming sentence's score. A multi-hop
-        question shares few words with its second hop, so a relevance test alone rejects it."""
+        question shares few words with its second hop, so a relevance test alone rejects it.
+        Budget the exploration left unspent then follows the titles the kept units name in any
+        of their sentences, best unit first, one relevance test's worth per link."""
         graph = self.searcher.index.graph
         if graph is None or not graph.about:
             return []
         have = {s.text_unit_id for s in state.relevant}
-        texts, ids = self.searcher.index.columns["text"], self.searcher.index.columns["id"]
         found: list[RelevantSentence] = []
-        for sentence in state.relevant:
-            row = self.searcher.row_of(sentence.text_unit_id)
-            named = sentence.text.lower()
-            for unit, phrase in graph.linked_units(row):
-                if ids[unit] in have or phrase not in named or \
+
+        def follow(sentence: RelevantSentence, named: str | None) -> bool:
+            """Link from the sentence's unit to the units whose titles `named` holds (None: any
+            its unit names); False once the budget is spent."""
+            for unit, phrase in graph.linked_units(self.searcher.row_of(sentence.text_unit_id)):
+                if named is None and state.used >= state.budget:
+                    return False
+                uid = self.searcher.index.columns["id"][unit]
+                if uid in have or (named is not None and phrase not in named) or \
                         (state.allowed is not None and not state.allowed[unit]):
                     continue
-                spans = statement_spans(texts[unit], self.searcher.index.sentence_spans(unit) or None)
-                if not spans:
-                    continue
-                a, b = spans[0]
-                hit = self.searcher.hit(unit, 0.0, 0, None, None)
-                found.append(RelevantSentence(
-                    text=texts[unit][a:b], score=sentence.score, text_unit_id=hit.text_unit_id,
-                    document_id=hit.document_id, community_id=sentence.community_id,
-                    start_char=hit.start_char + a, end_char=hit.start_char + b))
-                have.add(ids[unit])
+                opening = self._opening_statement(unit, sentence)
+                if opening is not None:
+                    found.append(opening)
+                    have.add(uid)
+                    state.used += named is None
+            return True
+
+        for sentence in state.relevant:
+            follow(sentence, sentence.text.lower())
+        best: dict[str, RelevantSentence] = {}
+        for sentence in sorted(state.relevant, key=lambda s: -s.score):
+            best.setdefault(sentence.text_unit_id, sentence)
+        for sentence in best.values():
+            if not follow(sentence, None):
+                break
         return found
+
+    def _opening_statement(self, unit: int, naming: RelevantSentence) -> RelevantSentence | None:
+        texts = self.searcher.index.columns["text"]
+        spans = statement_spans(texts[unit], self.searcher.index.sentence_spans(unit) or None)
+        if not spans:
+            return None
+        a, b = spans[0]
+        hit = self.searcher.hit(unit, 0.0, 0, None, None)
+        return RelevantSentence(text=texts[unit][a:b], score=naming.score, text_unit_id=hit.text_unit_id,
+                                document_id=hit.document_id, community_id=naming.community_id,
+                                start_char=hit.start_char + a, end_char=hit.start_char + b)
 
     def _page(self, scored_units: dict[str, float], top_k: int, offset: int) -> list[SearchHit]:
         """One page of the kept units (text unit id -> score, best first) as hits."""
@@ -404,7 +463,8 @@ class LazySearchEngine:
         phase("refine", {"subqueries": subqueries, "expanded_query": expanded})
 
         t = time.perf_counter()
-        ranked, query_vectors = self._match(subqueries, filters, threshold)
+        query_vectors = np.stack([self.embed_query(q) for q in subqueries])
+        ranked = self._match(subqueries, query_vectors, filters, threshold, cfg.top_k_units)
         state.allowed = self.searcher.restrict(filters, query_vectors[0], threshold)
         state.match_rank = np.full(len(self.searcher.index), len(ranked), dtype=np.int64)
         state.match_rank[ranked] = np.arange(len(ranked))
@@ -414,15 +474,26 @@ class LazySearchEngine:
 
         t = time.perf_counter()
         assessor: RelevanceAssessor
+        # The query's terms weighted by their IDF in the collection: a sentence naming a question's
+        # rare terms is relevant, one naming its common words ("study", "patients") much less.
+        weights = self.searcher.index.bm25.idf(set(self.scorer.query_terms(expanded))) or None
+        local = LocalAssessor(self.scorer, self.embed_query(expanded), weights)
         if self.llm is not None:
-            assessor = LLMAssessor(self.llm, cfg.batch_size, lang, self.prompts_dir,
-                                   LocalAssessor(self.scorer, self.embed_query(expanded)), cfg.prefilter)
+            assessor = LLMAssessor(self.llm, cfg.batch_size, lang, self.prompts_dir, local, cfg.prefilter)
         else:
-            assessor = LocalAssessor(self.scorer, self.embed_query(expanded))
+            assessor = local
         boost = conversation.productive_communities if conversation else []
         stop = await self._explore(query, ranked, query_vectors, state, assessor, boost, phase)
-        if self.config.follow_links:
+        if cfg.follow_links:
             state.relevant += self._linked_evidence(state)
+        if stop == "exhausted" and state.used < state.budget:
+            found = len(state.relevant)
+            if self.llm is None and cfg.max_bridges:
+                await self._bridges(query, state, filters, threshold)
+            stop = await self._deeper_match(query, ranked, state, assessor,
+                                            lambda k: self._match(subqueries, query_vectors, filters, threshold, k))
+            if cfg.follow_links and len(state.relevant) > found:
+                state.relevant += self._linked_evidence(state)
         timings["explore_ms"] = (time.perf_counter() - t) * 1000
         phase("explore", {"budget_used": state.used, "relevant": len(state.relevant), "stop": stop})
 
