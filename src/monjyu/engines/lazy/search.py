@@ -268,11 +268,11 @@ class LazySearchEngine:
                        threshold: float | None) -> None:
         """Budget left once every matched unit is tested follows the evidence one hop: each of the
         best relevant sentences (one per unit, `lazy.max_bridges` of them) joined to the question
-        ("Where was the husband of Joanna Elisabeth born?" + "She married Christian August, Prince
-        of Anhalt-Zerbst") is searched, and its best untested units are tested against that joined
-        question. A second hop shares its words with the first hop's sentence, not with the
-        question, so neither the question's match nor its relevance test reaches it. Offline only:
-        with an LLM, the refinement's subqueries carry the hops."""
+        (a question about a film's director + the film's sentence that names him) is searched, and
+        its best untested units are tested against that joined question. A second hop shares its
+        words with the first hop's sentence, not with the question, so neither the question's
+        match nor its relevance test reaches it. Offline only: with an LLM, the refinement's
+        subqueries carry the hops."""
         cfg = self.config
         best: dict[str, RelevantSentence] = {}
         for sentence in sorted(state.relevant, key=lambda s: -s.score):
