@@ -274,22 +274,25 @@ class LazySearchEngine:
         match nor its relevance test reaches it. Offline only: with an LLM, the refinement's
         subqueries carry the hops."""
         cfg = self.config
-        best: dict[str, RelevantSentence] = {}
-        for sentence in sorted(state.relevant, key=lambda s: -s.score):
-            if sentence.score >= cfg.local_threshold:
-                best.setdefault(sentence.text_unit_id, sentence)
-        for sentence in list(best.values())[:cfg.max_bridges]:
+        passing = [s for s in _best_per_unit(state.relevant) if s.score >= cfg.local_threshold]
+        for sentence in passing[:cfg.max_bridges]:
             if state.stop_reason():
                 return
             joined = f"{query} {sentence.text}"
-            vector = self.embed_query(joined)
-            hits = self.searcher.search(joined, vector, "hybrid", cfg.units_per_visit + len(state.tested_units),
+            assessor = self._local_assessor(joined)
+            hits = self.searcher.search(joined, assessor.query_vector, "hybrid",
+                                        cfg.units_per_visit + len(state.tested_units),
                                         filters=filters, threshold=threshold).hits
             rows = [r for r in (self.searcher.row_of(h.text_unit_id) for h in hits) if r not in state.tested_units]
-            weights = self.searcher.index.bm25.idf(set(self.scorer.query_terms(joined))) or None
-            await self._test_in_order(joined, rows[:cfg.units_per_visit], state,
-                                      LocalAssessor(self.scorer, vector, weights), None,
+            await self._test_in_order(joined, rows[:cfg.units_per_visit], state, assessor, None,
                                       title=f"(bridge: {sentence.text[:60]})")
+
+    def _local_assessor(self, query: str) -> LocalAssessor:
+        """The offline relevance test for `query`, its terms weighted by their IDF in the
+        collection: a sentence naming a question's rare terms is relevant, one naming only its
+        common words ("study", "patients") much less."""
+        weights = self.searcher.index.bm25.idf(set(self.scorer.query_terms(query))) or None
+        return LocalAssessor(self.scorer, self.embed_query(query), weights)
 
     def _linked_evidence(self, state: _State) -> list[RelevantSentence]:
         """The second hop of the evidence: a relevant sentence that names the title of another
@@ -323,10 +326,7 @@ class LazySearchEngine:
 
         for sentence in state.relevant:
             follow(sentence, sentence.text.lower())
-        best: dict[str, RelevantSentence] = {}
-        for sentence in sorted(state.relevant, key=lambda s: -s.score):
-            best.setdefault(sentence.text_unit_id, sentence)
-        for sentence in best.values():
+        for sentence in _best_per_unit(state.relevant):
             if not follow(sentence, None):
                 break
         return found
@@ -474,10 +474,7 @@ class LazySearchEngine:
 
         t = time.perf_counter()
         assessor: RelevanceAssessor
-        # The query's terms weighted by their IDF in the collection: a sentence naming a question's
-        # rare terms is relevant, one naming its common words ("study", "patients") much less.
-        weights = self.searcher.index.bm25.idf(set(self.scorer.query_terms(expanded))) or None
-        local = LocalAssessor(self.scorer, self.embed_query(expanded), weights)
+        local = self._local_assessor(expanded)
         if self.llm is not None:
             assessor = LLMAssessor(self.llm, cfg.batch_size, lang, self.prompts_dir, local, cfg.prefilter)
         else:
@@ -555,6 +552,14 @@ class LazySearchEngine:
                 [v["id"] for v in state.visits if v["relevant"] and v["id"] is not None]
                 + conversation.productive_communities))
         return claims, answer
+
+
+def _best_per_unit(sentences: Sequence[RelevantSentence]) -> list[RelevantSentence]:
+    """Each unit's best-scoring sentence, best first."""
+    best: dict[str, RelevantSentence] = {}
+    for sentence in sorted(sentences, key=lambda s: -s.score):
+        best.setdefault(sentence.text_unit_id, sentence)
+    return list(best.values())
 
 
 def _boosted(communities: list[Community], first: Sequence[int]) -> list[Community]:
