@@ -186,6 +186,30 @@ def test_title_links_lead_the_walk_to_the_page_about_a_phrase(tmp_path, make_con
     assert lead[20.0] > 3 * lead[1.0] and lead[20.0] > 3
 
 
+def test_title_links_for_titles_no_phrase_holds_whole(tmp_path, make_config):
+    """A title with a comma written out in full links ("daughter of Albert III, Duke of Bavaria"),
+    its bare head does not (another Albert III); a title inside a longer phrase links ("son of
+    king Gundobad" names the page Gundobad)."""
+    records = [
+        {"_id": "duke", "title": "Albert III, Duke of Bavaria", "text": "Albert III was born in Wolfratshausen to Ernest, Duke of Bavaria."},
+        {"_id": "count", "title": "Albert III, Count of Habsburg", "text": "Albert III ruled the county of Habsburg in Swabia."},
+        {"_id": "margaret", "title": "Margaret of Bavaria", "text": "Margaret was the daughter of Albert III, Duke of Bavaria. "
+         "Her cousin also admired Albert III."},
+        {"_id": "gundobad", "title": "Gundobad", "text": "Gundobad was King of the Burgundians. Gundobad issued a legal code."},
+        {"_id": "godomar", "title": "Godomar II", "text": "Godomar II, son of king Gundobad, was king of Burgundy."},
+    ]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in records))
+    m = Monjyu(tmp_path / "idx", make_config())
+    m.index([corpus])
+    _, searcher = m._searcher()
+    doc = searcher.index.columns["document_id"]
+    row = {d: i for i, d in enumerate(doc)}
+    links = {d: {doc[u]: phrase for u, phrase in searcher.index.graph.linked_units(row[d])} for d in ("margaret", "godomar")}
+    assert links["margaret"].get("duke") == "albert iii, duke of bavaria" and "count" not in links["margaret"]
+    assert links["godomar"].get("gundobad") == "gundobad"
+
+
 def test_query_phrases_reach_nodes_by_meaning_across_languages(sample_index):
     """The phrases that link units are embedded at build time; a Japanese query phrase that names
     no node seeds its nearest English phrase; English phrases are matched by name only."""

@@ -55,6 +55,17 @@ _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")  # "Inherent Vice (film)" is ab
 _WORDS = re.compile(r"[\w][\w'’\-\.]*|[^\s\w]")
 
 
+def _names(text: str, title: str) -> bool:
+    """`title` (lower case) occurs in `text` (lower case) as whole words."""
+    start = text.find(title)
+    while start >= 0:
+        end = start + len(title)
+        if (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+            return True
+        start = text.find(title, start + 1)
+    return False
+
+
 @dataclass
 class PhraseGraph:
     """Units x phrases incidence (row order = text_units table), phrase strings and hub flags."""
@@ -75,6 +86,9 @@ class PhraseGraph:
         inc = ((self.incidence > 0).astype(np.float32) @ usable).tocsr()
         self._links = inc  # units x phrases, 1 where a non-hub phrase occurs in a unit
         self.about: dict[int, list[int]] = {}  # filled by link_titles
+        self._texts: list[str] | None = None
+        self._comma_titles: dict[int, list[tuple[int, str]]] = {}  # head phrase -> (unit, its full title)
+        self._named_within: dict[int, list[int]] = {}  # phrase -> title phrases inside it (memo)
         self._vector_languages: np.ndarray | None = None
         self._set_transitions(inc, inc)
 
@@ -85,10 +99,11 @@ class PhraseGraph:
         self._u2p = _RowBlocks((sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr())  # phrases x units
         self._p2u = _RowBlocks((phrase_to_unit @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr())  # units x phrases
 
-    def link_titles(self, titles: list[str], boost: float) -> None:
+    def link_titles(self, titles: list[str], boost: float, texts: list[str] | None = None) -> None:
         """A unit whose title names a phrase is *about* it ("Frank Lloyd" is the page of the phrase
         frank lloyd, the films that mention him are not): the walk from that phrase goes to it
-        `boost` times as often as to a unit that merely mentions the phrase."""
+        `boost` times as often as to a unit that merely mentions the phrase. With the units'
+        `texts`, `linked_units` also finds the titles no phrase holds whole (see there)."""
         if boost == 1.0:
             return
         rows, cols = [], []
@@ -101,6 +116,17 @@ class PhraseGraph:
         self.about = {}  # phrase node -> the units titled by it
         for row, node in zip(rows, cols):
             self.about.setdefault(node, []).append(row)
+        self._texts, self._named_within, self._comma_titles = texts, {}, {}
+        for row, title in enumerate(titles if texts is not None else []):
+            base = _PARENTHETICAL.sub("", title or "")
+            if "," not in base:
+                continue
+            # Looked for where either part is a phrase of the unit ("Frederick I, Holy Roman
+            # Emperor": the tagger reads the "I" as a pronoun, so only the second part is one).
+            for part in base.split(",", 1):
+                node = self.vocab.get(normalize_phrase([w.lower() for w in _WORDS.findall(part)]))
+                if node is not None and not self.is_hub[node]:
+                    self._comma_titles.setdefault(node, []).append((row, " ".join(base.lower().split())))
         about = sp.csr_matrix((np.full(len(rows), boost - 1.0, np.float32), (rows, cols)), shape=self._links.shape)
         self._set_transitions(self._links, (self._links.maximum(about > 0) + about).tocsr())
 
@@ -192,12 +218,35 @@ class PhraseGraph:
         return found[:limit]
 
     def linked_units(self, row: int) -> list[tuple[int, str]]:
-        """Units titled by a phrase of unit `row` (its outgoing "page links"), with that phrase."""
+        """Units titled by a phrase of unit `row` (its outgoing "page links"), with the words that
+        name them. Also titles no phrase holds whole: one inside a longer phrase ("king gundobad"
+        names the page Gundobad) and, given the texts, a title with a comma written out in full
+        ("daughter of Albert III, Duke of Bavaria": the phrases are "albert iii" and "duke of
+        bavaria"; the bare head "Albert III" would name every Albert III, so it does not link)."""
         inc = self._links
         out = []
-        for node in inc.indices[inc.indptr[row]:inc.indptr[row + 1]]:
-            out.extend((u, self.phrases[node]) for u in self.about.get(int(node), []) if u != row)
+        text, written_out = None, set()
+        for node in inc.indices[inc.indptr[row]:inc.indptr[row + 1]].tolist():
+            for named in (node, *self._titles_within(node)):
+                out.extend((u, self.phrases[named]) for u in self.about.get(named, []) if u != row)
+            for u, title in self._comma_titles.get(node, []):
+                text = " ".join(self._texts[row].lower().split()) if text is None else text
+                if u != row and (u, title) not in written_out and _names(text, title):
+                    written_out.add((u, title))
+                    out.append((u, title))
         return out
+
+    def _titles_within(self, node: int) -> list[int]:
+        """Title phrases that end phrase `node` ("gundobad" in "king gundobad"): the last words of
+        a noun phrase name what it is; its first words only qualify it ("frank lloyd" in "frank
+        lloyd wright" is someone else)."""
+        found = self._named_within.get(node)
+        if found is None:
+            words = self.phrases[node].split()
+            tails = (" ".join(words[a:]) for a in range(1, len(words)))
+            found = [n for n in (self.vocab.get(t) for t in tails) if n is not None and n in self.about]
+            self._named_within[node] = found
+        return found
 
     def personalized_pagerank(self, phrase_seeds: dict[int, float], unit_seeds: dict[int, float] | None = None,
                               damping: float = 0.5, iterations: int = 20, tolerance: float = 1e-4) -> np.ndarray:

@@ -114,7 +114,7 @@ class LoadedIndex:
         vectors = mapped if mapped is not None else in_memory
         graph = PhraseGraph.load(generation_dir)
         if graph is not None and title_boost != 1.0:
-            graph.link_titles(columns["title"].tolist(), title_boost)
+            graph.link_titles(columns["title"].tolist(), title_boost, columns["text"])
         communities = None
         if graph is not None:
             communities = CommunityIndex.load(generation_dir, {u: i for i, u in enumerate(columns["id"])})
