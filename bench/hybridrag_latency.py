@@ -63,7 +63,7 @@ def grow(real: LoadedIndex, n: int, rng: np.random.Generator, analyzer: Analyzer
     g = real.graph
     incidence = (g.incidence[a] + g.incidence[b]).tocsr()
     graph = PhraseGraph(incidence=sp.csr_matrix(incidence), phrases=g.phrases, is_hub=g.is_hub, types=g.types)
-    graph.link_titles(cols["title"].tolist(), load_config().search.graph_title_boost)
+    graph.link_titles(cols["title"].tolist(), load_config().search.graph_title_boost, cols["text"])
     rows_of_real = {}
     for synth_row, real_row in enumerate(a.tolist()):
         rows_of_real.setdefault(real_row, []).append(synth_row)

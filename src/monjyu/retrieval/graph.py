@@ -87,7 +87,7 @@ class PhraseGraph:
         self._links = inc  # units x phrases, 1 where a non-hub phrase occurs in a unit
         self.about: dict[int, list[int]] = {}  # filled by link_titles
         self._texts: list[str] | None = None
-        self._comma_titles: dict[int, list[tuple[int, str]]] = {}  # head phrase -> (unit, its full title)
+        self._comma_titles: dict[int, list[tuple[int, str]]] = {}  # a part of a title -> (unit, full title)
         self._named_within: dict[int, list[int]] = {}  # phrase -> title phrases inside it (memo)
         self._vector_languages: np.ndarray | None = None
         self._set_transitions(inc, inc)
