@@ -188,7 +188,7 @@ def test_title_links_lead_the_walk_to_the_page_about_a_phrase(tmp_path, make_con
 
 def test_title_links_for_titles_no_phrase_holds_whole(tmp_path, make_config):
     """A title with a comma written out in full links ("daughter of Albert III, Duke of Bavaria"),
-    its bare head does not (another Albert III); a title inside a longer phrase links ("son of
+    its bare head does not (another Albert III); a title ending a longer phrase links ("son of
     king Gundobad" names the page Gundobad)."""
     records = [
         {"_id": "duke", "title": "Albert III, Duke of Bavaria", "text": "Albert III was born in Wolfratshausen to Ernest, Duke of Bavaria."},
@@ -197,6 +197,9 @@ def test_title_links_for_titles_no_phrase_holds_whole(tmp_path, make_config):
          "Her cousin also admired Albert III."},
         {"_id": "gundobad", "title": "Gundobad", "text": "Gundobad was King of the Burgundians. Gundobad issued a legal code."},
         {"_id": "godomar", "title": "Godomar II", "text": "Godomar II, son of king Gundobad, was king of Burgundy."},
+        {"_id": "frederick", "title": "Frederick I, Holy Roman Emperor", "text": "Frederick Barbarossa was Holy Roman Emperor."},
+        {"_id": "henry", "title": "Henry VI, Holy Roman Emperor", "text": "Henry VI was Holy Roman Emperor after his father."},
+        {"_id": "otto", "title": "Otto of Burgundy", "text": "Otto was the fourth son of Frederick I, Holy Roman Emperor."},
     ]
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(json.dumps(r) for r in records))
@@ -205,9 +208,12 @@ def test_title_links_for_titles_no_phrase_holds_whole(tmp_path, make_config):
     _, searcher = m._searcher()
     doc = searcher.index.columns["document_id"]
     row = {d: i for i, d in enumerate(doc)}
-    links = {d: {doc[u]: phrase for u, phrase in searcher.index.graph.linked_units(row[d])} for d in ("margaret", "godomar")}
+    links = {d: {doc[u]: phrase for u, phrase in searcher.index.graph.linked_units(row[d])}
+             for d in ("margaret", "godomar", "otto")}
     assert links["margaret"].get("duke") == "albert iii, duke of bavaria" and "count" not in links["margaret"]
     assert links["godomar"].get("gundobad") == "gundobad"
+    # Found through the title's second part: the tagger reads the "I" of "Frederick I" as a pronoun.
+    assert links["otto"].get("frederick") == "frederick i, holy roman emperor" and "henry" not in links["otto"]
 
 
 def test_query_phrases_reach_nodes_by_meaning_across_languages(sample_index):
