@@ -86,7 +86,8 @@ def test_lazy_search_follows_a_relevant_sentence_to_the_page_it_names(tmp_path, 
     # keep_matched 0: the matched head (which holds the director's page too) is not kept regardless
     follow = Monjyu(tmp_path / "idx", make_config(lazy={"keep_matched": 0}))
     follow.index([corpus])
-    plain = Monjyu(tmp_path / "idx", make_config(lazy={"follow_links": False, "keep_matched": 0}))
+    # and no bridges: joined to the film's sentence, the question finds the director's page too
+    plain = Monjyu(tmp_path / "idx", make_config(lazy={"follow_links": False, "keep_matched": 0, "max_bridges": 0}))
 
     def kept(m):
         r = m.lazy_search(question)

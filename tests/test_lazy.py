@@ -247,3 +247,25 @@ def test_local_relevance_weights_rare_query_terms():
                             {**dict.fromkeys(leiden, 5.0), **dict.fromkeys(study, 0.5)})
     assert plain[0] == plain[1] > 0
     assert weighted[0] > plain[0] > weighted[1] > 0
+
+
+def test_offline_bridges_from_every_statement_of_the_best_units(tmp_path, make_config):
+    """The sentence naming the second hop is not the first unit's best ("She was the chief queen of
+    King Dikkha"), and the second hop's page shares no word with the question, so the question's own
+    test fails it; with budget left, that statement joined to the question finds and passes it."""
+    records = [{"_id": "saw", "title": "Saw Thanda", "text": "Saw Thanda was queen consort to four kings of Arakan. "
+                "She was the chief queen of King Dikkha. She later married King Sekkya."},
+               {"_id": "dikkha", "title": "Min Dikkha", "text": "Min Dikkha was ruler of the Kingdom of Mrauk U from "
+                "1554. Dikkha, the king, died in Mrauk U, where he was born."}]
+    records += [{"_id": f"q{i}", "title": f"Queen {name}", "text": f"Queen {name} was a consort whose husband fought at "
+                 f"war. Her husband was buried in {place}."}
+                for i, (name, place) in enumerate([("Ada", "Lyon"), ("Bea", "Turin"), ("Cora", "Porto"), ("Dina", "Ghent"),
+                                                   ("Eva", "Cadiz"), ("Flora", "Bonn"), ("Gita", "Pisa"), ("Hana", "Kiel")])]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in records))
+    m = Monjyu(tmp_path / "idx", make_config(lazy={"keep_matched": 1, "top_k_units": 3, "max_depth": 0, "budget": 200}))
+    m.index([corpus])
+    result = m.lazy_search("Where did Saw Thanda's husband die?", answer=False)
+    found = [v for v in result.communities_visited if v["title"].startswith("(bridge: She was the chief queen")]
+    assert found and found[0]["relevant"] >= 1
+    assert "dikkha" in {s.document_id for s in result.relevant_sentences}

@@ -39,6 +39,8 @@ from .assessors import LLMAssessor, LocalAssessor, RelevanceAssessor
 from .claims import cut_to_budget, deduplicate, llm_claims, sentence_claims
 from .themes import ThemeFinder
 
+BRIDGED_UNITS = 3  # budget left after the bridges: every statement of this many best units bridges too
+
 PhaseCallback = Callable[[str, dict], None]
 
 
@@ -269,23 +271,50 @@ class LazySearchEngine:
         """Budget left once every matched unit is tested follows the evidence one hop: each of the
         best relevant sentences (one per unit, `lazy.max_bridges` of them) joined to the question
         (a question about a film's director + the film's sentence that names him) is searched, and
-        its best untested units are tested against that joined question. A second hop shares its
+        its best units not kept yet are tested against that joined question. A second hop shares its
         words with the first hop's sentence, not with the question, so neither the question's
-        match nor its relevance test reaches it. Offline only: with an LLM, the refinement's
+        match nor its relevance test reaches it. Budget still left then bridges from the other
+        statements of the BRIDGED_UNITS best units. Offline only: with an LLM, the refinement's
         subqueries carry the hops."""
         cfg = self.config
         passing = [s for s in _best_per_unit(state.relevant) if s.score >= cfg.local_threshold]
+        bridged: set[str] = set()
         for sentence in passing[:cfg.max_bridges]:
             if state.stop_reason():
                 return
-            joined = f"{query} {sentence.text}"
-            assessor = self._local_assessor(joined)
-            hits = self.searcher.search(joined, assessor.query_vector, "hybrid",
-                                        cfg.units_per_visit + len(state.tested_units),
-                                        filters=filters, threshold=threshold).hits
-            rows = [r for r in (self.searcher.row_of(h.text_unit_id) for h in hits) if r not in state.tested_units]
-            await self._test_in_order(joined, rows[:cfg.units_per_visit], state, assessor, None,
-                                      title=f"(bridge: {sentence.text[:60]})")
+            bridged.add(sentence.text)
+            await self._bridge(query, sentence.text, state, filters, threshold)
+        # A unit's best sentence is the one like the question; the one naming the second hop often
+        # is not ("She was the chief queen of King Dikkha", on Saw Thanda's page, asked where her
+        # husband died).
+        texts = self.searcher.index.columns["text"]
+        for sentence in passing[:BRIDGED_UNITS]:
+            row = self.searcher.row_of(sentence.text_unit_id)
+            for a, b in statement_spans(texts[row], self.searcher.index.sentence_spans(row) or None):
+                if state.stop_reason():
+                    return
+                if texts[row][a:b] not in bridged:
+                    bridged.add(texts[row][a:b])
+                    await self._bridge(query, texts[row][a:b], state, filters, threshold)
+
+    async def _bridge(self, query: str, sentence: str, state: _State, filters: SearchFilters | None,
+                      threshold: float | None) -> None:
+        """The question joined to `sentence`, searched; its best units not kept yet tested against it,
+        also those the question alone failed (the second hop shares no word with the question).
+        What passes scores no more than the threshold, below what the question itself passed: a
+        test against the joined question says it continues that sentence, not that it answers."""
+        cfg = self.config
+        joined = f"{query} {sentence}"
+        assessor = self._local_assessor(joined)
+        kept = {s.text_unit_id for s in state.relevant}
+        hits = self.searcher.search(joined, assessor.query_vector, "hybrid", cfg.units_per_visit + len(kept),
+                                    filters=filters, threshold=threshold).hits
+        rows = [self.searcher.row_of(h.text_unit_id) for h in hits if h.text_unit_id not in kept][:cfg.units_per_visit]
+        if rows:
+            before = len(state.relevant)
+            await self._test_units(joined, rows, None, None, state, assessor, title=f"(bridge: {sentence[:60]})")
+            for found in state.relevant[before:]:
+                found.score = min(found.score, cfg.local_threshold)
 
     def _local_assessor(self, query: str) -> LocalAssessor:
         """The offline relevance test for `query`, its terms weighted by their IDF in the
