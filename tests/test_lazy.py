@@ -126,6 +126,22 @@ def test_global_questions_off_topic_say_so(sample_index, question):
     assert ("does not cover" in r.answer.text) or ("扱っていません" in r.answer.text)
 
 
+def test_global_questions_across_languages_are_decided_by_the_themes(tmp_path, make_config):
+    """A Japanese question over English papers: no word can match, so the themes decide, each
+    cited sentence passing the relevance test against the topic; none passing, not covered."""
+    import shutil
+
+    from tests.conftest import SAMPLES
+
+    shutil.copytree(SAMPLES, tmp_path / "papers", ignore=shutil.ignore_patterns("kensaku-kakucho.md"))
+    m = Monjyu(tmp_path / "idx", make_config())
+    m.index([tmp_path / "papers"])
+    covered = m.lazy_search("これらの論文はグラフについて何を述べていますか？")
+    assert covered.themes and covered.answer.kind == "extractive" and covered.citations
+    off = m.lazy_search("これらの論文はサッカーについて何を述べていますか？")
+    assert off.stop_reason == "not covered" and "扱っていません" in off.answer.text and not off.citations
+
+
 def test_global_questions_honour_filters(sample_index):
     from monjyu.retrieval import SearchFilters
 

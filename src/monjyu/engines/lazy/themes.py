@@ -241,10 +241,11 @@ class ThemeFinder:
         best passages, with the next, names more than half of its terms, and at least half of
         their weight by rarity (a term the collection never uses weighs most): "stock market prediction" is not
         covered by a sentence about a seafood market, nor "quantum computing" by "quantum dots". Across languages (a Japanese topic, English papers),
-        where no word can match: one of its noun phrases reaches a phrase of the graph by
-        meaning (Searcher.phrase_seeds, cosine >= search.graph_phrase_similarity)."""
+        no word can match and no similarity of the topic to the graph's phrases tells covered
+        from not (README, "Measured"): the themes decide, each of whose cited sentences must pass
+        the relevance test against the topic; none passing, the answer says it is not covered."""
         if passages and lang == "ja" and all(detect_language(p) != "ja" for p in passages):
-            return bool(self.searcher.phrase_seeds(topic))
+            return True
         terms = set(self.analyzer.terms(topic))
         if not terms:
             return False
