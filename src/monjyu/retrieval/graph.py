@@ -219,7 +219,7 @@ class PhraseGraph:
 
     def linked_units(self, row: int) -> list[tuple[int, str]]:
         """Units titled by a phrase of unit `row` (its outgoing "page links"), with the words that
-        name them. Also titles no phrase holds whole: one inside a longer phrase ("king gundobad"
+        name them. Also titles no phrase holds whole: one ending a longer phrase ("king gundobad"
         names the page Gundobad) and, given the texts, a title with a comma written out in full
         ("daughter of Albert III, Duke of Bavaria": the phrases are "albert iii" and "duke of
         bavaria"; the bare head "Albert III" would name every Albert III, so it does not link)."""
