@@ -272,3 +272,37 @@ def test_bm25_built_from_the_terms_column_in_slices_scores_the_same(sample_index
     sliced = BM25Index.build_from_column(terms, rows=3)
     for query in (["leiden", "communiti"], ["bm25", "retriev"], ["検索"]):
         assert np.array_equal(whole.scores(query), sliced.scores(query))
+
+
+def test_adjacent_units_of_a_section_come_back_as_one_passage(tmp_path, make_config):
+    """search.passage_units: a unit ranked below an adjacent unit of the same section joins its
+    passage (the text once, the overlap not repeated, each unit in `parts`); citations inside
+    the passage name the unit (and page) they fall in."""
+    from monjyu.engines.citations import citation_for
+    from monjyu.engines.context import Source
+
+    sentences = [f"The harbour of Port {name} handles {n} thousand containers of grain each year." for n, name in
+                 enumerate(["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Gum", "Hazel", "Ivy", "Juniper"], start=3)]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ports.md").write_text("# Ports\n\n## Grain\n\n" + " ".join(sentences) + "\n")
+    question = "How many thousand containers of grain does each harbour handle?"
+    results = {}
+    for units in (1, 2):
+        m = Monjyu(tmp_path / "idx", make_config(chunking={"size": 40, "overlap": 10}, search={"passage_units": units}))
+        m.index([tmp_path / "docs"])
+        results[units] = m.search(question, mode="keyword", top_k=3, answer=False).hits
+    assert all(not h.parts for h in results[1]) and len(results[1]) == 3
+    joined = [h for h in results[2] if h.parts]
+    assert joined and len(results[2]) == 3
+    text = m.get_document(joined[0].document_id)["text"]
+    for hit in joined:
+        span = text[hit.start_char:hit.end_char]
+        assert len(hit.parts) == 2 and len(hit.text) == len(span) and hit.text.split() == span.split()
+        first, second = hit.parts
+        assert first["start_char"] == hit.start_char and second["end_char"] == hit.end_char
+        assert first["start_char"] < second["start_char"] <= first["end_char"] + 2  # next to each other
+        late = hit.text.rstrip().rsplit(". ", 1)[-1]  # its last sentence, in the second unit
+        at = hit.start_char + hit.text.rindex(late)
+        assert at >= first["end_char"]
+        assert citation_for(Source(1, hit), late, at, at + len(late)).text_unit_id == second["text_unit_id"]
+        assert citation_for(Source(1, hit), hit.text[:20], hit.start_char).text_unit_id == first["text_unit_id"]

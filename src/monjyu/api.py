@@ -31,6 +31,7 @@ from .index.manifest import Manifest, manifest_path
 from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
 from .retrieval import LoadedIndex, SearchFilters, Searcher
+from .retrieval.passages import join_adjacent
 from .retrieval.fusion import weighted_rrf
 from .retrieval.searcher import QUERY_TEXT_CHARS
 from .store import LanceStore
@@ -631,26 +632,31 @@ class Monjyu:
 
     def _retrieve(self, queries: list[str], mode: str, top_k: int, offset: int, filters: SearchFilters | None,
                   threshold: float | None) -> tuple[SearchResults, np.ndarray | None]:
-        """One search per query variant; several are fused by RRF over text units (each unit once)."""
+        """One search per query variant; several are fused by RRF over text units (each unit once).
+        Adjacent units of one section are then joined into passages (search.passage_units)."""
         manifest, searcher = self._searcher()
         needs_vector = mode in ("vector", "hybrid", "graph") or threshold is not None
         vectors = [self._embed_query(manifest, q) if needs_vector else None for q in queries]
+        units = self.config.search.passage_units
+        wanted = (offset + top_k) * units  # enough units to fill offset + top_k passages
         if len(queries) == 1:
-            return searcher.search(queries[0], vectors[0], mode, top_k, offset, filters, threshold), vectors[0]
-        runs = [searcher.search(q, v, mode, offset + top_k, 0, filters, threshold) for q, v in zip(queries, vectors)]
-        by_id = {h.text_unit_id: h for run in reversed(runs) for h in run.hits}
-        ids = list(by_id)
-        row = {u: i for i, u in enumerate(ids)}
-        fused = weighted_rrf([[row[h.text_unit_id] for h in run.hits] for run in runs], [1.0] * len(runs),
-                             self.config.search.rrf_k)
-        hits = []
-        for rank, (i, score) in enumerate(fused[offset:offset + top_k], start=offset + 1):
-            hit = by_id[ids[i]]
-            hit.score, hit.rank = score, rank
-            hits.append(hit)
-        result = SearchResults(query=queries[0], mode=mode, hits=hits, total_count=len(fused),
-                               timings_ms={"search_ms": sum(r.timings_ms.get("search_ms", 0.0) for r in runs)},
-                               expanded_queries=queries)
+            result = searcher.search(queries[0], vectors[0], mode, wanted, 0, filters, threshold)
+        else:
+            runs = [searcher.search(q, v, mode, wanted, 0, filters, threshold) for q, v in zip(queries, vectors)]
+            by_id = {h.text_unit_id: h for run in reversed(runs) for h in run.hits}
+            ids = list(by_id)
+            row = {u: i for i, u in enumerate(ids)}
+            fused = weighted_rrf([[row[h.text_unit_id] for h in run.hits] for run in runs], [1.0] * len(runs),
+                                 self.config.search.rrf_k)
+            hits = []
+            for rank, (i, score) in enumerate(fused[:wanted], start=1):
+                hit = by_id[ids[i]]
+                hit.score, hit.rank = score, rank
+                hits.append(hit)
+            result = SearchResults(query=queries[0], mode=mode, hits=hits, total_count=len(fused),
+                                   timings_ms={"search_ms": sum(r.timings_ms.get("search_ms", 0.0) for r in runs)},
+                                   expanded_queries=queries)
+        result.hits = join_adjacent(result.hits, offset + top_k, units)[offset:]
         return result, vectors[0]
 
 

@@ -70,6 +70,8 @@ class SearchConfig(BaseModel):
     mode: Literal["vector", "keyword", "hybrid", "graph"] = "hybrid"
     max_query_chars: int = Field(100_000, ge=1, description="longer queries are refused at once, in every door (API, CLI, MCP)")
     top_k: int = Field(10, ge=1, le=1000)
+    passage_units: int = Field(2, ge=1, le=8, description="search results join a unit to an adjacent unit of the same "
+                               "section ranked above it, into one passage of at most this many units (1: one unit each)")
     threshold: float | None = Field(None, ge=-1.0, le=1.0, description="keep only passages whose cosine similarity to the query reaches this, in every mode; none: no cut")
     fusion: Literal["rrf", "linear"] = "rrf"
     rrf_k: int = Field(60, ge=1)

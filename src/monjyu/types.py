@@ -115,6 +115,9 @@ class SearchHit:
     kind: str = "text"  # text | caption | reference | front
     authors: list[str] = field(default_factory=list)
     year: int | None = None
+    # A passage joining adjacent units (search.passage_units): each unit's id, span and page, in
+    # document order; empty for a single unit.
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

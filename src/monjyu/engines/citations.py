@@ -18,8 +18,14 @@ _GONE = "\x00"
 def citation_for(source: Source, snippet: str = "", start: int | None = None, end: int | None = None) -> Citation:
     h = source.hit
     text = snippet or h.text[:SNIPPET_CHARS].strip()
-    return Citation(number=source.number, text_unit_id=h.text_unit_id, document_id=h.document_id,
-                    document_title=h.document_title, source_path=h.source_path, page=h.page, snippet=text,
+    unit, page = h.text_unit_id, h.page
+    at = h.start_char if start is None else start
+    for part in h.parts:  # a joined passage: the unit (and page) the cited text starts in
+        if part["start_char"] <= at < part["end_char"]:
+            unit, page = part["text_unit_id"], part["page"]
+            break
+    return Citation(number=source.number, text_unit_id=unit, document_id=h.document_id,
+                    document_title=h.document_title, source_path=h.source_path, page=page, snippet=text,
                     start_char=h.start_char if start is None else start,
                     end_char=(h.start_char + len(text)) if end is None else end, section=h.section,
                     authors=list(h.authors), year=h.year)
