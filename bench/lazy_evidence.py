@@ -43,7 +43,9 @@ def main() -> None:
 
     if bool(args.beir) == bool(args.qa):
         ap.error("give one of --beir and --qa")
-    m = Monjyu(args.index, load_config(args.config))
+    config = load_config(args.config)
+    config.search.passage_units = 1  # the hybrid reference takes units, as many as lazy keeps, not passages of two
+    m = Monjyu(args.index, config)
     if args.qa:
         qa_evidence(m, QADataset.load(args.qa), args)
         return
