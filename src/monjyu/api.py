@@ -31,8 +31,8 @@ from .index.manifest import Manifest, manifest_path
 from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
 from .retrieval import LoadedIndex, SearchFilters, Searcher
-from .retrieval.passages import join_adjacent
 from .retrieval.fusion import weighted_rrf
+from .retrieval.passages import join_adjacent
 from .retrieval.searcher import QUERY_TEXT_CHARS
 from .store import LanceStore
 from .store.lancedb_store import DOCUMENTS

@@ -26,7 +26,7 @@ def citation_for(source: Source, snippet: str = "", start: int | None = None, en
             break
     return Citation(number=source.number, text_unit_id=unit, document_id=h.document_id,
                     document_title=h.document_title, source_path=h.source_path, page=page, snippet=text,
-                    start_char=h.start_char if start is None else start,
+                    start_char=at,
                     end_char=(h.start_char + len(text)) if end is None else end, section=h.section,
                     authors=list(h.authors), year=h.year)
 

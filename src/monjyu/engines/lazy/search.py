@@ -293,9 +293,10 @@ class LazySearchEngine:
             for a, b in statement_spans(texts[row], self.searcher.index.sentence_spans(row) or None):
                 if state.stop_reason():
                     return
-                if texts[row][a:b] not in bridged:
-                    bridged.add(texts[row][a:b])
-                    await self._bridge(query, texts[row][a:b], state, filters, threshold)
+                statement = texts[row][a:b]
+                if statement not in bridged:
+                    bridged.add(statement)
+                    await self._bridge(query, statement, state, filters, threshold)
 
     async def _bridge(self, query: str, sentence: str, state: _State, filters: SearchFilters | None,
                       threshold: float | None) -> None:
