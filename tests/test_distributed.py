@@ -1,9 +1,12 @@
 """Distributed indexing on a real local Ray cluster (ray.init(num_cpus=2)): the index equals a
-local build of the same files, and a worker that dies mid-task is replaced and its task re-run."""
+local build of the same files, and a worker that dies mid-task is replaced and its task re-run.
+Loading in spawned worker processes of this machine: the same index, and calls whose worker died
+run in the build process."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 
 import numpy as np
@@ -11,7 +14,7 @@ import pytest
 
 from monjyu import Monjyu, MonjyuConfig
 from monjyu.errors import MonjyuError
-from monjyu.index import distributed
+from monjyu.index import builder, distributed
 from monjyu.index.builder import generation_dir
 from monjyu.store import LanceStore
 from monjyu.store.lancedb_store import COMMUNITIES
@@ -77,3 +80,35 @@ def test_executor_options_that_do_not_apply_are_refused(tmp_path, samples_copy, 
         m.index([samples_copy], address="auto")
     with pytest.raises(MonjyuError, match="unknown executor 'spark'"):
         m.index([samples_copy], executor="spark")
+
+
+def test_a_build_loading_in_worker_processes_equals_one_loading_in_the_build_process(tmp_path, samples_copy,
+                                                                                    sample_index, make_config,
+                                                                                    monkeypatch):
+    used = []
+
+    def run_all(*args, processes=1):
+        used.append(processes)
+        return distributed.run_all(*args, processes=processes)
+
+    monkeypatch.setattr(builder, "run_all", run_all)
+    monkeypatch.setattr(builder, "LOAD_WORKERS_MIN_BYTES", 0)  # the samples are far below 1 MB
+    m = Monjyu(tmp_path / "idx", make_config(ingest={"processes": 2}))
+    report = m.index([samples_copy])
+    assert used == [2] and not report.failures
+    units, communities = tables(m)
+    local_units, local_communities = tables(sample_index)
+    assert units.equals(local_units) and communities.equals(local_communities)
+
+
+def _square_or_die_in_a_worker(x: int) -> int:
+    if x == 2 and multiprocessing.parent_process() is not None:
+        os._exit(1)  # the worker process dies; in the build process the call succeeds
+    return x * x
+
+
+def test_calls_whose_worker_process_died_run_in_the_build_process():
+    finished = []
+    results = distributed.run_all(None, _square_or_die_in_a_worker, [(x,) for x in range(5)], finished.append,
+                                  processes=2)
+    assert results == [0, 1, 4, 9, 16] and len(finished) == 5

@@ -42,6 +42,9 @@ class IngestConfig(BaseModel):
     max_file_mb: float = Field(200.0, gt=0, description="larger files are skipped and reported")
     ocr: bool = Field(False, description="read PDF pages that have no text layer with tesseract (Debian: tesseract-ocr)")
     ocr_languages: str = Field("eng+jpn", description="tesseract language models, e.g. eng, jpn, eng+jpn")
+    processes: int = Field(0, ge=0, le=64, description="files are loaded and chunked in this many spawned worker "
+                           "processes when a build has at least 4 of them and 1 MB in all; 0: one per core; "
+                           "1: in the build process")
     # Directory walk: files whose suffix is not listed are ignored (not reported as errors).
     suffixes: list[str] = [".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx", ".json", ".jsonl"]
 
@@ -323,7 +326,7 @@ class MonjyuConfig(BaseSettings):
 
     def index_hash(self) -> str:
         """Hash of the settings that change what an index contains."""
-        relevant = {"chunking": self.chunking.model_dump(), "ingest": self.ingest.model_dump(),
+        relevant = {"chunking": self.chunking.model_dump(), "ingest": self.ingest.model_dump(exclude={"processes"}),
                     "pipeline": INGEST_PIPELINE_VERSION}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 

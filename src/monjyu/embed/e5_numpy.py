@@ -19,6 +19,7 @@ import re
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cache, cached_property
 from importlib.metadata import version
 
 import numpy as np
@@ -76,8 +77,8 @@ class _Layer:
 
 
 class E5Weights:
-    """Parses an `E5S1` model file as `e5_parse` does. Layer weights are dequantized to float32 once
-    (~85 MB); the 250k-row word embedding stays 4-bit in a read-only memory map (~54 MB, paged in on
+    """Parses an `E5S1` model file as `e5_parse` does. Layer weights are dequantized to float32 on
+    first use (~85 MB); the 250k-row word embedding stays 4-bit in a read-only memory map (~54 MB, paged in on
     demand) and only the rows a batch needs are dequantized."""
 
     def __init__(self, path: str):
@@ -135,30 +136,35 @@ class E5Weights:
             off += 20
             directory.setdefault(name, (dtype, n, toff, nbytes))
 
-        def f32(name: str) -> np.ndarray:
-            dtype, n, toff, _ = directory[name]
-            assert dtype == 0, name
-            return np.frombuffer(raw, dtype="<f4", count=n, offset=toff).copy()
+        self._buf, self._directory = buf, directory
+        H = self.H
+        self.word_q4 = self._q4_raw("emb.word", self._directory["emb.word"][1] // H, H)  # stays quantized (memory-mapped)
+        self.pos = self._f32("emb.pos").reshape(-1, H)
+        self.type0 = self._f32("emb.type").reshape(-1, H)[0]
+        self.eln_w, self.eln_b = self._f32("emb.ln.w"), self._f32("emb.ln.b")
 
-        def q4_raw(name: str, rows: int, cols: int) -> np.ndarray:
-            dtype, n, toff, _ = directory[name]
-            assert dtype == 1 and n == rows * cols, name
-            return buf[toff:toff + rows * cols // QK * _BLOCK_BYTES].reshape(rows, cols // QK, _BLOCK_BYTES)
+    def _f32(self, name: str) -> np.ndarray:
+        dtype, n, toff, _ = self._directory[name]
+        assert dtype == 0, name
+        return np.frombuffer(self._buf, dtype="<f4", count=n, offset=toff).copy()
 
-        def q4(name: str, rows: int, cols: int) -> np.ndarray:
-            """Dequantized and transposed to [in, out], contiguous for `x @ w`."""
-            return np.ascontiguousarray(dequantize_q4_0(q4_raw(name, rows, cols), rows, cols).T)
+    def _q4_raw(self, name: str, rows: int, cols: int) -> np.ndarray:
+        dtype, n, toff, _ = self._directory[name]
+        assert dtype == 1 and n == rows * cols, name
+        return self._buf[toff:toff + rows * cols // QK * _BLOCK_BYTES].reshape(rows, cols // QK, _BLOCK_BYTES)
 
-        H, FF = self.H, self.FF
-        n_word = directory["emb.word"][1] // H
-        self.word_q4 = q4_raw("emb.word", n_word, H)               # stays quantized (memory-mapped)
-        self.pos = f32("emb.pos").reshape(-1, H)
-        self.type0 = f32("emb.type").reshape(-1, H)[0]
-        self.eln_w, self.eln_b = f32("emb.ln.w"), f32("emb.ln.b")
-        self.layers: list[_Layer] = []
+    def _q4(self, name: str, rows: int, cols: int) -> np.ndarray:
+        """Dequantized and transposed to [in, out], contiguous for `x @ w`."""
+        return np.ascontiguousarray(dequantize_q4_0(self._q4_raw(name, rows, cols), rows, cols).T)
+
+    @cached_property
+    def layers(self) -> list[_Layer]:
+        """The encoder layers in float32, dequantized on first use: a tokenizer alone never needs them."""
+        H, FF, f32, q4 = self.H, self.FF, self._f32, self._q4
+        layers = []
         for i in range(self.NL):
             g = lambda s: f"l{i}.{s}"  # noqa: E731
-            self.layers.append(_Layer(
+            layers.append(_Layer(
                 qkv_w=np.hstack([q4(g("q.w"), H, H), q4(g("k.w"), H, H), q4(g("v.w"), H, H)]),
                 qkv_b=np.concatenate([f32(g("q.b")), f32(g("k.b")), f32(g("v.b"))]),
                 ao_w=q4(g("ao.w"), H, H), ao_b=f32(g("ao.b")),
@@ -167,6 +173,7 @@ class E5Weights:
                 fo_w=q4(g("fo.w"), H, FF), fo_b=f32(g("fo.b")),
                 oln_w=f32(g("oln.w")), oln_b=f32(g("oln.b")),
             ))
+        return layers
 
     def word_rows(self, ids: np.ndarray) -> np.ndarray:
         """Dequantize just the embedding rows for `ids` (any shape) -> ids.shape + (H,)."""
@@ -277,6 +284,14 @@ class E5Tokenizer:
         return len(self.role_ids(text, is_query)) + 2
 
 
+@cache
+def shared_tokenizer(path: str | None = None) -> E5Tokenizer:
+    """One tokenizer per model file and process, shared by the embedders and the token counter (its
+    vocabulary tables and word memo are ~100 MB of Python objects). Safe across threads: the
+    memo's reads and writes are single dict operations, and a word tokenized twice gets the same ids."""
+    return E5Tokenizer(E5Weights(path or default_model_path()))
+
+
 # --------------------------------------------------------------------------- forward pass
 
 def _gelu_phi_table(lo: float = -8.0, hi: float = 8.0, step: float = 2.0 ** -8):
@@ -321,7 +336,7 @@ class E5NumpyModel:
 
     def __init__(self, path: str | None = None, threads: int | None = None):
         self.w = E5Weights(path or default_model_path())
-        self.tok = E5Tokenizer(self.w)
+        self.tok = shared_tokenizer(path or default_model_path())
         self.dim = self.w.H
         self._gscale, self._goff, self._gtable = _gelu_phi_table()
         setter = _blas_thread_local_setter()

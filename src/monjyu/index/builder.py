@@ -46,6 +46,8 @@ from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_ma
 
 GENERATIONS = "generations"
 CLUSTER_CHUNK = 4096  # cache misses handed to the cluster at a time (embedding, noun phrases)
+LOAD_WORKERS_MIN_FILES = 4  # a build loads in worker processes from this many files ...
+LOAD_WORKERS_MIN_BYTES = 1 << 20  # ... and this many bytes in all
 ProgressFn = Callable[[str, int, int | None], None]  # (stage, advance, total)
 
 
@@ -202,7 +204,8 @@ class IndexBuilder:
         new_terms: list[list[str]] = []
         self.progress("load", 0, len(to_load))
         loaded = run_all(self.executor, load_source, [(seen[key][0], seen[key][3], self.config) for key in to_load],
-                         lambda n: self.progress("load", n, None))
+                         lambda n: self.progress("load", n, None),
+                         processes=self._load_processes([seen[key][2] for key in to_load]))
         for key, result in zip(to_load, loaded):
             path, sha, size, doc_id = seen[key]
             if isinstance(result, LoadFailure):
@@ -366,6 +369,12 @@ class IndexBuilder:
         self.progress(stage, 0, 1)
         yield
         self.progress(stage, 1, None)
+
+    def _load_processes(self, sizes: list[int]) -> int:
+        """Worker processes for loading and chunking: one per core (or ingest.processes) when the
+        files are enough to pay for starting them (~1 s each: Python, the PDF library, the tokenizer)."""
+        worth_it = len(sizes) >= LOAD_WORKERS_MIN_FILES and sum(sizes) >= LOAD_WORKERS_MIN_BYTES
+        return (self.config.ingest.processes or cpu_cores()) if worth_it else 1
 
     def _phrase_cache(self) -> PhraseCache:
         return PhraseCache(SqliteKV(self._cache_dir() / "phrases.sqlite", "phrases"))

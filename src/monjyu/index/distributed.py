@@ -1,4 +1,5 @@
-"""The costly build stages fanned out to a Ray cluster (`monjyu index DIR --executor ray`).
+"""The costly build stages fanned out to a Ray cluster (`monjyu index DIR --executor ray`), and
+loading spread over worker processes of this machine (`run_all` with `processes`).
 
 Loading + chunking (one task per file), passage embedding and noun-phrase extraction (one task
 per batch) run on the cluster's workers; the build process keeps everything else: the caches
@@ -11,7 +12,11 @@ Workers must see the files at the paths given (a shared filesystem), and have MO
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -21,6 +26,8 @@ from ..config import EmbeddingConfig, MonjyuConfig
 from ..errors import IngestError, MonjyuError
 from ..runtime import cpu_cores
 from ..types import Document, TextUnit
+
+log = logging.getLogger(__name__)
 
 TASK_RETRIES = 3  # runs of a task whose worker died, before the build fails
 EMBED_BATCH = 64  # passages per embedding task
@@ -160,13 +167,29 @@ class ClusterPhraseExtractor:
         return [p for part in self._executor.map(_phrases_task, batches) for p in part]
 
 
-def run_all(executor: RayExecutor | None, fn: Callable, calls: list[tuple], progress: Callable[[int], None]) -> list[Any]:
-    """fn(*args) for each call, in this process one after another or on the cluster at once;
+def run_all(executor: RayExecutor | None, fn: Callable, calls: list[tuple], progress: Callable[[int], None],
+            processes: int = 1) -> list[Any]:
+    """fn(*args) for each call, results in call order: on the cluster at once, in `processes`
+    spawned worker processes on this machine, or in this process one after another;
     progress(1) as each one finishes."""
     if executor is not None:
         return executor.map(fn, calls, progress)
-    out = []
-    for args in calls:
-        out.append(fn(*args))
-        progress(1)
+    out: list[Any] = [None] * len(calls)
+    done = [False] * len(calls)
+    if processes > 1 and len(calls) > 1:
+        try:
+            # Spawned, never forked: a fork would copy the locks of LanceDB's and the embedder's threads.
+            with ProcessPoolExecutor(min(processes, len(calls)), mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = {pool.submit(fn, *args): i for i, args in enumerate(calls)}
+                for future in as_completed(futures):
+                    i = futures[future]
+                    out[i], done[i] = future.result(), True
+                    progress(1)
+        except BrokenProcessPool:  # workers could not start (a script without a __main__ guard) or died
+            log.warning("build worker processes stopped; the remaining %d calls run in this process",
+                        done.count(False))
+    for i, args in enumerate(calls):
+        if not done[i]:
+            out[i] = fn(*args)
+            progress(1)
     return out

