@@ -234,27 +234,46 @@ def test_long_queries_are_bounded_and_too_long_ones_refused(sample_index):
             call()
 
 
+def _resident_kb(array: np.ndarray) -> int:
+    """Resident kB of the mapping that holds `array`'s data (/proc/self/smaps)."""
+    address, inside = array.__array_interface__["data"][0], False
+    with open("/proc/self/smaps") as fh:
+        for line in fh:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5:  # a mapping's header line: start-end perms ...
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                inside = start <= address < end
+            elif inside and fields[0] == "Rss:":
+                return int(fields[1])
+    raise AssertionError("no mapping holds the array")
+
+
 def test_unit_vectors_are_mapped_from_the_generation(sample_index, tmp_path):
     """A search process maps the generation's unit_vectors.npy (the table's vectors, row for row)
-    rather than holding a copy; a generation written before that file existed reads them from the
-    table, with the same results."""
+    rather than holding a copy, and a search hands the pages it mapped back (they stay in the page
+    cache); a generation written before that file existed reads them from the table, with the same
+    results."""
     from monjyu.index.builder import generation_dir
-    from monjyu.retrieval import LoadedIndex
+    from monjyu.retrieval import LoadedIndex, Searcher
     from monjyu.store import LanceStore
     from monjyu.store.unit_vectors import UNIT_VECTORS
 
     m = read_manifest(sample_index.index_dir)
     gen = generation_dir(sample_index.index_dir, m.generation)
     mapped = LoadedIndex.load(gen, m.embedder_dim)
-    assert isinstance(mapped.vectors.base, np.memmap) and not mapped.vectors.flags.writeable
+    assert not mapped.vectors.flags.writeable
     table = LanceStore(gen / "lancedb").units(["id", "vector"])
     assert mapped.columns["id"].tolist() == table["id"].to_pylist()
     assert np.array_equal(mapped.vectors, np.stack(table["vector"].to_numpy(zero_copy_only=False)))
+    assert _resident_kb(mapped.vectors) > 0  # every page was just read
+    searcher = Searcher(mapped, sample_index.config.search)
+    ranked, _ = searcher.vector_ranking(mapped.vectors[0], 5, None)
+    assert ranked[0][0] == 0 and _resident_kb(mapped.vectors) == 0
     old = tmp_path / "old"
     shutil.copytree(gen, old)
     (old / UNIT_VECTORS).unlink()
     read = LoadedIndex.load(old, m.embedder_dim)
-    assert read.vectors.base is None or not isinstance(read.vectors.base, np.memmap)
+    assert read.vectors.flags.writeable  # in memory
     assert np.array_equal(read.vectors, mapped.vectors)
     assert {c: v.tolist() for c, v in read.columns.items()} == {c: v.tolist() for c, v in mapped.columns.items()}
 

@@ -26,7 +26,7 @@ from ..runtime import release_freed_memory
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..store.lancedb_store import TEXT_UNITS
-from ..store.unit_vectors import load_unit_vectors
+from ..store.unit_vectors import load_unit_vectors, release_pages
 from ..store.base import KeywordRanker, VectorCandidates
 from ..types import SearchHit, SearchResults
 from .filters import SearchFilters
@@ -242,6 +242,7 @@ class Searcher:
             if mask is not None:
                 candidates = candidates[mask[candidates]]
         scores = self.index.vectors @ qv if candidates is None else self.index.vectors[candidates] @ qv
+        release_pages(self.index.vectors)  # what this and the previous search mapped; ~0.1 ms
         valid = np.ones(len(scores), dtype=bool) if mask is None or candidates is not None else mask
         top = _top(scores, n, valid)
         if candidates is None:

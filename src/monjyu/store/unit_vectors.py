@@ -2,10 +2,13 @@
 table), which a search process memory-maps instead of holding a copy: at 1M units of 384
 dimensions that copy is 1.5 GB per process, while the mapped file is shared through the page
 cache and an ANN search reads only its candidates' rows. Generations are never modified, so the
-mapping stays valid while a newer generation is built beside it."""
+mapping stays valid while a newer generation is built beside it, and pages a search mapped can be
+dropped from the process's resident set after it (release_pages): they come back from the page
+cache on the next access."""
 
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
 
 import numpy as np
@@ -31,4 +34,28 @@ def save_unit_vectors(generation_dir: Path, vectors: pa.ChunkedArray, dim: int) 
 def load_unit_vectors(generation_dir: Path) -> np.ndarray | None:
     """The mapped matrix (read-only), or None for a generation written before this file existed."""
     path = Path(generation_dir) / UNIT_VECTORS
-    return np.asarray(np.load(path, mmap_mode="r")) if path.exists() else None
+    if not path.exists():
+        return None
+    with open(path, "rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran_order, dtype = read_header(fh)
+        offset = fh.tell()
+        mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    assert not fortran_order, path  # save_unit_vectors writes C order
+    return np.frombuffer(mapping, dtype=dtype, count=int(np.prod(shape)), offset=offset).reshape(shape)
+
+
+def release_pages(vectors: np.ndarray) -> None:
+    """Unmap the pages of a load_unit_vectors matrix from this process (they stay in the page
+    cache). An exact search over every unit maps the whole file (1.5 GB at 1M units) and an ANN
+    search more around each candidate than its row, so a long-running search process would
+    otherwise end up holding the whole file in its RSS. Safe while other threads read the matrix:
+    their next access faults the page back in. Does nothing for a matrix in memory."""
+    base = vectors
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    if isinstance(base, mmap.mmap):
+        base.madvise(mmap.MADV_DONTNEED)
