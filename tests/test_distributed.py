@@ -80,6 +80,8 @@ def test_executor_options_that_do_not_apply_are_refused(tmp_path, samples_copy, 
         m.index([samples_copy], address="auto")
     with pytest.raises(MonjyuError, match="unknown executor 'spark'"):
         m.index([samples_copy], executor="spark")
+    with pytest.raises(MonjyuError, match="ingest.processes set this machine's worker processes"):
+        Monjyu(tmp_path / "idx", make_config(ingest={"processes": 2})).index([samples_copy], executor="ray")
 
 
 def test_a_build_loading_in_worker_processes_equals_one_loading_in_the_build_process(tmp_path, samples_copy,

@@ -110,6 +110,11 @@ class Monjyu:
             raise MonjyuError(f"unknown executor '{executor}'; use local or ray")
         if address and executor != "ray":
             raise MonjyuError("an address applies to --executor ray only")
+        local_workers = [k for k, v in (("ingest.processes", self.config.ingest.processes),
+                                        ("graph.processes", self.config.graph.processes)) if v]
+        if executor == "ray" and local_workers:
+            raise MonjyuError(f"{' and '.join(local_workers)} set this machine's worker processes; with --executor ray "
+                              "the cluster's workers load the files and extract noun phrases: leave them at 0")
         if self.remote:
             self.remote.pull(force=True)  # build on the store's current generation
         before = self._generation_or_none()

