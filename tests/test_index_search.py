@@ -134,6 +134,17 @@ def test_incremental_reindex(tmp_path, samples_copy, make_config):
     assert [p.name for p in (tmp_path / "idx" / "generations").iterdir()] == [third.generation]
 
 
+def test_a_changed_graph_setting_rebuilds_level1_though_no_file_changed(tmp_path, samples_copy, make_config):
+    first = Monjyu(tmp_path / "idx", make_config()).index([samples_copy])
+    m = Monjyu(tmp_path / "idx", make_config(graph={"max_cluster_size": 4, "processes": 1}))
+    rebuilt = m.index([samples_copy])
+    assert rebuilt.nothing_changed and rebuilt.embedded == 0 and rebuilt.generation != first.generation
+    assert rebuilt.level1["communities"] != first.level1["communities"]
+    assert m.manifest().graph_hash == m.config.graph_hash()
+    same_graph = Monjyu(tmp_path / "idx", make_config(graph={"max_cluster_size": 4}))  # processes: not a Level 1 setting
+    assert same_graph.index([samples_copy]).generation == rebuilt.generation
+
+
 def test_bad_files_do_not_stop_the_batch(tmp_path, samples_copy, make_config):
     (samples_copy / "broken.pdf").write_bytes(b"%PDF-1.4 broken")
     (samples_copy / "empty.txt").write_bytes(b"")

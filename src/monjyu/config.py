@@ -330,6 +330,12 @@ class MonjyuConfig(BaseSettings):
                     "pipeline": INGEST_PIPELINE_VERSION}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
+    def graph_hash(self) -> str:
+        """Hash of the settings that change what Level 1 contains: a build whose files did not change
+        still rebuilds Level 1 (from the cached phrases) when one of them did."""
+        relevant = self.graph.model_dump(exclude={"processes", "enabled"})
+        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
 
 def _setting_names(model: type[BaseModel], prefix: str = "") -> list[str]:
     """MONJYU_ variable names of every setting: SECTION__KEY, and the sections themselves (JSON)."""

@@ -190,7 +190,9 @@ class IndexBuilder:
         report.unchanged = len(sources)
 
         levels = [0, 1] if self.config.graph.enabled else [0]
-        if previous and report.nothing_changed and not report.failures and reuse and previous.levels == levels:
+        same_graph = levels == [0] or previous is None or previous.graph_hash == self.config.graph_hash()
+        if previous and report.nothing_changed and not report.failures and reuse and previous.levels == levels \
+                and same_graph:
             report.generation = previous.generation
             report.documents, report.text_units = previous.counts.get("documents", 0), previous.counts.get("text_units", 0)
             report.seconds["total"] = time.perf_counter() - t0
@@ -313,6 +315,7 @@ class IndexBuilder:
                     **report.level1},
             levels=levels, failures=[{"path": path, "reason": reason} for path, reason in report.failures],
             named_entities=self.config.graph.named_entities,
+            graph_hash=self.config.graph_hash() if 1 in levels else "",
             built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             build_seconds={k: round(v, 3) for k, v in report.seconds.items()}, sources=sources,
         )

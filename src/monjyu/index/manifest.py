@@ -41,6 +41,7 @@ class Manifest:
     # graph.named_entities of the build: queries are parsed the way the units were. Indexes from
     # before the setting existed were built with the full pipeline.
     named_entities: bool = True
+    graph_hash: str = ""  # MonjyuConfig.graph_hash() of the build's Level 1 ("" before it was recorded)
     format_version: int = FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:
