@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from monjyu import Monjyu
 from monjyu.config import GraphConfig
+from monjyu.errors import MonjyuError
 from monjyu.index.level1 import PhraseCache, PhrasesAhead, build_level1
 from monjyu.nlp.noun_phrases import NounPhraseExtractor
 from monjyu.retrieval import graph as graph_module
@@ -232,19 +233,29 @@ def test_query_phrases_reach_nodes_by_meaning_across_languages(sample_index):
     assert "leiden algorithm" not in {graph.phrases[n] for n in searcher.phrase_seeds("the leiden procedure")}
 
 
-def test_communities_rank_by_representative_phrases(sample_index):
-    """Community titles (representative phrases) are embedded at build time; with a title weight
-    the ranking also brings in communities about the question that hold none of its top units."""
-    manifest, searcher = sample_index._searcher()
+def test_communities_rank_by_representative_phrases(sample_index, tmp_path, samples_copy, make_config):
+    """With graph.embed_communities, community titles (representative phrases) are embedded at
+    build time, and with a title weight the ranking also brings in communities about the question
+    that hold none of its top units. Without them (the default) a title weight is refused."""
+    assert sample_index._searcher()[1].index.communities.title_vectors is None
+    weighted = make_config(search={"community_title_weight": 0.3})
+    with pytest.raises(MonjyuError, match="graph.embed_communities: true"):
+        Monjyu(sample_index.index_dir, weighted).search_communities("community detection in graphs")
+
+    m = Monjyu(tmp_path / "idx", make_config(graph={"embed_communities": True}))
+    m.index([samples_copy])
+    manifest, searcher = m._searcher()
     index = searcher.index.communities
     assert index.title_vectors is not None and len(index.title_ids) == len(index)
-    scores = index.title_similarity(sample_index._embed_query(manifest, "community detection in graphs"))
+    scores = index.title_similarity(m._embed_query(manifest, "community detection in graphs"), 1.0)
     top = index.levels[0]
     assert index.rank([], level=top, title_scores=scores) == []  # weight 0: units only, and there are none
     by_title = index.rank([], level=top, title_scores=scores, title_weight=1.0)
     best = max((c for c in index.by_id.values() if c.level == top), key=lambda c: (scores[c.id], -c.id))
     assert by_title[0].community.id == best.id and all(h.matched_rows == [] for h in by_title)
     assert all(h.community.level == top for h in by_title)
+    assert Monjyu(m.index_dir, make_config(graph={"embed_communities": True}, search={"community_title_weight": 0.3}))\
+        .search_communities("community detection in graphs")
 
 
 def test_walks_on_large_graphs_run_in_row_blocks_with_the_same_scores(monkeypatch):

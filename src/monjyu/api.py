@@ -186,8 +186,9 @@ class Monjyu:
         vector = self._embed_query(manifest, query)
         ranked = searcher.search(query, vector, "hybrid", units)
         rows = [searcher.row_of(h.text_unit_id) for h in ranked.hits]
-        hits = communities.rank(rows, level=level, title_scores=communities.title_similarity(vector),
-                                title_weight=self.config.search.community_title_weight)
+        weight = self.config.search.community_title_weight
+        hits = communities.rank(rows, level=level, title_scores=communities.title_similarity(vector, weight),
+                                title_weight=weight)
         return [hit.to_dict() for hit in hits[:top_k]]
 
     def community(self, community_id: int, limit: int = 20) -> dict[str, Any]:

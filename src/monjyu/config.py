@@ -113,7 +113,9 @@ class GraphConfig(BaseModel):
     seed: int = 0xDEADBEEF
     min_edge_units: int = Field(1, ge=1, description="co-occurrence edges need at least this many shared units")
     max_phrase_share: float = Field(0.05, gt=0, le=1, description="phrases in a larger share of units are hubs and pruned")
-    embed_min_units: int = Field(2, ge=0, description="embed the non-hub phrases found in at least this many units (query phrases in another language reach them) and the communities' representative phrases; 0: none")
+    embed_min_units: int = Field(2, ge=0, description="embed the non-hub phrases found in at least this many units (query phrases in another language reach them); 0: none")
+    embed_communities: bool = Field(False, description="embed each community's representative phrases, which search.community_title_weight > 0 "
+                                    "ranks communities by (at 0.3 no gain in lazy evidence on 2wiki, so both are off by default)")
     min_hub_units: int = Field(50, ge=1, description="never prune phrases found in fewer units than this")
     processes: int = Field(0, ge=0, le=64, description="noun-phrase worker processes (spawned); 0: one per core, up to 4")
     named_entities: bool = Field(False, description="English phrases from spaCy's full pipeline, with NER labels (PERSON, ORG, "

@@ -388,19 +388,24 @@ class IndexBuilder:
 
     def _embed_graph(self, gen_dir: Path, level1: Level1Result, embedder: CachedEmbedder) -> None:
         """Vectors of the phrases that link units (non-hubs in >= graph.embed_min_units units), so
-        query phrases in another language reach them, and of each community's representative
-        phrases, so communities can be ranked by what they are about. Cached by text."""
-        least = self.config.graph.embed_min_units
-        if not least:
+        query phrases in another language reach them, and, with graph.embed_communities, of each
+        community's representative phrases, so communities can be ranked by what they are about.
+        Cached by text."""
+        least, communities = self.config.graph.embed_min_units, self.config.graph.embed_communities
+        if not least and not communities:
             return
         entities = level1.entities
         linking = np.flatnonzero((entities["frequency"].to_numpy() >= least)
-                                 & ~entities["is_hub"].to_numpy(zero_copy_only=False))
-        texts = entities["title"].take(pa.array(linking)).to_pylist() + level1.communities["title"].to_pylist()
+                                 & ~entities["is_hub"].to_numpy(zero_copy_only=False)) if least else np.array([], np.int64)
+        texts = entities["title"].take(pa.array(linking)).to_pylist()
+        if communities:
+            texts += level1.communities["title"].to_pylist()
         self.progress("phrase vectors", 0, len(texts))
         vectors = embedder.embed_passages(texts, progress=lambda n: self.progress("phrase vectors", n, None))
-        save_vectors(gen_dir, PHRASE_VECTORS, linking, vectors[:len(linking)])
-        save_vectors(gen_dir, COMMUNITY_VECTORS, level1.communities["id"].to_numpy(), vectors[len(linking):])
+        if least:
+            save_vectors(gen_dir, PHRASE_VECTORS, linking, vectors[:len(linking)])
+        if communities:
+            save_vectors(gen_dir, COMMUNITY_VECTORS, level1.communities["id"].to_numpy(), vectors[len(linking):])
 
     def _cache_dir(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import MonjyuError
 from ..store import LanceStore
 from ..store.lancedb_store import COMMUNITIES
 from ..store.sparse import COMMUNITY_VECTORS, load_vectors
@@ -82,10 +83,16 @@ class CommunityIndex:
         found = [self.by_id[c] for c in self._of_unit.get(row, [])]
         return [c for c in found if level is None or c.level == level]
 
-    def title_similarity(self, query_vectors: np.ndarray) -> dict[int, float]:
-        """Cosine of each community's representative phrases with the closest query vector."""
-        if self.title_vectors is None or not len(query_vectors):
+    def title_similarity(self, query_vectors: np.ndarray, weight: float) -> dict[int, float]:
+        """Cosine of each community's representative phrases with the closest query vector, for a
+        ranking that gives them `weight` (search.community_title_weight): none at weight 0, and
+        refused when the index was built without them."""
+        if weight <= 0 or not len(query_vectors):
             return {}
+        if self.title_vectors is None:
+            raise MonjyuError("search.community_title_weight ranks communities by their representative phrases' "
+                              "vectors, which this index does not have: set graph.embed_communities: true and run "
+                              "`monjyu index` again, or leave the weight at 0")
         sims = (self.title_vectors @ np.atleast_2d(np.asarray(query_vectors, dtype=np.float32)).T).max(axis=1)
         return dict(zip(self.title_ids.tolist(), sims.tolist()))
 

@@ -325,8 +325,9 @@ class Searcher:
         seed, _ = self.vector_ranking(query_vector, max(n, 50), mask)
         ranked_rows = [r for r, _ in seed]
         level = index.levels[min(1, len(index.levels) - 1)]  # below the coarsest: themes, not the whole corpus
-        top = index.rank(ranked_rows, level=level, title_scores=index.title_similarity(query_vector),
-                         title_weight=self.config.community_title_weight)[:communities]
+        weight = self.config.community_title_weight
+        top = index.rank(ranked_rows, level=level, title_scores=index.title_similarity(query_vector, weight),
+                         title_weight=weight)[:communities]
         qv = np.asarray(query_vector, dtype=np.float32)
         queues = []
         for hit in top:

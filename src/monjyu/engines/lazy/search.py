@@ -219,8 +219,8 @@ class LazySearchEngine:
         if communities is None:  # Level 0 index: test units in rank order, one "visit" per batch
             return await self._test_in_order(query, ranked, state, assessor, 0) or "exhausted"
 
-        titles = {"title_scores": communities.title_similarity(query_vectors),
-                  "title_weight": self.searcher.config.community_title_weight}
+        weight = self.searcher.config.community_title_weight
+        titles = {"title_scores": communities.title_similarity(query_vectors, weight), "title_weight": weight}
         frontier = [h.community for h in communities.rank(ranked, level=communities.levels[0], **titles)]
         frontier = _boosted(frontier, boost)[:cfg.breadth_limit]
         depth = 0
