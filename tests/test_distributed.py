@@ -114,3 +114,35 @@ def test_calls_whose_worker_process_died_run_in_the_build_process():
     results = distributed.run_all(None, _square_or_die_in_a_worker, [(x,) for x in range(5)], finished.append,
                                   processes=2)
     assert results == [0, 1, 4, 9, 16] and len(finished) == 5
+
+
+def _warn_in_a_worker(x: int) -> int:
+    import logging
+    import warnings
+
+    logging.getLogger("some.library").warning("library chatter %d", x)
+    warnings.warn(f"a library warning {x}")
+    return x
+
+
+def test_worker_processes_log_to_the_build_log_not_the_terminal(capfd):
+    """A CLI build's root handlers write logs/build.log; a worker's records and warnings go there
+    too, never to the worker's own stderr (the terminal)."""
+    import logging
+
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers = [Keep()]
+    try:
+        assert distributed.run_all(None, _warn_in_a_worker, [(1,), (2,)], lambda n: None, processes=2) == [1, 2]
+    finally:
+        root.handlers = saved
+    assert {"library chatter 1", "library chatter 2"} <= set(records)
+    assert any("a library warning 1" in r for r in records)
+    assert "chatter" not in capfd.readouterr().err

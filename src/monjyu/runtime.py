@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
+from logging.handlers import QueueHandler, QueueListener
 
 
 def cpu_cores() -> int:
@@ -21,3 +23,28 @@ def release_freed_memory() -> None:
         return
     if hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+
+
+class WorkerLogs:
+    """Log records and warnings of spawned worker processes, handed to this process's handlers
+    as its own records are (a CLI build: logs/build.log, the terminal only with --verbose); a
+    worker's Python would otherwise print its libraries' warnings on the terminal. The pool's
+    initializer calls forward_logs(*initargs); close() once the pool is shut down."""
+
+    def __init__(self, context) -> None:
+        root = logging.getLogger()
+        self.queue = context.Queue()
+        self.initargs = (self.queue, root.getEffectiveLevel())
+        self._listener = QueueListener(self.queue, *(root.handlers or [logging.lastResort]), respect_handler_level=True)
+        self._listener.start()
+
+    def close(self) -> None:
+        self._listener.stop()
+
+
+def forward_logs(queue, level: int) -> None:
+    """In a spawned worker: its log records and warnings go to `queue` (WorkerLogs)."""
+    root = logging.getLogger()
+    root.handlers = [QueueHandler(queue)]
+    root.setLevel(level)
+    logging.captureWarnings(True)

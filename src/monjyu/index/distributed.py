@@ -24,7 +24,7 @@ import numpy as np
 
 from ..config import EmbeddingConfig, MonjyuConfig
 from ..errors import IngestError, MonjyuError
-from ..runtime import cpu_cores
+from ..runtime import WorkerLogs, cpu_cores, forward_logs
 from ..types import Document, TextUnit
 
 log = logging.getLogger(__name__)
@@ -177,9 +177,12 @@ def run_all(executor: RayExecutor | None, fn: Callable, calls: list[tuple], prog
     out: list[Any] = [None] * len(calls)
     done = [False] * len(calls)
     if processes > 1 and len(calls) > 1:
+        # Spawned, never forked: a fork would copy the locks of LanceDB's and the embedder's threads.
+        context = multiprocessing.get_context("spawn")
+        logs = WorkerLogs(context)
         try:
-            # Spawned, never forked: a fork would copy the locks of LanceDB's and the embedder's threads.
-            with ProcessPoolExecutor(min(processes, len(calls)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context, initializer=forward_logs,
+                                     initargs=logs.initargs) as pool:
                 futures = {pool.submit(fn, *args): i for i, args in enumerate(calls)}
                 for future in as_completed(futures):
                     i = futures[future]
@@ -188,6 +191,8 @@ def run_all(executor: RayExecutor | None, fn: Callable, calls: list[tuple], prog
         except BrokenProcessPool:  # workers could not start (a script without a __main__ guard) or died
             log.warning("build worker processes stopped; the remaining %d calls run in this process",
                         done.count(False))
+        finally:
+            logs.close()
     for i, args in enumerate(calls):
         if not done[i]:
             out[i] = fn(*args)

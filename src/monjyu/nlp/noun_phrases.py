@@ -25,6 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 
+from ..runtime import WorkerLogs, forward_logs
 from .analyzer import EN_STOPWORDS
 from .lang import detect_language
 
@@ -94,6 +95,7 @@ class NounPhraseExtractor:
         self.mode = NER if named_entities else TAGS
         self._local = threading.local()
         self._pool: ProcessPoolExecutor | None = None
+        self._logs: WorkerLogs | None = None
         self._pool_failed = False
         self._lock = threading.Lock()
 
@@ -126,15 +128,20 @@ class NounPhraseExtractor:
         workers failed to start."""
         with self._lock:
             if self._pool is None and not self._pool_failed:
-                self._pool = ProcessPoolExecutor(self.n_process, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_start_worker, initargs=(self.mode == NER,))
+                context = multiprocessing.get_context("spawn")
+                self._logs = WorkerLogs(context)
+                self._pool = ProcessPoolExecutor(self.n_process, mp_context=context, initializer=_start_worker,
+                                                 initargs=(self.mode == NER, *self._logs.initargs))
             return self._pool
 
     def close(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
+            logs, self._logs = self._logs, None
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+        if logs is not None:
+            logs.close()
 
     def extract(self, texts: list[str]) -> list[dict[str, str]]:
         """Unique normalised phrases per text, in order of first appearance, each with its type:
@@ -217,12 +224,13 @@ def _ready() -> None:
     """A worker's first task: returns once its initializer has loaded spaCy."""
 
 
-def _start_worker(named_entities: bool) -> None:
-    """A worker's initializer: one BLAS thread, then spaCy. The pool runs a process per core, and
-    numpy's BLAS would start a thread per core in each (on 2wiki with 2 workers: tags 14.1-14.4 s
-    with them, 8.6-8.8 s without)."""
+def _start_worker(named_entities: bool, log_queue, log_level: int) -> None:
+    """A worker's initializer: its logs to the build's (WorkerLogs), one BLAS thread, then spaCy.
+    The pool runs a process per core, and numpy's BLAS would start a thread per core in each (on
+    2wiki with 2 workers: tags 14.1-14.4 s with them, 8.6-8.8 s without)."""
     from threadpoolctl import threadpool_limits
 
+    forward_logs(log_queue, log_level)
     threadpool_limits(1, user_api="blas")
     (_spacy if named_entities else _spacy_tagger)()
 
