@@ -267,7 +267,7 @@ def test_unit_vectors_are_mapped_from_the_generation(sample_index, tmp_path):
     from monjyu.index.builder import generation_dir
     from monjyu.retrieval import LoadedIndex, Searcher
     from monjyu.store import LanceStore
-    from monjyu.store.unit_vectors import UNIT_VECTORS
+    from monjyu.store.unit_vectors import UNIT_VECTORS, scores_of_all
 
     m = read_manifest(sample_index.index_dir)
     gen = generation_dir(sample_index.index_dir, m.generation)
@@ -280,6 +280,10 @@ def test_unit_vectors_are_mapped_from_the_generation(sample_index, tmp_path):
     searcher = Searcher(mapped, sample_index.config.search)
     ranked, _ = searcher.vector_ranking(mapped.vectors[0], 5, None)
     assert ranked[0][0] == 0 and _resident_kb(mapped.vectors) == 0
+    query = np.array(mapped.vectors[1])
+    exact = np.asarray(mapped.vectors) @ query  # maps every page; scores_of_all hands each block back
+    assert np.array_equal(scores_of_all(mapped.vectors, query, block=4), exact)
+    assert _resident_kb(mapped.vectors) == 0
     old = tmp_path / "old"
     shutil.copytree(gen, old)
     (old / UNIT_VECTORS).unlink()

@@ -26,7 +26,7 @@ from ..runtime import release_freed_memory
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..store.lancedb_store import TEXT_UNITS
-from ..store.unit_vectors import load_unit_vectors, release_pages
+from ..store.unit_vectors import load_unit_vectors, release_pages, scores_of_all
 from ..store.base import KeywordRanker, VectorCandidates
 from ..types import SearchHit, SearchResults
 from .filters import SearchFilters
@@ -223,7 +223,7 @@ class Searcher:
             return mask
         if query_vector is None:
             raise MonjyuError("a similarity threshold needs the query's vector")
-        close = self.index.vectors @ np.asarray(query_vector, dtype=np.float32) >= threshold
+        close = scores_of_all(self.index.vectors, np.asarray(query_vector, dtype=np.float32)) >= threshold
         return close if mask is None else mask & close
 
     def vector_ranking(self, query_vector: np.ndarray, n: int,
@@ -241,8 +241,11 @@ class Searcher:
             candidates = np.sort(np.array([self.row_of(u) for u in ids], dtype=np.int64))  # ties by row
             if mask is not None:
                 candidates = candidates[mask[candidates]]
-        scores = self.index.vectors @ qv if candidates is None else self.index.vectors[candidates] @ qv
-        release_pages(self.index.vectors)  # what this and the previous search mapped; ~0.1 ms
+        if candidates is None:
+            scores = scores_of_all(self.index.vectors, qv)
+        else:
+            scores = self.index.vectors[candidates] @ qv
+            release_pages(self.index.vectors)  # what this and the previous search mapped; ~0.1 ms
         valid = np.ones(len(scores), dtype=bool) if mask is None or candidates is not None else mask
         top = _top(scores, n, valid)
         if candidates is None:

@@ -46,16 +46,43 @@ def load_unit_vectors(generation_dir: Path) -> np.ndarray | None:
     return np.frombuffer(mapping, dtype=dtype, count=int(np.prod(shape)), offset=offset).reshape(shape)
 
 
-def release_pages(vectors: np.ndarray) -> None:
-    """Unmap the pages of a load_unit_vectors matrix from this process (they stay in the page
-    cache). An exact search over every unit maps the whole file (1.5 GB at 1M units) and an ANN
-    search more around each candidate than its row, so a long-running search process would
-    otherwise end up holding the whole file in its RSS. Safe while other threads read the matrix:
-    their next access faults the page back in. Does nothing for a matrix in memory."""
+def _mapping(vectors: np.ndarray) -> mmap.mmap | None:
+    """The file mapping a load_unit_vectors matrix lies in; None for a matrix in memory."""
     base = vectors
     while isinstance(base, np.ndarray):
         base = base.base
     if isinstance(base, memoryview):
         base = base.obj
-    if isinstance(base, mmap.mmap):
-        base.madvise(mmap.MADV_DONTNEED)
+    return base if isinstance(base, mmap.mmap) else None
+
+
+def release_pages(vectors: np.ndarray) -> None:
+    """Unmap the pages of a load_unit_vectors matrix from this process (they stay in the page
+    cache). An ANN search maps more around each candidate than its row, so a long-running search
+    process would otherwise end up holding the whole file in its RSS. Safe while other threads
+    read the matrix: their next access faults the page back in. Does nothing for a matrix in memory."""
+    mapping = _mapping(vectors)
+    if mapping is not None:
+        mapping.madvise(mmap.MADV_DONTNEED)
+
+
+def scores_of_all(vectors: np.ndarray, query: np.ndarray, block: int = 1 << 16) -> np.ndarray:
+    """vectors @ query over every row, a block at a time, each block's pages handed back once
+    scored: an exact search over 1M units would otherwise map the whole file (1.5 GB) at once."""
+    mapping = _mapping(vectors)
+    if mapping is None or len(vectors) <= block:
+        out = vectors @ query
+        release_pages(vectors)
+        return out
+    out = np.empty(len(vectors), dtype=np.float32)
+    start_address = vectors.__array_interface__["data"][0]
+    map_address = np.frombuffer(mapping, dtype=np.uint8, count=1).__array_interface__["data"][0]
+    row_bytes = vectors.strides[0]
+    for a in range(0, len(vectors), block):
+        b = min(a + block, len(vectors))
+        out[a:b] = vectors[a:b] @ query
+        first = start_address - map_address + a * row_bytes  # the block's bytes in the mapping
+        first -= first % mmap.PAGESIZE
+        mapping.madvise(mmap.MADV_DONTNEED, first, start_address - map_address + b * row_bytes - first)
+    mapping.madvise(mmap.MADV_DONTNEED)  # what faults mapped around the blocks' edges
+    return out
