@@ -152,8 +152,8 @@ def main() -> None:
     print(f"search process over {args.units:,} units: RSS {result['rss_after_open_mb']:,.0f} MB after opening, "
           f"{result['rss_after_searches_mb']:,.0f} MB after {result['searches']} hybrid searches (anonymous "
           f"{result['anonymous_mb']:,.0f} MB, mapped files {result['mapped_files_mb']:,.0f} MB), "
-          f"{result['rss_after_filtered_mb']:,.0f} MB after 10 filtered ones (exact search: every vector page "
-          f"mapped), peak "
+          f"{result['rss_after_filtered_mb']:,.0f} MB after 10 filtered ones (exact search: every vector "
+          f"page read), peak "
           f"{result['peak_rss_mb']:,.0f} MB; opened with its first search in {result['open_and_first_search_s']:.1f} s; "
           f"hybrid p50 {result['hybrid_p50_ms']:.1f} ms, p95 {result['hybrid_p95_ms']:.1f} ms (second pass)")
 
