@@ -47,7 +47,10 @@ def load_unit_vectors(generation_dir: Path) -> np.ndarray | None:
 
 
 def _mapping(vectors: np.ndarray) -> mmap.mmap | None:
-    """The file mapping a load_unit_vectors matrix lies in; None for a matrix in memory."""
+    """The file mapping a load_unit_vectors matrix lies in; None for a matrix in memory (or where
+    the platform cannot hand pages back)."""
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return None
     base = vectors
     while isinstance(base, np.ndarray):
         base = base.base
