@@ -328,15 +328,17 @@ class MonjyuConfig(BaseSettings):
 
     def index_hash(self) -> str:
         """Hash of the settings that change what an index contains."""
-        relevant = {"chunking": self.chunking.model_dump(), "ingest": self.ingest.model_dump(exclude={"processes"}),
-                    "pipeline": INGEST_PIPELINE_VERSION}
-        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+        return _digest({"chunking": self.chunking.model_dump(), "ingest": self.ingest.model_dump(exclude={"processes"}),
+                        "pipeline": INGEST_PIPELINE_VERSION})
 
     def graph_hash(self) -> str:
         """Hash of the settings that change what Level 1 contains: a build whose files did not change
         still rebuilds Level 1 (from the cached phrases) when one of them did."""
-        relevant = self.graph.model_dump(exclude={"processes", "enabled"})
-        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+        return _digest(self.graph.model_dump(exclude={"processes", "enabled"}))
+
+
+def _digest(settings: dict) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _setting_names(model: type[BaseModel], prefix: str = "") -> list[str]:
