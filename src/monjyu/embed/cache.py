@@ -11,6 +11,10 @@ from ..store.kv import SqliteKV
 from .base import Embedder
 
 LOOKUP = 8192  # texts looked up in the cache at a time
+# Cache misses handed to the model at a time: enough short texts (sentences, phrases) that each of
+# the model's worker threads gets several padded batches (64 phrases made one batch, leaving a core
+# idle), few enough that a killed build keeps what it embedded and progress moves every few seconds.
+EMBED_CHUNK = 512
 
 
 class EmbeddingCache:
@@ -36,7 +40,7 @@ class EmbeddingCache:
 class CachedEmbedder:
     """Wraps any Embedder; passages are looked up by hash first, new ones embedded in batches."""
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache, batch_size: int = 64):
+    def __init__(self, inner: Embedder, cache: EmbeddingCache, batch_size: int = EMBED_CHUNK):
         self.inner = inner
         self.cache = cache
         self.batch_size = batch_size
