@@ -27,6 +27,7 @@ import multiprocessing as mp
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -96,6 +97,18 @@ def write_index(index: Path, real: LoadedIndex, n: int, config: MonjyuConfig) ->
         named_entities=config.graph.named_entities, built_at=datetime.now(timezone.utc).isoformat(timespec="seconds")))
 
 
+def refresh_manifest(index: Path, config: MonjyuConfig) -> None:
+    """A kept index is opened with today's embedder and configuration: its units' vectors are
+    synthetic blends whatever embedder wrote them, so only the manifest's names are brought up to
+    date (the query is embedded by today's embedder; its sentence vectors are embedded anew)."""
+    manifest = read_manifest(index)
+    embedder = create_embedder(config.embedding)
+    if (manifest.embedder_id, manifest.config_hash) != (embedder.id, config.index_hash()):
+        write_manifest(index, replace(manifest, embedder_id=embedder.id, embedder_dim=embedder.dim,
+                                      config_hash=config.index_hash()))
+        print(f"  manifest brought up to date: embedder {manifest.embedder_id} -> {embedder.id}", flush=True)
+
+
 def search(index: str, queries: list[str], out: str) -> None:
     """The measured process: open the index, search, report memory and latency."""
     t0 = time.perf_counter()
@@ -138,6 +151,7 @@ def main() -> None:
             if kept != args.units:
                 ap.error(f"{index} holds {kept:,} units, not --units {args.units:,}: give another --keep folder")
             print(f"index reused: {index} ({kept:,} units)", flush=True)
+            refresh_manifest(index, MonjyuConfig())
         else:
             manifest = read_manifest(args.real_index)
             real = LoadedIndex.load(generation_dir(args.real_index, manifest.generation), manifest.embedder_dim)

@@ -100,7 +100,7 @@ def test_init_writes_a_config_that_loads(tmp_path, cache_dir):
     from monjyu.config import load_config
 
     cfg = load_config(tmp_path / "monjyu.yaml")
-    assert cfg.llm.provider == "none" and cfg.embedding.provider == "e5onnx"
+    assert cfg.llm.provider == "none" and cfg.embedding.provider == "e5openvino"
     assert "ollama" in (tmp_path / "monjyu.yaml").read_text().lower()
     again = run(["init"], tmp_path, cache_dir, check=False)
     assert again.returncode == 2 and "--force" in again.stderr

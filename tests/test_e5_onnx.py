@@ -29,13 +29,18 @@ def onnx_cache(tmp_path_factory):
 def test_int8_vectors_agree_with_float32(onnx_cache):
     path = int8_model_path(__import__("monjyu.embed.e5_numpy", fromlist=["x"]).default_model_path())
     assert path.exists() and path.stat().st_size < 60_000_000  # int8 weights: a quarter of float32
-    onnx, numpy = OnnxE5Embedder(), NumpyE5Embedder()
-    assert onnx.id.startswith("e5onnx-int8-") and onnx.id != numpy.id and onnx.dim == numpy.dim == 384
+    assert_close_to_float32(OnnxE5Embedder(), "e5onnx-int8-", min_cosine=0.95)
+
+
+def assert_close_to_float32(embedder, id_prefix: str, min_cosine: float) -> None:
+    """Unit vectors within `min_cosine` of e5numpy's for both roles, the same token counts."""
+    numpy = NumpyE5Embedder()
+    assert embedder.id.startswith(id_prefix) and embedder.id != numpy.id and embedder.dim == numpy.dim == 384
     for role in ("embed_passages", "embed_queries"):
-        a, b = getattr(onnx, role)(TEXTS), getattr(numpy, role)(TEXTS)
+        a, b = getattr(embedder, role)(TEXTS), getattr(numpy, role)(TEXTS)
         assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-4)
-        assert (a * b).sum(axis=1).min() > 0.95
-    assert onnx.token_count(LONG) == numpy.token_count(LONG)
+        assert (a * b).sum(axis=1).min() > min_cosine
+    assert embedder.token_count(LONG) == numpy.token_count(LONG)
 
 
 def test_index_and_search_with_the_int8_embedder(onnx_cache, tmp_path, cache_dir):

@@ -23,7 +23,7 @@ def test_build_holds_every_sample(sample_index):
     status = sample_index.status()
     assert status["counts"]["sources"] == 7
     assert status["counts"]["documents"] == 9  # 6 files + 3 JSONL records
-    assert status["embedder"]["dim"] == 384 and status["embedder"]["id"].startswith("e5onnx")
+    assert status["embedder"]["dim"] == 384 and status["embedder"]["id"].startswith("e5openvino")
 
 
 @pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
@@ -167,18 +167,19 @@ def test_duplicate_record_ids_are_reported(tmp_path, make_config):
 def test_querying_with_another_embedder_is_a_clear_error(sample_index, tmp_path):
     other = MonjyuConfig(embedding={"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"})
     m = Monjyu(sample_index.index_dir, other)
-    with pytest.raises(EmbedderMismatchError, match="built with embedder 'e5onnx"):
+    with pytest.raises(EmbedderMismatchError, match="built with embedder 'e5openvino"):
         m.search("anything", mode="vector")
     assert m.search("BM25", mode="keyword", answer=False).hits  # keyword hits need no embedder
 
 
-def test_an_index_of_the_former_default_embedder_names_the_setting(tmp_path, make_config):
-    """e5onnx became the default: an e5numpy index says how to keep using it."""
+@pytest.mark.parametrize("former", ["e5numpy", "e5onnx"])
+def test_an_index_of_a_former_default_embedder_names_the_setting(former, tmp_path, make_config):
+    """e5openvino became the default: an index of a former default says how to keep using it."""
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.md").write_text("# Ranking\n\nBM25 ranks passages by term frequency.\n", encoding="utf-8")
-    Monjyu(tmp_path / "idx", make_config(embedding={"provider": "e5numpy"}, graph={"enabled": False})).index([tmp_path / "d"])
-    assert Monjyu(tmp_path / "idx", make_config(embedding={"provider": "e5numpy"})).search("ranking", mode="vector").hits
-    with pytest.raises(EmbedderMismatchError, match="MONJYU_EMBEDDING__PROVIDER=e5numpy"):
+    Monjyu(tmp_path / "idx", make_config(embedding={"provider": former}, graph={"enabled": False})).index([tmp_path / "d"])
+    assert Monjyu(tmp_path / "idx", make_config(embedding={"provider": former})).search("ranking", mode="vector").hits
+    with pytest.raises(EmbedderMismatchError, match=f"MONJYU_EMBEDDING__PROVIDER={former}"):
         Monjyu(tmp_path / "idx", make_config()).search("ranking", mode="vector")
 
 

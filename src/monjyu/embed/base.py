@@ -34,6 +34,10 @@ def create_embedder(cfg: EmbeddingConfig) -> Embedder:
         from .e5_numpy import NumpyE5Embedder
 
         return NumpyE5Embedder()
+    if cfg.provider == "e5openvino":
+        from .e5_openvino import OpenVinoE5Embedder
+
+        return OpenVinoE5Embedder()
     if cfg.provider == "e5onnx":
         from .e5_onnx import OnnxE5Embedder
 

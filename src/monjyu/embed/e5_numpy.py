@@ -385,6 +385,23 @@ class E5NumpyModel:
 
     # -- encoder --
 
+    def _encoder_input(self, ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What a runtime's encoder graph takes (e5onnx, e5openvino): the embeddings after their
+        LayerNorm [B, L, H], the additive key mask [B, 1, 1, L], and the valid positions [B, L]."""
+        w = self.w
+        B, L = ids.shape
+        valid = np.arange(L)[None, :] < lengths[:, None]
+        mask = np.where(valid, np.float32(0.0), np.float32(-1e30)).astype(np.float32)[:, None, None, :]
+        x = w.word_rows(ids).reshape(B * L, w.H)
+        x += np.tile(w.pos[:L] + w.type0, (B, 1))
+        self._add_layernorm(x, None, w.eln_w, w.eln_b)
+        return x.reshape(B, L, w.H), mask, valid
+
+    @staticmethod
+    def _mean_pool(hidden: np.ndarray, valid: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        pooled = np.einsum("bl,blh->bh", valid.astype(np.float32), hidden)
+        return pooled / lengths[:, None].astype(np.float32)
+
     def forward(self, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """ids [B, L] (padded), lengths [B] -> mean-pooled (unnormalized) vectors [B, H]."""
         w = self.w

@@ -128,16 +128,9 @@ class E5OnnxModel(E5NumpyModel):
                                              providers=["CPUExecutionProvider"])
 
     def forward(self, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        w = self.w
-        B, L = ids.shape
-        valid = np.arange(L)[None, :] < lengths[:, None]
-        mask = np.where(valid, np.float32(0.0), np.float32(-1e30)).astype(np.float32)[:, None, None, :]
-        x = w.word_rows(ids).reshape(B * L, w.H)
-        x += np.tile(w.pos[:L] + w.type0, (B, 1))
-        self._add_layernorm(x, None, w.eln_w, w.eln_b)
-        hidden = self._session.run(["hidden"], {"x": x.reshape(B, L, w.H), "mask": mask})[0]
-        pooled = np.einsum("bl,blh->bh", valid.astype(np.float32), hidden)
-        return pooled / lengths[:, None].astype(np.float32)
+        x, mask, valid = self._encoder_input(ids, lengths)
+        hidden = self._session.run(["hidden"], {"x": x, "mask": mask})[0]
+        return self._mean_pool(hidden, valid, lengths)
 
 
 class OnnxE5Embedder(NumpyE5Embedder):
