@@ -59,3 +59,80 @@ def test_off_topic_question_is_not_answered(sample_index):
 def test_hits_only_when_no_answer_is_asked(sample_index):
     result = sample_index.search("Leiden", mode="keyword", top_k=3, answer=False)
     assert result.answer is None and result.hits and result.to_dict()["answer"] is None
+
+
+# ---------------------------------------------------------------- the offline reader (engines/reader.py)
+
+def test_question_kinds_from_their_wording():
+    from monjyu.engines.reader import question_asks
+
+    assert question_asks("How many GPUs trained OPT-175B?") == "number"
+    assert question_asks("When was the vaccine approved?") == "date"
+    assert question_asks("Why does FlashAttention run faster?") == "reason"
+    assert question_asks("How does ViT differ from a ResNet?") == "compare"
+    assert question_asks("What are the two pre-training tasks of BERT?") == "list"
+    assert question_asks("How does DetectGPT decide whether a text was machine-generated?") == "method"
+    assert question_asks("What is LazyGraphRAG?") == "definition"
+    assert question_asks("ResNetの残差学習はなぜ提案されたのですか？") == "reason"
+    assert question_asks("BERTの事前学習タスクを二つ挙げてください") == "list"
+    assert question_asks("Which dataset was used for pre-training?") == ""
+
+
+def test_figure_table_and_reference_text_is_never_quoted():
+    from monjyu.engines.context import Source
+    from monjyu.engines.reader import clean_quote, quotable
+    from monjyu.engines.relevance import sentences_of
+
+    text = ("Figure 3: Accuracy of the detector on WMT16.\n\n"
+            "RPN ResNet-101 1-crop 13.3 RPN ResNet-101 dense 11.7 RPN+RCNN ensemble dense ensemble 8.9\n\n"
+            "[12] A. Vaswani, N. Shazeer. Attention is all you need. In Proceedings of NeurIPS, 2017.\n\n"
+            "Denoting the activations by , our decoder interleaves Retro( , ) blocks with others.\n\n"
+            "The detector compares the log probability of a passage with that of perturbed versions of it [4].")
+    kept = [clean_quote(s.text) for s in sentences_of([Source(1, _hit(1, text))]) if quotable(s)]
+    assert kept == ["The detector compares the log probability of a passage with that of perturbed versions of it."]
+    caption = _hit(2, "The detector compares the log probability of a passage with perturbed ones.")
+    caption.kind = "caption"
+    assert not any(quotable(s) for s in sentences_of([Source(1, caption)]))
+
+
+def test_english_demo_question_leads_with_the_answer_and_quotes_no_japanese(sample_index):
+    from monjyu.nlp.lang import detect_language
+
+    answer = sample_index.search("How does LazyGraphRAG keep indexing cheap?", top_k=3).answer
+    assert answer.kind == "extractive"
+    lines = answer.text.splitlines()
+    assert all(detect_language(line) == "en" for line in lines)
+    assert "LazyGraphRAG" in lines[0]
+    assert "another language" not in answer.note
+
+
+def test_japanese_demo_question_quotes_the_japanese_sentence_that_answers(sample_index):
+    answer = sample_index.search("グラフを使った検索はどのように索引を作りますか？", top_k=3).answer
+    first = answer.text.splitlines()[0]
+    assert first.startswith("LazyGraphRAG は索引作成時に言語モデルを使わず")
+    assert "作る。そのため" in first  # adjacent Japanese sentences joined as one quote, no space
+    assert all(c.source_path.endswith("kensaku-kakucho.md") for c in answer.citations)
+
+
+def test_a_fact_takes_at_most_two_sentences_and_quotes_only_body_text(sample_index):
+    from monjyu.eval.answers import answer_sentences, is_debris
+
+    result = sample_index.search("Which algorithm detects hierarchical communities?", top_k=5)
+    sentences = answer_sentences(result.answer.text)
+    assert 1 <= len(sentences) <= 2 and not any(map(is_debris, sentences))
+    kinds = {h.text_unit_id: h.kind for h in result.hits}
+    assert all(kinds[c.text_unit_id] == "text" for c in result.answer.citations)
+
+
+def test_quotes_in_another_language_say_so(sample_index):
+    """A Japanese question whose passages answer only in English: English quotes, and a note."""
+    from monjyu.engines.context import Source
+
+    engine = sample_index._answer_engine()
+    query = "リランキングはどのように順位を改善しますか？"
+    hits = [h for h in sample_index.search("How does reranking improve the ranking?", top_k=5, answer=False).hits
+            if h.source_path.endswith((".docx", ".txt"))]
+    sources = [Source(i + 1, h) for i, h in enumerate(hits)]
+    vector = sample_index._embed_query(sample_index.manifest(), query)
+    quotes, note = engine.reader.pick(query, engine.reader.candidates(query, vector, sources), min_relevance=0.0)
+    assert quotes and "英語の文を引用" in note

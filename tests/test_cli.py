@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -33,7 +34,8 @@ def test_index_search_status(tmp_path, cache_dir):
     assert {"retrieval_ms", "answer_ms"} <= set(res["timings_ms"])
     text = run(["search", "Which algorithm detects communities?", "--index", idx, "--mode", "keyword"],
                tmp_path, cache_dir).stdout
-    assert "Answer (extractive" in text and "Leiden" in text and "[1]" in text and "Passages" in text
+    assert "Answer (extractive" in text and "Leiden" in text and "Passages" in text
+    assert re.search(r"Leiden algorithm[^\n]*\n?[^\n]*\[\d\]", text)  # the quote, cited
     hits_only = json.loads(run(["search", "Leiden", "--index", idx, "--no-answer", "--json"], tmp_path, cache_dir).stdout)
     assert hits_only["answer"] is None and hits_only["hits"]
     status = json.loads(run(["status", "--index", idx, "--json"], tmp_path, cache_dir).stdout)

@@ -30,3 +30,23 @@ def test_hand_checked_values():
 
 def test_units_collapse_to_documents():
     assert rank_documents(["a", "a", "b", "a", "c", "d"], 3) == ["a", "b", "c"]
+
+
+def test_answer_figures_by_hand():
+    from monjyu.eval.answers import answer_figures, answer_sentences
+
+    text = ("The reproduction number was 2.5 in Wuhan [1]. It fell after the lockdown, e.g. in March [2]\n"
+            "0.888 0.946 0.838 [3]")
+    # a decimal point ends no sentence; a stop before a space ("e.g. in") and a line break do
+    assert answer_sentences(text) == ["The reproduction number was 2.5 in Wuhan.", "It fell after the lockdown, e.g.",
+                                      "in March", "0.888 0.946 0.838"]
+    f = answer_figures(text, answers=["reproduction number was 2.5"],
+                       reference="The basic reproduction number in Wuhan was estimated at 2.5.")
+    assert f.holds and f.first
+    assert f.words == 23  # "2.5" is two words, "0.888" too
+    assert f.debris == pytest.approx(2 / 4)  # "in March" and the row of numbers
+    # content words: answer {reproduction, number, wuhan, fell, lockdown, march, 888, 946, 838}
+    # reference {basic, reproduction, number, wuhan, estimated}; shared 3
+    assert f.precision == pytest.approx(3 / 9) and f.recall == pytest.approx(3 / 5)
+    later = answer_figures("Cases rose quickly in January. The number was 2.5 in Wuhan.", answers=["was 2.5 in Wuhan"])
+    assert later.holds and not later.first

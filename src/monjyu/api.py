@@ -362,8 +362,13 @@ class Monjyu:
         if self._answers is None:
             scorer = LocalRelevanceScorer(self._passage_embedder().embed_passages)
             self._llm = create_llm(self.config.llm, self._cache_dir())
-            self._answers = AnswerEngine(self.config.answer, self._llm, scorer, TokenCounter().count)
+            self._answers = AnswerEngine(self.config.answer, self._llm, scorer, TokenCounter().count,
+                                         term_weights=self._term_weights)
         return self._answers
+
+    def _term_weights(self, terms: set[str]) -> dict[str, float]:
+        """The terms' IDF in the current index (what the reader weighs a question's terms by)."""
+        return self._searcher()[1].index.bm25.idf(terms)
 
     def _cache_dir(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"

@@ -284,8 +284,10 @@ def _print_answer(result, streamed: bool) -> None:
     else:
         out.print(f"[bold green]{label}[/]")
         out.print(a.text, highlight=False, markup=False)
+    if a.notice:
+        out.print(f"[yellow]{escape(a.notice)}[/]", highlight=False)
     if a.note and a.kind != "extractive":
-        out.print(f"[dim]{a.note}[/]", highlight=False)
+        out.print(f"[dim]{escape(a.note)}[/]", highlight=False)
     for c in a.citations:
         out.print(f"  \\[{c.number}] [cyan]{escape(c.label)}[/] ({escape(c.source_path)}, "
                   f"chars {c.start_char}-{c.end_char})", highlight=False)

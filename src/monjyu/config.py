@@ -148,7 +148,8 @@ class AnswerConfig(BaseModel):
     max_sources: int = Field(10, ge=1, le=100)
     language: Literal["auto", "en", "ja"] = "auto"  # auto: the question's language
     prompts_dir: str = ""  # folder with <name>.<lang>.txt files that replace the bundled prompts
-    extractive_sentences: int = Field(5, ge=1, le=50)
+    extractive_sentences: int = Field(5, ge=1, le=50, description="most sentences an extractive answer quotes; "
+                                      "the question's kind usually stops it sooner (2 for a fact, 4 for a list)")
     min_sentence_score: float = Field(3.0, ge=0.0, le=10.0, description="local relevance (0-10) a sentence needs")
     expansions: int = Field(3, ge=1, le=10, description="LLM rewrites of the query for expanded search")
 

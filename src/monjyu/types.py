@@ -169,6 +169,7 @@ class Answer:
     citations: list[Citation] = field(default_factory=list)
     language: str = "en"
     note: str = ""  # why an answer fell back or abstained
+    notice: str = ""  # what its reader should know, shown with it (e.g. the quotes are in another language)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

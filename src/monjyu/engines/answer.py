@@ -18,6 +18,7 @@ from ..types import Answer, SearchHit
 from .citations import resolve_citations
 from .context import format_sources, select_sources
 from .extractive import extractive_answer, insufficient
+from .reader import Reader
 from .relevance import LocalRelevanceScorer
 
 
@@ -38,11 +39,14 @@ class QueryRewrites(BaseModel):
 
 class AnswerEngine:
     def __init__(self, config: AnswerConfig, llm: LLM | None, scorer: LocalRelevanceScorer,
-                 count_tokens: Callable[[str], int]):
+                 count_tokens: Callable[[str], int],
+                 term_weights: Callable[[set[str]], dict[str, float]] | None = None):
+        """`term_weights`: a query term's weight in the collection (its IDF), for the reader."""
         self.config = config
         self.llm = llm
         self.scorer = scorer
         self.count_tokens = count_tokens
+        self.reader = Reader(scorer, term_weights, max_sentences=config.extractive_sentences)
 
     def language(self, query: str) -> str:
         return detect_language(query[:QUERY_TEXT_CHARS]) if self.config.language == "auto" else self.config.language
@@ -59,8 +63,8 @@ class AnswerEngine:
             return insufficient(lang, "no passage was retrieved (or all fell under the threshold)")
 
         def extractive(note: str = "") -> Answer:
-            answer = extractive_answer(query, query_vector, sources, self.scorer, lang,
-                                       cfg.extractive_sentences, min_score=cfg.min_sentence_score)
+            answer = extractive_answer(query, query_vector, sources, self.reader, lang,
+                                       min_score=cfg.min_sentence_score)
             if note:
                 answer.note = f"{note}; {answer.note}" if answer.note else note
             if on_token and answer.text:

@@ -1,4 +1,5 @@
-"""The answer when no LLM is configured: the most relevant sentences of the sources, each cited."""
+"""The answer when no LLM is configured: the sentences of the sources that answer the question
+(engines/reader.py picks them), each quote cited."""
 
 from __future__ import annotations
 
@@ -6,16 +7,24 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..ingest.sentences import is_title_line
 from ..types import Answer
 from .citations import citation_for
 from .context import Source
-from .relevance import LocalRelevanceScorer, sentences_of
+from .reader import Reader
 
 INSUFFICIENT = {
     "en": "Not enough information in the indexed documents to answer this question.",
     "ja": "索引された文書には、この質問に答えるための十分な情報が見つかりませんでした。",
 }
+EXTRACTIVE_NOTE = "extractive: sentences selected from the sources without an LLM"
+
+
+def join_sentences(sentences: list[str]) -> str:
+    """Sentences of one quote: a space between English ones, none after a Japanese full stop."""
+    out = sentences[0]
+    for s in sentences[1:]:
+        out += s if out.endswith(("。", "！", "？")) else f" {s}"
+    return out
 
 
 def insufficient(language: str, note: str = "") -> Answer:
@@ -23,31 +32,24 @@ def insufficient(language: str, note: str = "") -> Answer:
                   language=language, note=note)
 
 
-def extractive_answer(query: str, query_vector: np.ndarray, sources: Sequence[Source], scorer: LocalRelevanceScorer,
-                      language: str, max_sentences: int = 5, per_source: int = 2, min_score: float = 3.0) -> Answer:
-    """Best sentences first, at most `per_source` from one text unit; each line ends with its [n]."""
-    sentences = [s for s in sentences_of(sources)  # a title restates nothing: never an answer line
-                 if not is_title_line(s.source.hit.text, s.start_char - s.source.hit.start_char,
-                                      s.end_char - s.source.hit.start_char)]
-    if not sentences:
-        return insufficient(language, "no retrieved passage")
-    scores = scorer.score(query, query_vector, [s.text for s in sentences])
-    picked, per_unit = [], {}
-    for i in np.argsort(-scores, kind="stable"):
-        if scores[i] < min_score or len(picked) >= max_sentences:
-            break
-        s = sentences[i]
-        if per_unit.get(s.source.number, 0) >= per_source:
-            continue
-        per_unit[s.source.number] = per_unit.get(s.source.number, 0) + 1
-        picked.append(s)
-    if not picked:
+def extractive_answer(query: str, query_vector: np.ndarray, sources: Sequence[Source], reader: Reader,
+                      language: str, min_score: float = 3.0) -> Answer:
+    """One line per quote (adjacent sentences of a passage joined), the best first, each ending
+    with its [n]; the first quote of a source is that source's citation snippet."""
+    candidates = reader.candidates(query, query_vector, sources)
+    if not candidates:
+        return insufficient(language, "no quotable sentence in the retrieved passages")
+    quotes, notice = reader.pick(query, candidates, min_score)
+    if not quotes:
         return insufficient(language, f"no sentence scored >= {min_score} for relevance")
     lines, citations, cited = [], [], set()
-    for s in picked:
-        lines.append(f"{' '.join(s.text.split())} [{s.source.number}]")
-        if s.source.number not in cited:  # one citation per source: its best sentence is the snippet
-            cited.add(s.source.number)
-            citations.append(citation_for(s.source, s.text, s.start_char, s.end_char))
+    for quote in quotes:
+        source = quote[0].sentence.source
+        lines.append(f"{join_sentences([c.quote for c in quote])} [{source.number}]")
+        if source.number not in cited:
+            cited.add(source.number)
+            first, last = quote[0].sentence, quote[-1].sentence
+            snippet = source.hit.text[first.start_char - source.hit.start_char:last.end_char - source.hit.start_char]
+            citations.append(citation_for(source, snippet, first.start_char, last.end_char))
     return Answer(text="\n".join(lines), kind="extractive", citations=citations, language=language,
-                  note="extractive: sentences selected from the sources without an LLM")
+                  note=EXTRACTIVE_NOTE, notice=notice)

@@ -51,6 +51,10 @@ class LocalRelevanceScorer:
         self._query_terms = functools.lru_cache(maxsize=8)(
             lambda q: frozenset(self._analyzer.terms(q[:QUERY_TEXT_CHARS])))
 
+    @property
+    def analyzer(self) -> Analyzer:
+        return self._analyzer
+
     def query_terms(self, query: str) -> frozenset[str]:
         return self._query_terms(query)
 

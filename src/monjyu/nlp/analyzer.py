@@ -29,7 +29,8 @@ whom why why's with won't would wouldn't you you'd you'll you're you've your you
 
 # Japanese parts of speech that carry content for retrieval.
 _JA_KEEP_POS = {"名詞", "動詞", "形容詞", "形状詞", "副詞", "接頭辞"}
-_JA_DROP_POS1 = {"数詞"}
+# numerals, and the grammatical words of any part of speech ("よう" of どのように, "する", "いる")
+_JA_DROP_POS1 = {"数詞", "助動詞語幹", "非自立可能"}
 
 
 class Analyzer:

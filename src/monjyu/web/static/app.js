@@ -108,6 +108,7 @@ async function search(event) {
   $("answer").hidden = false;
   $("answer-title").textContent = t("searching");
   $("answer-text").textContent = "";
+  $("answer-notice").hidden = true;
   $("citations").replaceChildren();
   $("cost").textContent = "";
   $("trace").hidden = true;
@@ -154,6 +155,8 @@ function renderResult(result) {
   if (answer) {
     $("answer-title").textContent = t(answer.kind === "llm" ? "answer" : answer.kind);
     renderAnswerText(answer);
+    $("answer-notice").textContent = answer.notice || "";
+    $("answer-notice").hidden = !answer.notice;
     $("citations").replaceChildren(...answer.citations.map((c) => el("li", { value: c.number },
       el("button", { type: "button", class: "cite", "data-cite": c.number, onclick: () => openReader(c, c.start_char, c.end_char) },
         c.document_title || c.document_id),

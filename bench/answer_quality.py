@@ -1,0 +1,213 @@
+"""What the answer a user reads is worth, offline: covidqa-dev (gold spans) and the papers-pdf
+free-form set (reference answers, bench/data/papers_pdf_qa.jsonl), with two references measured
+in the same run: "the first 60 words of the top retrieved passage", and (with --baseline REV) the
+answers of an earlier commit, run from a `git worktree` over the same indexes.
+
+    python bench/answer_quality.py --covidqa ../shared/bench-data/covidqa-dev --covidqa-index IDX \
+        --papers ../shared/bench-data/papers-pdf --papers-index IDX2 --baseline 1e8d856
+    python bench/answer_quality.py ... --half fit      # the covidqa papers a reader may be fitted on
+
+Figures (monjyu.eval.answers): holds, first (covidqa), precision / recall / f1 (papers), words
+(mean and 90th percentile), debris; and, from the citations, the share of quoted lines whose unit
+is not body text (caption, reference, front matter) and the share of quoted lines in another
+language than the question's although the collection has text in the question's language.
+
+covidqa-dev is split by paper: `--half fit` takes the questions of every other paper in sorted
+file-name order (starting with the first), `--half test` the others. Anything fitted on covidqa-dev
+is fitted on `fit` and reported on `test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPERS_QA = ROOT / "bench" / "data" / "papers_pdf_qa.jsonl"
+REFERENCE_WORDS = 60
+
+
+def covidqa_questions(folder: Path, half: str) -> list[dict]:
+    rows = [json.loads(line) for line in open(folder / "questions.jsonl", encoding="utf-8") if line.strip()]
+    docs = sorted({r["doc"] for r in rows})
+    fit = set(docs[0::2])
+    keep = {"fit": fit, "test": set(docs) - fit, "all": set(docs)}[half]
+    return [{"id": str(r["id"]), "question": r["question"], "answers": r["answers"], "doc": r["doc"]}
+            for r in rows if r["doc"] in keep]
+
+
+def papers_questions(path: Path) -> list[dict]:
+    return [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+
+
+def collect(index: Path, docs: Path, questions: list[dict], mode: str, config: Path | None,
+            build: bool = True) -> list[dict]:
+    """Each question's answer, its citations (with the kind of the unit each cites) and the top
+    passage, through the facade only, so an earlier commit can run it too (on the index this tree
+    built: `build=False`)."""
+    from monjyu import Monjyu, load_config
+
+    m = Monjyu(index, load_config(config) if config else None)
+    if build:
+        m.index([docs])
+    out = []
+    for q in questions:
+        r = m.search(q["question"], mode=mode, top_k=10)
+        kinds = {}
+        for h in r.hits:
+            kinds[h.text_unit_id] = h.kind
+            for part in h.parts:
+                kinds[part["text_unit_id"]] = h.kind
+        a = r.answer
+        out.append({"id": q["id"], "answer": a.text if a else "", "answer_kind": a.kind if a else "",
+                    "note": a.note if a else "",
+                    "citations": [{"number": c.number, "kind": kinds.get(c.text_unit_id, "?"),
+                                   "snippet": c.snippet, "doc": Path(c.source_path).name} for c in r.citations],
+                    "top_passage": r.hits[0].text if r.hits else "",
+                    "top_doc": Path(r.hits[0].source_path).name if r.hits else ""})
+    return out
+
+
+def figures(records: list[dict], questions: list[dict], use_reference_passage: bool,
+            collection_langs: set[str]) -> dict[str, float]:
+    import re
+
+    import numpy as np
+
+    from monjyu.eval.answers import answer_figures, answer_sentences
+    from monjyu.nlp.lang import detect_language
+
+    by_id = {q["id"]: q for q in questions}
+    rows, off_kind, off_lang, lines_total = [], 0, 0, 0
+    for rec in records:
+        q = by_id[rec["id"]]
+        text = " ".join(rec["top_passage"].split()[:REFERENCE_WORDS]) if use_reference_passage else rec["answer"]
+        # A question in a language the papers lack is answered by quotes in theirs: its reference
+        # in that language (reference_en) is what the quotes are compared with.
+        reference = q.get("reference_en") if q.get("language", "en") not in collection_langs else q.get("reference")
+        rows.append(answer_figures(text, q.get("answers", ()), reference or q.get("reference")))
+        if use_reference_passage:
+            continue
+        kinds = {c["number"]: c["kind"] for c in rec["citations"]}
+        q_lang = q.get("language") or detect_language(q["question"])
+        for line in rec["answer"].splitlines():
+            numbers = [int(n) for n in re.findall(r"\[(\d+)\]", line)]
+            if not numbers or not answer_sentences(line):
+                continue
+            lines_total += 1
+            off_kind += any(kinds.get(n, "text") != "text" for n in numbers)
+            off_lang += q_lang in collection_langs and detect_language(line) != q_lang
+    n = max(len(rows), 1)
+    words = np.array([r.words for r in rows]) if rows else np.zeros(1)
+    out: dict[str, float] = {"questions": len(rows)}
+    if rows and rows[0].holds is not None:
+        out["holds"] = sum(bool(r.holds) for r in rows) / n
+        out["first"] = sum(bool(r.first) for r in rows) / n
+    if rows and rows[0].f1 is not None:
+        for k in ("precision", "recall", "f1"):
+            out[k] = float(np.mean([getattr(r, k) for r in rows]))
+    out["words"] = float(words.mean())
+    out["words_p90"] = float(np.percentile(words, 90))
+    out["debris"] = float(np.mean([r.debris for r in rows])) if rows else 0.0
+    if not use_reference_passage:
+        out["non_body_lines"] = off_kind / max(lines_total, 1)
+        out["other_language_lines"] = off_lang / max(lines_total, 1)
+    return out
+
+
+def run_baseline(revision: str, args: argparse.Namespace, jobs: list[dict]) -> dict[str, list[dict]]:
+    """The same collection in a subprocess running `revision`'s code (bench/worktree.py)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from worktree import checkout, environment
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp, checkout(revision, Path(tmp) / "tree") as src:
+        for job in jobs:
+            dump = Path(tmp) / f"{job['name']}.json"
+            qfile = Path(tmp) / f"{job['name']}.questions.json"
+            qfile.write_text(json.dumps(job["questions"]), encoding="utf-8")
+            cmd = [sys.executable, __file__, "--collect", str(qfile), "--collect-index", str(job["index"]),
+                   "--collect-docs", str(job["docs"]), "--collect-out", str(dump), "--mode", args.mode]
+            if args.config:
+                cmd += ["--config", str(args.config)]
+            subprocess.run(cmd, check=True, env=environment(src))
+            out[job["name"]] = json.loads(dump.read_text(encoding="utf-8"))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--covidqa", type=Path, help="covidqa-dev folder (questions.jsonl, docs/)")
+    ap.add_argument("--covidqa-index", type=Path)
+    ap.add_argument("--papers", type=Path, help="papers-pdf folder")
+    ap.add_argument("--papers-index", type=Path)
+    ap.add_argument("--papers-qa", type=Path, default=PAPERS_QA)
+    ap.add_argument("--half", choices=["fit", "test", "all"], default="test")
+    ap.add_argument("--mode", default="hybrid")
+    ap.add_argument("--config", type=Path)
+    ap.add_argument("--limit", type=int, default=0, help="first N questions of each set (a quick look)")
+    ap.add_argument("--baseline", help="an earlier commit whose answers are measured in the same run")
+    ap.add_argument("--records", type=Path, help="write every answer and its figures here (JSONL)")
+    ap.add_argument("--json", action="store_true")
+    # internal: one collection in a subprocess (the baseline's code)
+    ap.add_argument("--collect", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--collect-index", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--collect-docs", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--collect-out", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.collect:
+        questions = json.loads(args.collect.read_text(encoding="utf-8"))
+        records = collect(args.collect_index, args.collect_docs, questions, args.mode, args.config, build=False)
+        args.collect_out.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+        return
+
+    jobs = []
+    if args.covidqa:
+        qs = covidqa_questions(args.covidqa, args.half)
+        jobs.append({"name": f"covidqa-{args.half}", "questions": qs[:args.limit] if args.limit else qs,
+                     "index": args.covidqa_index, "docs": args.covidqa / "docs", "langs": {"en"}})
+    if args.papers:
+        qs = papers_questions(args.papers_qa)
+        jobs.append({"name": "papers-pdf", "questions": qs[:args.limit] if args.limit else qs,
+                     "index": args.papers_index, "docs": args.papers, "langs": {"en"}})
+    if not jobs:
+        ap.error("give --covidqa and/or --papers")
+    for job in jobs:
+        if job["index"] is None:
+            ap.error(f"{job['name']}: give its index directory")
+
+    built = {job["name"]: collect(job["index"], job["docs"], job["questions"], args.mode, args.config)
+             for job in jobs}  # indexes up to date before the baseline reads them
+    baseline = run_baseline(args.baseline, args, jobs) if args.baseline else {}
+    report = {}
+    for job in jobs:
+        records = built[job["name"]]
+        rows = {"this tree": figures(records, job["questions"], False, job["langs"]),
+                f"top passage, {REFERENCE_WORDS} words": figures(records, job["questions"], True, job["langs"])}
+        if job["name"] in baseline:
+            rows[f"baseline {args.baseline}"] = figures(baseline[job["name"]], job["questions"], False, job["langs"])
+        report[job["name"]] = rows
+        if args.records:
+            with open(args.records, "a", encoding="utf-8") as fh:
+                for rec in records:
+                    fh.write(json.dumps({"set": job["name"], **rec}, ensure_ascii=False) + "\n")
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    for name, rows in report.items():
+        keys = list(next(iter(rows.values())))
+        print(f"\n{name}")
+        widths = [max(9, len(k) + 1) for k in keys]
+        print(f"{'':30}" + "".join(f"{k:>{w}}" for k, w in zip(keys, widths)))
+        for label, figs in rows.items():
+            print(f"{label:30}" + "".join(f"{figs.get(k, float('nan')):>{w}.3f}" for k, w in zip(keys, widths)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Fit the offline reader's sentence model (engines/reader.py: FEATURES, WEIGHTS) on half of
+covidqa-dev's papers and report it on the other half.
+
+    python bench/reader_fit.py --covidqa ../shared/bench-data/covidqa-dev --index IDX
+
+For every question the default search runs (no answer), the answer step's sources are taken as
+the answer engine takes them, and every quotable sentence gets the reader's features and a label:
+it holds a piece of the gold span (its 5 first-to-last consecutive words, or the whole span when
+shorter). The model is a listwise logistic one (softmax over one question's sentences, the gold
+sentences sharing the target, L2 0.1), fitted on the questions of `--half fit` papers
+(answer_quality.py's split). Printed: the weights to paste into reader.py, and on both halves how
+often the best sentence holds the gold span (what the answer's first sentence can reach), for the
+fitted weights and for the ones in reader.py now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import minimize
+
+sys.path.insert(0, str(Path(__file__).parent))
+from answer_quality import covidqa_questions  # noqa: E402
+
+from monjyu import Monjyu  # noqa: E402
+from monjyu.engines.context import select_sources  # noqa: E402
+from monjyu.engines.reader import FEATURES, WEIGHTS  # noqa: E402
+from monjyu.eval.qa import answer_words, holds_answer  # noqa: E402
+
+PIECE = 5
+
+
+def label(sentence: str, answers: list[str]) -> bool:
+    hay = f" {' '.join(answer_words(sentence))} "
+    for a in answers:
+        words = answer_words(a)
+        n = min(PIECE, len(words))
+        if any(f" {' '.join(words[i:i + n])} " in hay for i in range(len(words) - n + 1)):
+            return True
+    return False
+
+
+def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
+    engine = m._answer_engine()
+    cfg = m.config.answer
+    manifest = m.manifest()
+    rows = []
+    for q in questions:
+        hits = m.search(q["question"], top_k=10, answer=False).hits
+        sources = select_sources(hits, cfg.context_tokens, engine.count_tokens, cfg.max_sources)
+        vector = m._embed_query(manifest, q["question"])
+        cands = engine.reader.candidates(q["question"], vector, sources)
+        if not cands:
+            continue
+        rows.append({"X": np.array([c.features for c in cands]),
+                     "y": np.array([label(c.quote, q["answers"]) for c in cands]),
+                     "holds": np.array([holds_answer(c.quote, q["answers"]) for c in cands])})
+    return rows
+
+
+def listwise_loss(w: np.ndarray, rows: list[dict], l2: float) -> tuple[float, np.ndarray]:
+    loss, grad = l2 * float(w @ w), 2 * l2 * w
+    n = 0
+    for r in rows:
+        if not r["y"].any():
+            continue
+        z = r["X"] @ w
+        z = z - z.max()
+        p = np.exp(z) / np.exp(z).sum()
+        t = r["y"] / r["y"].sum()
+        loss -= float(t @ np.log(p + 1e-12))
+        grad -= r["X"].T @ (t - p)
+        n += 1
+    return loss / max(n, 1), grad / max(n, 1)
+
+
+def first_holds(w: np.ndarray, rows: list[dict], n_questions: int, k: int = 1) -> float:
+    """Share of questions whose k best sentences hold the gold span."""
+    return sum(bool(r["holds"][np.argsort(-(r["X"] @ w), kind="stable")[:k]].any()) for r in rows) / max(n_questions, 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--covidqa", type=Path, required=True)
+    ap.add_argument("--index", type=Path, required=True)
+    ap.add_argument("--l2", type=float, default=0.1)
+    args = ap.parse_args()
+    m = Monjyu(args.index)
+    m.index([args.covidqa / "docs"])
+    halves = {h: covidqa_questions(args.covidqa, h) for h in ("fit", "test")}
+    rows = {h: collect(m, qs) for h, qs in halves.items()}
+    fit = minimize(listwise_loss, np.zeros(len(FEATURES)), args=(rows["fit"], args.l2), jac=True, method="L-BFGS-B")
+    w = fit.x
+    print(json.dumps({"features": FEATURES, "weights": [round(float(x), 3) for x in w]}))
+    for h in ("fit", "test"):
+        n = len(halves[h])
+        reachable = sum(bool(r["holds"].any()) for r in rows[h]) / n
+        print(f"{h}: {n} questions; a candidate holds the gold {reachable:.3f}; best sentence holds it: "
+              f"fitted {first_holds(w, rows[h], n):.3f}, reader.py now {first_holds(WEIGHTS, rows[h], n):.3f}, "
+              f"semantic only {first_holds(np.eye(len(FEATURES))[0], rows[h], n):.3f}; fitted, best 2 / 3 / 4: "
+              + " / ".join(f"{first_holds(w, rows[h], n, k):.3f}" for k in (2, 3, 4)))
+
+
+if __name__ == "__main__":
+    main()

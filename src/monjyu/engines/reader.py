@@ -1,0 +1,341 @@
+"""The offline reader: which retrieved sentences answer the question, and how many to quote.
+
+Similarity alone picks sentences that restate the question. The reader scores each quotable
+sentence of the retrieved passages by how likely it is to hold the answer: its meaning and the
+question's rare terms (as the local relevance scorer has them), the terms of the sentences around
+it (an answer often says "it" where the question names the thing), whether it carries what the
+question asks for (a number for "how many", a reason for "why" ...), how much it says beyond the
+question's own words, and how well retrieval ranked its passage. The weights of those features
+are a logistic model fitted on half of covidqa-dev's papers (bench/reader_fit.py; reported on the
+other half). It leads with the best sentence and stops when the question is answered: one or two
+sentences for a fact or a definition, more for a list, a comparison, a reason or a method.
+
+Nothing is quoted from captions, references or front matter, headings, title lines, figure or
+table text, or reference entries inside body text; a sentence in the question's language is
+preferred when the passages have one that answers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ingest.sentences import is_title_line
+from ..nlp.analyzer import EN_STOPWORDS
+from ..nlp.lang import detect_language
+from .context import Source
+from .relevance import LocalRelevanceScorer, Sentence, sentences_of
+
+# ---------------------------------------------------------------------------- the question
+
+# What a question asks for, from its wording (English and Japanese); "" = a fact of no marked type.
+_ASKS = [
+    ("number", re.compile(r"\bhow (many|much|long|often|large|big|old|far|fast|high|low|small)\b|"
+                          r"\bwhat (percentage|proportion|fraction|number|rate|ratio|size|amount|dose)\b|"
+                          r"何人|何個|何倍|何層|何件|何回|何%|何パーセント|いくつ|どのくらい|どれくらい|どれだけ|何割|何台|何枚|何次元|何億|何万", re.I)),
+    ("date", re.compile(r"\bwhen\b|\b(what|which) (year|date|month|day|decade|century)\b|いつ|何年|何月", re.I)),
+    ("person", re.compile(r"\bwho\b|\bwhom\b|\bwhose\b|誰|だれ", re.I)),
+    ("place", re.compile(r"\bwhere\b|どこ", re.I)),
+    ("reason", re.compile(r"\bwhy\b|\bwhat (causes|caused|leads|led)\b|\breasons?\b|\bfor what purpose\b|"
+                          r"なぜ|どうして|理由|原因|目的", re.I)),
+    ("compare", re.compile(r"\bdiffer|\bdifference|\bcompar|\bversus\b|\bvs\.?\b|\bbetter than\b|"
+                           r"\bworse than\b|\badvantages?\b|\bdisadvantages?\b|\bunlike\b|違い|比較|異な|比べ|優れ|利点|欠点", re.I)),
+    ("list", re.compile(r"\bwhat are (the|some)\b|\bwhich\b.*\b(are|were)\b|\blist\b|\bname (the|some)\b|"
+                        r"\bwhat (types|kinds|sorts|components|steps|stages|factors|features|methods|techniques)\b|"
+                        r"\bexamples?\b|挙げ|種類|どのようなものが|何と何|[二三四2-4]つ", re.I)),
+    ("method", re.compile(r"\bhow (does|do|did|is|are|was|were|can|could|should|to)\b|\bwhat (method|approach|technique)\b|"
+                          r"\bin what way\b|どのように|どうやって|方法|仕組み|手法", re.I)),
+    ("definition", re.compile(r"^\s*(what|who) (is|are|was|were) (a |an |the )?[^,]{1,60}\??$|\bdefin|\bmeaning of\b|"
+                              r"\bstands? for\b|\bwhat does .* mean\b|とは|何ですか|なんですか", re.I)),
+]
+
+# What a sentence carries, for each kind of question.
+_CARRIES = {
+    "number": re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|"
+                         r"thousand|million|billion|dozen|half|twice|double|triple)\b|[一二三四五六七八九十百千万億]", re.I),
+    "date": re.compile(r"\b(1[6-9]|20)\d\d\b|\b(January|February|March|April|May|June|July|August|September|"
+                       r"October|November|December)\b|\bcentury\b|\d+年|\d+月", re.I),
+    "person": re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+ [A-Z][a-z]+\b|\bet al\b|[一-龯]{1,3}[\s　][一-龯]{1,3}"),
+    "place": re.compile(r"\b(in|at|from|of) (the )?[A-Z][a-z]+|[都道府県市国州]"),
+    "reason": re.compile(r"\b(because|due to|since|as a result|result(s|ed)? (in|from)|caused by|owing to|therefore|"
+                         r"thus|hence|leads? to|led to|so that|in order to|allows?|enables?|reason|attributed to|"
+                         r"responsible for|consequently)\b|ため|ので|から|により|によって|原因", re.I),
+    "compare": re.compile(r"\b(than|whereas|while|unlike|compared|in contrast|outperforms?|instead of|rather than|"
+                          r"better|worse|faster|slower|more|less|fewer|higher|lower|similar|same as)\b|より|比べ|対して|一方", re.I),
+    "list": re.compile(r",.*,|;|\b(include|includes|including|such as|consists? of|comprises?|namely|first|second|"
+                       r"both|two|three|several)\b|・|、.*、", re.I),
+    "method": re.compile(r"\b(by|using|uses?|through|via|with|propose[sd]?|method|approach|computes?|estimates?|"
+                         r"trains?|applies|applying|replaces?|combines?)\b|によって|を用いて|により|使って", re.I),
+    "definition": re.compile(r"\b(is|are|was|were) (a|an|the|defined|known|called|termed|referred)\b|\brefers? to\b|"
+                             r"\bdefined as\b|\bknown as\b|\bstands? for\b|\bi\.e\.|とは|である|のこと", re.I),
+}
+
+# How far an answer of each kind goes: at most this many sentences and words, and a further
+# sentence only while its score is within `margin` of the best one's (log-odds; 1.0 = odds 1 : e).
+# A fact or a definition stops after one or two sentences; a list, a comparison, a reason or a
+# method takes more.
+# How much better (log-odds) a sentence in another language must be to be quoted before one in
+# the question's language.
+LANGUAGE_MARGIN = 1.5
+
+
+@dataclass(frozen=True)
+class Extent:
+    sentences: int
+    words: int
+    margin: float
+
+
+_EXTENT = {"number": Extent(2, 70, 0.75), "date": Extent(2, 70, 0.75), "person": Extent(2, 70, 0.75),
+           "place": Extent(2, 70, 0.75), "definition": Extent(2, 70, 0.75), "": Extent(2, 70, 0.75),
+           "method": Extent(4, 120, 2.0), "reason": Extent(4, 120, 2.0),
+           "list": Extent(5, 140, 2.5), "compare": Extent(5, 140, 2.5)}
+
+
+def question_asks(query: str) -> str:
+    """The first kind of answer the question's wording asks for, or "" (a plain fact)."""
+    for name, pattern in _ASKS:
+        if pattern.search(query):
+            return name
+    return ""
+
+
+# ---------------------------------------------------------------------------- quotable sentences
+
+_WORD = re.compile(r"[^\W_]+")
+_FIGURE_TEXT = re.compile(r"^\s*(\(?[a-h]\)\s*)?(Figure|Fig\.?|Table|Tab\.|Algorithm|Listing|Eq\.|Equation|図|表)"
+                          r"\s*[A-Z0-9IVX]+[.:：|]?", re.I)
+_REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|\bProc\. of\b|\bdoi:\s*10\.|"
+                              r"https?://|\bvol\. \d+|\bpp\. \d+|^\s*\d{1,3}\.\s+[A-Z][a-z]+,\s+[A-Z]\.", re.I)
+_INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
+# A line of a reference list, whichever of its sentences is read: "[12] A. Vaswani, N. Shazeer. ..."
+_ENTRY_LINE = re.compile(r"^\s*(\[\d+\]|\d{1,3}\.)\s+(?:[A-Z]\.\s?)+[A-Z][a-z]+|"
+                         r"^\s*[A-Z][a-z]+,\s+(?:[A-Z]\.\s?)+(?:,|and\b)")
+_STOP_THEN_SPACE = re.compile(r"(?<=[.!?])\s+")
+# In-text citations and figure pointers a quote drops: "[12]", "[3-5, 7]", "(Fig. 2b)", "(see Table 1)".
+_INLINE_POINTER = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]|\s*\((?:see |cf\. )?(?:Fig(?:ure)?s?\.?|Tables?|Eqs?\.?|"
+                             r"Sections?|Sec\.|§)\s*[\w.,\s–-]{1,20}\)", re.I)
+
+
+def clean_quote(text: str) -> str:
+    """The sentence as quoted: one line, its own citation brackets and figure pointers left out
+    (an "[12]" of the paper would read as one of the answer's own markers)."""
+    return " ".join(_INLINE_POINTER.sub("", text).split())
+
+
+# Formula text a PDF lost its symbols from: "activations by , our", "Retro( , )".
+_MATH_HOLES = re.compile(r"[(\[]\s*[,;)\]]|\s[,;:]\s*[,;)\]]|\b(by|of|to|and|with|where|denoting)\s+[,.;)]", re.I)
+
+
+def _reads_as_prose(text: str) -> bool:
+    """English prose has function words ("the", "of", "is"); a table row ("RPN ResNet-101 dense
+    11.7 ...") or a label list has next to none. Japanese text has its particles, kana."""
+    if detect_language(text) == "ja":
+        return bool(re.search(r"[ぁ-ん]", text))
+    words = _WORD.findall(text.lower())
+    return sum(w in EN_STOPWORDS for w in words) >= max(2, len(words) // 10) and not _MATH_HOLES.search(text)
+
+
+def _pieces_are_words(text: str) -> bool:
+    """Every piece between sentence stops has 4+ words, at least half of them alphabetic: no stray
+    label ("Fig. 3"), number row or formula reaches the answer."""
+    for piece in _STOP_THEN_SPACE.split(text):
+        if detect_language(piece) == "ja":  # no spaces between words: count characters
+            letters = re.sub(r"[\W_]", "", piece)
+            if len(letters) < 8 or sum(ch.isdigit() for ch in letters) * 2 > len(letters):
+                return False
+            continue
+        words = _WORD.findall(piece.lower())
+        if len(words) < 4 or sum(w.isalpha() for w in words) * 2 < len(words):
+            return False
+    return True
+
+
+def quotable(sentence: Sentence) -> bool:
+    """A statement of body text that reads as prose."""
+    hit = sentence.source.hit
+    if hit.kind != "text":
+        return False
+    a, b = sentence.start_char - hit.start_char, sentence.end_char - hit.start_char
+    if is_title_line(hit.text, a, b):
+        return False
+    line_start = hit.text.rfind("\n", 0, a) + 1
+    if _ENTRY_LINE.match(hit.text[line_start:line_start + 200]):
+        return False
+    text = clean_quote(sentence.text)
+    if _FIGURE_TEXT.match(text) or _REFERENCE_ENTRY.search(text) or len(_INITIALS.findall(text)) >= 2:
+        return False
+    return _pieces_are_words(text) and _reads_as_prose(text)
+
+
+# ---------------------------------------------------------------------------- features and model
+
+FEATURES = ("semantic", "lexical", "context", "carries", "novelty", "rank", "first_of_passage", "length",
+            "pairs", "semantic_context", "focus_early", "lexical_plain")
+# Logistic weights over FEATURES: fitted by bench/reader_fit.py on the covidqa-dev papers of
+# `--half fit` (listwise: only differences between one question's sentences count, so no bias).
+WEIGHTS = np.array([3.957, -0.575, 2.59, 0.766, 2.221, 2.253, -0.552, -1.231, 0.772, 1.826, 0.594, 2.761],
+                   dtype=np.float32)
+
+
+@dataclass
+class Candidate:
+    sentence: Sentence
+    position: int  # index among its passage's statements
+    language: str
+    features: np.ndarray = field(default_factory=lambda: np.zeros(len(FEATURES), dtype=np.float32))
+    relevance: float = 0.0  # the local scorer's 0-10 relevance (the gate)
+    score: float = 0.0  # the model's log-odds that the sentence holds the answer (relative to the others)
+
+    @property
+    def quote(self) -> str:
+        return clean_quote(self.sentence.text)
+
+
+def _weighted_share(terms: set[str], query_terms: frozenset[str], weights: dict[str, float]) -> float:
+    """The share of the question's terms in `terms`, each weighted by its IDF (a term the
+    collection lacks weighs 0); plain counts when there are no weights."""
+    weight = (lambda t: weights.get(t, 0.0)) if weights else (lambda t: 1.0)
+    total = sum(map(weight, query_terms))
+    return sum(map(weight, query_terms & terms)) / total if total else 0.0
+
+
+class Reader:
+    """Picks and orders the sentences of an extractive answer."""
+
+    def __init__(self, scorer: LocalRelevanceScorer,
+                 term_weights: Callable[[set[str]], dict[str, float]] | None = None,
+                 max_sources: int = 10, max_sentences: int = 5):
+        """`max_sentences` caps every answer (answer.extractive_sentences); the question's kind
+        usually stops it sooner."""
+        self.scorer = scorer
+        self.term_weights = term_weights
+        self.max_sources = max_sources
+        self.max_sentences = max_sentences
+
+    def candidates(self, query: str, query_vector: np.ndarray, sources: Sequence[Source]) -> list[Candidate]:
+        """Every quotable sentence of the first `max_sources` passages, with its features."""
+        sources = list(sources)[:self.max_sources]
+        sentences = sentences_of(sources)
+        by_source: dict[int, list[Sentence]] = {}
+        kept = []  # (sentence, its index among its passage's statements)
+        for s in sentences:
+            siblings = by_source.setdefault(s.source.number, [])
+            siblings.append(s)
+            if quotable(s):
+                kept.append((s, len(siblings) - 1))
+        if not kept:
+            return []
+        analyzer = self.scorer.analyzer
+        q_terms = self.scorer.query_terms(query)
+        weights = (self.term_weights(set(q_terms)) if self.term_weights else {}) or {}
+        asks = question_asks(query)
+        vectors = self.scorer.embed([s.text for s, _ in kept])
+        relevance = self.scorer.score_with_vectors(query, query_vector, vectors, [[s.text] for s, _ in kept],
+                                                   weights or None)
+        q_vec = np.asarray(query_vector, dtype=np.float32)
+        floor, full = self.scorer.cosine_floor, self.scorer.cosine_full
+        semantic = np.clip((vectors @ q_vec - floor) / (full - floor), 0, 1)
+        # the sentence read with its neighbours in the passage (mean of their vectors)
+        row = {id(s): i for i, (s, _) in enumerate(kept)}
+        semantic_context = np.zeros(len(kept), dtype=np.float32)
+        for i, (s, pos) in enumerate(kept):
+            near = [row[id(x)] for x in by_source[s.source.number][max(0, pos - 1):pos + 2] if id(x) in row]
+            mean = vectors[near].mean(axis=0)
+            semantic_context[i] = np.clip((mean @ q_vec / (np.linalg.norm(mean) or 1.0) - floor) / (full - floor), 0, 1)
+        term_lists = {id(s): analyzer.terms(s.text) for s in sentences}
+        terms_of = {k: set(v) for k, v in term_lists.items()}
+        q_list = analyzer.terms(query)
+        q_pairs = set(zip(q_list, q_list[1:]))
+        focus = max(q_terms, key=lambda t: (weights.get(t, 0.0), t)) if q_terms else ""
+        lexical = np.array([_weighted_share(terms_of[id(s)], q_terms, weights) for s, _ in kept], dtype=np.float32)
+        out = []
+        for i, (s, pos) in enumerate(kept):
+            own = terms_of[id(s)]
+            listed = term_lists[id(s)]
+            pairs = set(zip(listed, listed[1:]))
+            siblings = by_source[s.source.number]
+            around = set().union(*(terms_of[id(x)] for x in siblings[max(0, pos - 1):pos + 2]))
+            new_terms = own - q_terms
+            quote = clean_quote(s.text)
+            n_words = len(quote.split())
+            f = np.array([
+                semantic[i],
+                lexical[i],
+                _weighted_share(around, q_terms, weights),
+                1.0 if asks and _CARRIES[asks].search(quote) else 0.0,
+                len(new_terms) / len(own) if own else 0.0,
+                1.0 / math.sqrt(s.source.number),
+                1.0 if pos == 0 else 0.0,
+                math.log1p(n_words) / math.log1p(40),
+                len(q_pairs & pairs) / len(q_pairs) if q_pairs else 0.0,
+                semantic_context[i],
+                1.0 if focus in listed[:max(3, len(listed) // 3)] else 0.0,
+                _weighted_share(own, q_terms, {}),
+            ], dtype=np.float32)
+            out.append(Candidate(s, pos, detect_language(quote), f, float(relevance[i])))
+        scores = np.array([c.features for c in out]) @ WEIGHTS
+        for c, z in zip(out, scores):
+            c.score = float(z)
+        return out
+
+    def pick(self, query: str, candidates: list[Candidate], min_relevance: float) -> tuple[list[list[Candidate]], str]:
+        """The quotes (runs of adjacent sentences of one passage), best first, and a notice for
+        the reader when they are in another language than the question's."""
+        gate = [c for c in candidates if c.relevance >= min_relevance]
+        if not gate:
+            return [], ""
+        lang = detect_language(query)
+        same = [c for c in gate if c.language == lang]
+        best = max(c.score for c in gate)
+        # Quotes in the question's language when one of them answers about as well as the best
+        # sentence in any language; otherwise the best ones, with a notice.
+        if same and max(c.score for c in same) < best - LANGUAGE_MARGIN:
+            same = []
+        note = ""
+        if not same:
+            note = ("日本語で答える文が索引された文書に見つからないため、英語の文を引用しています" if lang == "ja" else
+                    "no sentence in English answers this in the indexed documents, so the quotes are in another language")
+        pool = sorted(same or gate, key=lambda c: -c.score)
+        extent = _EXTENT[question_asks(query)]
+        lead = pool[0]
+        picked: list[Candidate] = [lead]
+        words = len(lead.quote.split())
+        seen = set(_WORD.findall(lead.quote.lower()))
+        for c in pool[1:]:
+            if len(picked) >= min(extent.sentences, self.max_sentences) or c.score < lead.score - extent.margin:
+                break
+            n = len(c.quote.split())
+            vocab = set(_WORD.findall(c.quote.lower()))
+            if (words + n > extent.words
+                    or len(vocab & seen) > 0.6 * len(vocab)  # says again what is quoted already
+                    or (c.sentence.source is lead.sentence.source and c.position == lead.position - 1)):
+                continue  # (the sentence before the lead would push the lead off the answer's first place)
+            picked.append(c)
+            words += n
+            seen |= vocab
+        # Adjacent sentences of one passage become one quote, in the passage's order, where the
+        # first of them was picked.
+        quotes: list[list[Candidate]] = []
+        for c in picked:
+            joined = next((q for q in quotes if q[0].sentence.source is c.sentence.source
+                           and any(abs(x.position - c.position) == 1 for x in q)), None)
+            if joined is None:
+                quotes.append([c])
+            else:
+                joined.append(c)
+                joined.sort(key=lambda x: x.position)
+        # A quote that ends announcing a list ("... from four elements:") takes the items that follow.
+        at = {(id(c.sentence.source), c.position): c for c in candidates}
+        for q in quotes:
+            while q[-1].quote.endswith((":", "：")) and len(q) < 6 and words < extent.words + 60:
+                nxt = at.get((id(q[-1].sentence.source), q[-1].position + 1))
+                if nxt is None or any(nxt is c for quote in quotes for c in quote):
+                    break
+                q.append(nxt)
+                words += len(nxt.quote.split())
+        return quotes, note

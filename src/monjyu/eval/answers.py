@@ -1,0 +1,86 @@
+"""What a user reads: figures of an answer's text, not of the passages behind it.
+
+All of them are computed on the answer with its `[n]` markers removed, on lower-case alphanumeric
+words (`qa.answer_words`):
+
+- `holds`: the answer holds a gold span (whole, or any 8-word window of a longer one);
+- `first`: its first sentence does;
+- `precision` / `recall` / `f1`: the answer's content words (more than 2 letters, not English stop
+  words, each counted once) against those of a reference answer;
+- `words`: its length in words;
+- `debris`: the share of its sentences that are under 4 words or have fewer than half of their
+  words alphabetic (figure and table text, stray labels); Japanese sentences by letters (`is_debris`).
+
+Sentences end at `.`, `!` or `?` followed by white space, at `。！？` and at line breaks: a
+decimal point ("2.5") does not end one, the stop of "e.g. the" does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from spacy.lang.en.stop_words import STOP_WORDS
+
+from ..nlp.lang import detect_language
+from .qa import answer_words, holds_answer
+
+_MARKER = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+MIN_SENTENCE_WORDS = 4
+
+
+def strip_markers(text: str) -> str:
+    return _MARKER.sub("", text)
+
+
+def answer_sentences(text: str) -> list[str]:
+    """The sentences of an answer (markers removed), as the figures split them."""
+    return [s.strip() for s in _SENTENCE_END.split(strip_markers(text)) if s and s.strip()]
+
+
+def is_debris(sentence: str) -> bool:
+    """Under 4 words, or fewer than half of its words alphabetic ("0.888 0.946 WMT16-en"). A
+    Japanese sentence, written without spaces, is debris under 8 letters or with more digits
+    than other letters."""
+    if detect_language(sentence) == "ja":
+        letters = "".join(answer_words(sentence))
+        return len(letters) < 8 or sum(ch.isdigit() for ch in letters) * 2 > len(letters)
+    words = answer_words(sentence)
+    return len(words) < MIN_SENTENCE_WORDS or sum(w.isalpha() for w in words) * 2 < len(words)
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in answer_words(text) if len(w) > 2 and w not in STOP_WORDS}
+
+
+@dataclass
+class AnswerFigures:
+    words: int
+    debris: float  # share of sentences
+    holds: bool | None = None  # None: no gold spans given
+    first: bool | None = None
+    precision: float | None = None  # None: no reference given
+    recall: float | None = None
+    f1: float | None = None
+
+
+def answer_figures(text: str, answers: Iterable[str] = (), reference: str | None = None) -> AnswerFigures:
+    """The figures of one answer against gold spans (`answers`) and/or a reference answer."""
+    answers = list(answers)
+    plain = strip_markers(text)
+    sentences = answer_sentences(text)
+    out = AnswerFigures(words=len(answer_words(plain)),
+                        debris=sum(map(is_debris, sentences)) / len(sentences) if sentences else 0.0)
+    if answers:
+        out.holds = holds_answer(plain, answers)
+        out.first = bool(sentences) and holds_answer(sentences[0], answers)
+    if reference is not None:
+        got, want = content_words(plain), content_words(reference)
+        hit = len(got & want)
+        out.precision = hit / len(got) if got else 0.0
+        out.recall = hit / len(want) if want else 0.0
+        total = out.precision + out.recall
+        out.f1 = 2 * out.precision * out.recall / total if total else 0.0
+    return out
