@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ingest.sentences import is_title_line
+from ..ingest.sentences import is_debris, is_title_line
 from ..nlp.analyzer import EN_STOPWORDS
 from ..nlp.lang import detect_language
 from .context import Source
@@ -141,18 +141,9 @@ def _reads_as_prose(text: str) -> bool:
 
 
 def _pieces_are_words(text: str) -> bool:
-    """Every piece between sentence stops has 4+ words, at least half of them alphabetic: no stray
-    label ("Fig. 3"), number row or formula reaches the answer."""
-    for piece in _STOP_THEN_SPACE.split(text):
-        if detect_language(piece) == "ja":  # no spaces between words: count characters
-            letters = re.sub(r"[\W_]", "", piece)
-            if len(letters) < 8 or sum(ch.isdigit() for ch in letters) * 2 > len(letters):
-                return False
-            continue
-        words = _WORD.findall(piece.lower())
-        if len(words) < 4 or sum(w.isalpha() for w in words) * 2 < len(words):
-            return False
-    return True
+    """No piece between sentence stops is debris (`is_debris`): no stray label ("Fig. 3"), number
+    row or formula reaches the answer."""
+    return not any(map(is_debris, _STOP_THEN_SPACE.split(text)))
 
 
 def quotable(sentence: Sentence) -> bool:
@@ -196,14 +187,6 @@ class Candidate:
         return clean_quote(self.sentence.text)
 
 
-def _weighted_share(terms: set[str], query_terms: frozenset[str], weights: dict[str, float]) -> float:
-    """The share of the question's terms in `terms`, each weighted by its IDF (a term the
-    collection lacks weighs 0); plain counts when there are no weights."""
-    weight = (lambda t: weights.get(t, 0.0)) if weights else (lambda t: 1.0)
-    total = sum(map(weight, query_terms))
-    return sum(map(weight, query_terms & terms)) / total if total else 0.0
-
-
 class Reader:
     """Picks and orders the sentences of an extractive answer."""
 
@@ -230,29 +213,25 @@ class Reader:
                 kept.append((s, len(siblings) - 1))
         if not kept:
             return []
-        analyzer = self.scorer.analyzer
-        q_terms = self.scorer.query_terms(query)
-        weights = (self.term_weights(set(q_terms)) if self.term_weights else {}) or {}
+        scorer, analyzer = self.scorer, self.scorer.analyzer
+        q_terms = scorer.query_terms(query)
+        weights = (self.term_weights(set(q_terms)) if self.term_weights else None) or None
         asks = question_asks(query)
-        vectors = self.scorer.embed([s.text for s, _ in kept])
-        relevance = self.scorer.score_with_vectors(query, query_vector, vectors, [[s.text] for s, _ in kept],
-                                                   weights or None)
-        q_vec = np.asarray(query_vector, dtype=np.float32)
-        floor, full = self.scorer.cosine_floor, self.scorer.cosine_full
-        semantic = np.clip((vectors @ q_vec - floor) / (full - floor), 0, 1)
+        vectors = scorer.embed([s.text for s, _ in kept])
+        semantic = scorer.semantic(vectors, query_vector)
         # the sentence read with its neighbours in the passage (mean of their vectors)
         row = {id(s): i for i, (s, _) in enumerate(kept)}
-        semantic_context = np.zeros(len(kept), dtype=np.float32)
-        for i, (s, pos) in enumerate(kept):
-            near = [row[id(x)] for x in by_source[s.source.number][max(0, pos - 1):pos + 2] if id(x) in row]
-            mean = vectors[near].mean(axis=0)
-            semantic_context[i] = np.clip((mean @ q_vec / (np.linalg.norm(mean) or 1.0) - floor) / (full - floor), 0, 1)
+        means = np.array([vectors[[row[id(x)] for x in by_source[s.source.number][max(0, pos - 1):pos + 2]
+                                   if id(x) in row]].mean(axis=0) for s, pos in kept])
+        semantic_context = scorer.semantic(means / np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12),
+                                           query_vector)
         term_lists = {id(s): analyzer.terms(s.text) for s in sentences}
         terms_of = {k: set(v) for k, v in term_lists.items()}
         q_list = analyzer.terms(query)
         q_pairs = set(zip(q_list, q_list[1:]))
-        focus = max(q_terms, key=lambda t: (weights.get(t, 0.0), t)) if q_terms else ""
-        lexical = np.array([_weighted_share(terms_of[id(s)], q_terms, weights) for s, _ in kept], dtype=np.float32)
+        focus = max(q_terms, key=lambda t: ((weights or {}).get(t, 0.0), t)) if q_terms else ""
+        lexical = np.array([scorer.term_share(q_terms, terms_of[id(s)], weights) for s, _ in kept], dtype=np.float32)
+        relevance = scorer.combine(semantic, lexical)  # the gate: the local scorer's 0-10 relevance
         out = []
         for i, (s, pos) in enumerate(kept):
             own = terms_of[id(s)]
@@ -266,7 +245,7 @@ class Reader:
             f = np.array([
                 semantic[i],
                 lexical[i],
-                _weighted_share(around, q_terms, weights),
+                scorer.term_share(q_terms, around, weights),
                 1.0 if asks and _CARRIES[asks].search(quote) else 0.0,
                 len(new_terms) / len(own) if own else 0.0,
                 1.0 / math.sqrt(s.source.number),
@@ -275,7 +254,7 @@ class Reader:
                 len(q_pairs & pairs) / len(q_pairs) if q_pairs else 0.0,
                 semantic_context[i],
                 1.0 if focus in listed[:max(3, len(listed) // 3)] else 0.0,
-                _weighted_share(own, q_terms, {}),
+                scorer.term_share(q_terms, own),
             ], dtype=np.float32)
             out.append(Candidate(s, pos, detect_language(quote), f, float(relevance[i])))
         scores = np.array([c.features for c in out]) @ WEIGHTS

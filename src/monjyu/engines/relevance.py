@@ -74,15 +74,27 @@ class LocalRelevanceScorer:
         a weighted one: naming the rare term of a question counts for more than naming "study"."""
         if not len(parts):
             return np.zeros(0, dtype=np.float32)
-        cos = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
-        semantic = np.clip((cos - self.cosine_floor) / (self.cosine_full - self.cosine_floor), 0.0, 1.0)
+        semantic = self.semantic(vectors, query_vector)
         q_terms = self._query_terms(query)
-        weight = (lambda terms: float(len(terms))) if term_weights is None else \
-            (lambda terms: sum(term_weights.get(t, 0.0) for t in terms))
-        total = weight(q_terms)
-        lexical = np.zeros(len(parts), dtype=np.float32)
-        if total > 0:
-            for i, group in enumerate(parts):
-                lexical[i] = max((weight(q_terms & set(self._analyzer.terms(t))) for t in group), default=0) / total
+        lexical = np.array([max((self.term_share(q_terms, set(self._analyzer.terms(t)), term_weights) for t in group),
+                                default=0.0) for group in parts], dtype=np.float32)
+        return self.combine(semantic, lexical)
+
+    def semantic(self, vectors: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+        """The e5 cosine of each vector and the query, rescaled from its uninformative floor to 1 (0-1)."""
+        cos = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
+        return np.clip((cos - self.cosine_floor) / (self.cosine_full - self.cosine_floor), 0.0, 1.0)
+
+    @staticmethod
+    def term_share(query_terms: frozenset[str], terms: set[str], term_weights: dict[str, float] | None = None) -> float:
+        """The share of the query's terms among `terms`: counted, or weighted by `term_weights`
+        (terms it leaves out weigh 0)."""
+        weight = (lambda ts: float(len(ts))) if term_weights is None else \
+            (lambda ts: sum(term_weights.get(t, 0.0) for t in ts))
+        total = weight(query_terms)
+        return weight(query_terms & terms) / total if total > 0 else 0.0
+
+    def combine(self, semantic: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+        """The 0-10 relevance of semantic and lexical shares."""
         w = self.semantic_weight
         return (10.0 * (w * semantic + (1.0 - w) * lexical)).astype(np.float32)

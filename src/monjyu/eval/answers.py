@@ -9,7 +9,8 @@ words (`qa.answer_words`):
   words, each counted once) against those of a reference answer;
 - `words`: its length in words;
 - `debris`: the share of its sentences that are under 4 words or have fewer than half of their
-  words alphabetic (figure and table text, stray labels); Japanese sentences by letters (`is_debris`).
+  words alphabetic (figure and table text, stray labels); Japanese sentences by letters
+  (`ingest.sentences.is_debris`, the rule the offline reader quotes by).
 
 Sentences end at `.`, `!` or `?` followed by white space, at `。！？` and at line breaks: a
 decimal point ("2.5") does not end one, the stop of "e.g. the" does.
@@ -23,12 +24,11 @@ from dataclasses import dataclass
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from ..nlp.lang import detect_language
+from ..ingest.sentences import is_debris
 from .qa import answer_words, holds_answer
 
 _MARKER = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-MIN_SENTENCE_WORDS = 4
 
 
 def strip_markers(text: str) -> str:
@@ -38,17 +38,6 @@ def strip_markers(text: str) -> str:
 def answer_sentences(text: str) -> list[str]:
     """The sentences of an answer (markers removed), as the figures split them."""
     return [s.strip() for s in _SENTENCE_END.split(strip_markers(text)) if s and s.strip()]
-
-
-def is_debris(sentence: str) -> bool:
-    """Under 4 words, or fewer than half of its words alphabetic ("0.888 0.946 WMT16-en"). A
-    Japanese sentence, written without spaces, is debris under 8 letters or with more digits
-    than other letters."""
-    if detect_language(sentence) == "ja":
-        letters = "".join(answer_words(sentence))
-        return len(letters) < 8 or sum(ch.isdigit() for ch in letters) * 2 > len(letters)
-    words = answer_words(sentence)
-    return len(words) < MIN_SENTENCE_WORDS or sum(w.isalpha() for w in words) * 2 < len(words)
 
 
 def content_words(text: str) -> set[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 import pysbd
@@ -69,3 +70,19 @@ def is_title_line(text: str, a: int, b: int) -> bool:
     line = text[a:b].strip()
     alone = (a == 0 or text[a - 1] == "\n") and (b >= len(text) or text[b] == "\n")
     return alone and len(line) <= 120 and "\n" not in line and not _ENDS_STATEMENT.search(line)
+
+
+_ALNUM = re.compile(r"[^\W_]+")
+MIN_SENTENCE_WORDS = 4
+
+
+def is_debris(sentence: str) -> bool:
+    """Not a sentence to quote: under 4 words, or fewer than half of its words alphabetic (figure
+    and table text: "0.888 0.946 WMT16-en"); a Japanese one, written without spaces, under 8
+    letters or with more digits than other letters. Words are NFKC lower-case alphanumeric runs,
+    as answer figures count them (eval/answers.py)."""
+    words = _ALNUM.findall(unicodedata.normalize("NFKC", sentence).lower())
+    if detect_language(sentence) == "ja":
+        letters = "".join(words)
+        return len(letters) < 8 or sum(ch.isdigit() for ch in letters) * 2 > len(letters)
+    return len(words) < MIN_SENTENCE_WORDS or sum(w.isalpha() for w in words) * 2 < len(words)
