@@ -1,13 +1,17 @@
 """What the answer a user reads is worth, offline: covidqa-dev (gold spans) and the papers-pdf
-free-form set (reference answers, bench/data/papers_pdf_qa.jsonl), with two references measured
-in the same run: "the first 60 words of the top retrieved passage", and (with --baseline REV) the
+free-form set (reference answers, bench/data/papers_pdf_qa.jsonl) and a BEIR set such as 2wiki
+(gold passages: how often the answer cites one, multi-hop and single-hop questions apart), with
+two references measured in the same run: "the first 60 words of the top retrieved passage", and (with --baseline REV) the
 answers of an earlier commit, run from a `git worktree` over the same indexes.
 
     python bench/answer_quality.py --covidqa ../shared/bench-data/covidqa-dev --covidqa-index IDX \
-        --papers ../shared/bench-data/papers-pdf --papers-index IDX2 --baseline 1e8d856
+        --papers ../shared/bench-data/papers-pdf --papers-index IDX2 \
+        --beir ../shared/bench-data/2wiki --beir-index IDX3 --baseline 1e8d856
     python bench/answer_quality.py ... --half fit      # the covidqa papers a reader may be fitted on
 
-Figures (monjyu.eval.answers): holds, first (covidqa), precision / recall / f1 (papers), words
+Figures (monjyu.eval.answers): holds, first (covidqa), precision / recall / f1 (papers),
+cites_gold / cites_all_gold (BEIR: one / every gold passage cited; the reference row: the top
+passage's document), words
 (mean and 90th percentile), debris; and, from the citations, the share of quoted lines whose unit
 is not body text (caption, reference, front matter) and the share of quoted lines in another
 language than the question's although the collection has text in the question's language.
@@ -41,6 +45,22 @@ def covidqa_questions(folder: Path, half: str) -> list[dict]:
             for r in rows if r["doc"] in keep]
 
 
+def beir_questions(folder: Path, multihop: bool) -> list[dict]:
+    """A BEIR set's questions of one kind (metadata.multihop), each with its gold document ids."""
+    gold: dict[str, set[str]] = {}
+    with open(folder / "qrels" / "test.tsv", encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.split("\t")
+            if len(parts) >= 3 and parts[2].strip().isdigit() and int(parts[2]) > 0:
+                gold.setdefault(parts[0], set()).add(parts[1])
+    out = []
+    for line in open(folder / "queries.jsonl", encoding="utf-8"):
+        q = json.loads(line)
+        if str(q["_id"]) in gold and bool(q.get("metadata", {}).get("multihop")) == multihop:
+            out.append({"id": str(q["_id"]), "question": q["text"], "gold": sorted(gold[str(q["_id"])])})
+    return out
+
+
 def papers_questions(path: Path) -> list[dict]:
     return [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
 
@@ -67,8 +87,10 @@ def collect(index: Path, docs: Path, questions: list[dict], mode: str, config: P
         out.append({"id": q["id"], "answer": a.text if a else "", "answer_kind": a.kind if a else "",
                     "note": a.note if a else "",
                     "citations": [{"number": c.number, "kind": kinds.get(c.text_unit_id, "?"),
-                                   "snippet": c.snippet, "doc": Path(c.source_path).name} for c in r.citations],
+                                   "snippet": c.snippet, "doc": Path(c.source_path).name,
+                                   "document_id": c.document_id} for c in r.citations],
                     "top_passage": r.hits[0].text if r.hits else "",
+                    "top_document_id": r.hits[0].document_id if r.hits else "",
                     "top_doc": Path(r.hits[0].source_path).name if r.hits else ""})
     return out
 
@@ -84,6 +106,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
 
     by_id = {q["id"]: q for q in questions}
     rows, off_kind, off_lang, lines_total = [], 0, 0, 0
+    cites_gold: list[float] = []
     for rec in records:
         q = by_id[rec["id"]]
         text = " ".join(rec["top_passage"].split()[:REFERENCE_WORDS]) if use_reference_passage else rec["answer"]
@@ -91,6 +114,10 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
         # in that language (reference_en) is what the quotes are compared with.
         reference = q.get("reference_en") if q.get("language", "en") not in collection_langs else q.get("reference")
         rows.append(answer_figures(text, q.get("answers", ()), reference or q.get("reference")))
+        if "gold" in q:  # BEIR: which gold documents the answer cites (the reference: the top passage's)
+            cited_docs = {rec["top_document_id"]} if use_reference_passage else \
+                {c["document_id"] for c in rec["citations"]}
+            cites_gold.append(len(cited_docs & set(q["gold"])) / len(q["gold"]))
         if use_reference_passage:
             continue
         kinds = {c["number"]: c["kind"] for c in rec["citations"]}
@@ -111,6 +138,9 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     if rows and rows[0].f1 is not None:
         for k in ("precision", "recall", "f1"):
             out[k] = float(np.mean([getattr(r, k) for r in rows]))
+    if cites_gold:
+        out["cites_gold"] = sum(x > 0 for x in cites_gold) / n  # at least one gold document cited
+        out["cites_all_gold"] = sum(x == 1 for x in cites_gold) / n
     out["words"] = float(words.mean())
     out["words_p90"] = float(np.percentile(words, 90))
     out["debris"] = float(np.mean([r.debris for r in rows])) if rows else 0.0
@@ -128,8 +158,9 @@ def run_baseline(revision: str, args: argparse.Namespace, jobs: list[dict]) -> d
     out = {}
     with tempfile.TemporaryDirectory() as tmp, checkout(revision, Path(tmp) / "tree") as src:
         for job in jobs:
-            dump = Path(tmp) / f"{job['name']}.json"
-            qfile = Path(tmp) / f"{job['name']}.questions.json"
+            stem = job["name"].replace(" ", "-")
+            dump = Path(tmp) / f"{stem}.json"
+            qfile = Path(tmp) / f"{stem}.questions.json"
             qfile.write_text(json.dumps(job["questions"]), encoding="utf-8")
             cmd = [sys.executable, __file__, "--collect", str(qfile), "--collect-index", str(job["index"]),
                    "--collect-docs", str(job["docs"]), "--collect-out", str(dump), "--mode", args.mode]
@@ -147,6 +178,9 @@ def main() -> None:
     ap.add_argument("--papers", type=Path, help="papers-pdf folder")
     ap.add_argument("--papers-index", type=Path)
     ap.add_argument("--papers-qa", type=Path, default=PAPERS_QA)
+    ap.add_argument("--beir", type=Path, help="a BEIR folder with metadata.multihop (2wiki): gold passages cited, "
+                                              "multi-hop and single-hop questions apart")
+    ap.add_argument("--beir-index", type=Path)
     ap.add_argument("--half", choices=["fit", "test", "all"], default="test")
     ap.add_argument("--mode", default="hybrid")
     ap.add_argument("--config", type=Path)
@@ -176,8 +210,14 @@ def main() -> None:
         qs = papers_questions(args.papers_qa)
         jobs.append({"name": "papers-pdf", "questions": qs[:args.limit] if args.limit else qs,
                      "index": args.papers_index, "docs": args.papers, "langs": {"en"}})
+    if args.beir:
+        for multihop in (True, False):
+            qs = beir_questions(args.beir, multihop)
+            jobs.append({"name": f"{args.beir.name} {'multi' if multihop else 'single'}-hop",
+                         "questions": qs[:args.limit] if args.limit else qs, "index": args.beir_index,
+                         "docs": args.beir / "corpus.jsonl", "langs": {"en"}})
     if not jobs:
-        ap.error("give --covidqa and/or --papers")
+        ap.error("give --covidqa, --papers and/or --beir")
     for job in jobs:
         if job["index"] is None:
             ap.error(f"{job['name']}: give its index directory")

@@ -136,3 +136,13 @@ def test_quotes_in_another_language_say_so(sample_index):
     vector = sample_index._embed_query(sample_index.manifest(), query)
     quotes, note = engine.reader.pick(query, engine.reader.candidates(query, vector, sources), min_relevance=0.0)
     assert quotes and "英語の文を引用" in note
+
+
+def test_every_name_the_question_asks_about_is_quoted(sample_index):
+    """Two things named: the answer quotes a sentence on each, though the second scores far below
+    the first (2wiki's "which came first, A or B?" questions need both passages)."""
+    answer = sample_index.search("What do Corrective RAG and RRF each do?", top_k=5).answer
+    lines = answer.text.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("Corrective RAG grades each retrieved passage")
+    assert "Reciprocal rank fusion (RRF) combines ranked lists" in lines[1]

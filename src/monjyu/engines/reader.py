@@ -107,6 +107,7 @@ def question_asks(query: str) -> str:
 # ---------------------------------------------------------------------------- quotable sentences
 
 _WORD = re.compile(r"[^\W_]+")
+_CAPITALISED = re.compile(r"(?<=\s)[A-Z][\w'-]*")  # a capitalised word that does not open the text
 _FIGURE_TEXT = re.compile(r"^\s*(\(?[a-h]\)\s*)?(Figure|Fig\.?|Table|Tab\.|Algorithm|Listing|Eq\.|Equation|図|表)"
                           r"\s*[A-Z0-9IVX]+[.:：|]?", re.I)
 _REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|\bProc\. of\b|\bdoi:\s*10\.|"
@@ -180,6 +181,7 @@ class Candidate:
     language: str
     features: np.ndarray = field(default_factory=lambda: np.zeros(len(FEATURES), dtype=np.float32))
     relevance: float = 0.0  # the local scorer's 0-10 relevance (the gate)
+    terms: frozenset[str] = frozenset()  # its index terms
     score: float = 0.0  # the model's log-odds that the sentence holds the answer (relative to the others)
 
     @property
@@ -256,11 +258,22 @@ class Reader:
                 1.0 if focus in listed[:max(3, len(listed) // 3)] else 0.0,
                 scorer.term_share(q_terms, own),
             ], dtype=np.float32)
-            out.append(Candidate(s, pos, detect_language(quote), f, float(relevance[i])))
+            out.append(Candidate(s, pos, detect_language(quote), f, float(relevance[i]), frozenset(own)))
         scores = np.array([c.features for c in out]) @ WEIGHTS
         for c, z in zip(out, scores):
             c.score = float(z)
         return out
+
+    def _names(self, query: str) -> list[str]:
+        """The rare names of the question (terms of its capitalised words, not the first, with an
+        IDF at least half the rarest term's), rarest first: the things it asks about, each of
+        which an answer should speak to ("Which film came first, Aas Ka Panchhi or Phoolwari?")."""
+        terms = self.scorer.query_terms(query)
+        weights = (self.term_weights(set(terms)) if self.term_weights else None) or {}
+        top = max(weights.values(), default=0.0)
+        capitalised = set(self.scorer.analyzer.terms(" ".join(_CAPITALISED.findall(query))))
+        return sorted((t for t in terms & capitalised if top and weights.get(t, 0.0) >= 0.5 * top),
+                      key=lambda t: (-weights[t], t))
 
     def pick(self, query: str, candidates: list[Candidate], min_relevance: float) -> tuple[list[list[Candidate]], str]:
         """The quotes (runs of adjacent sentences of one passage), best first, and a notice for
@@ -285,18 +298,34 @@ class Reader:
         picked: list[Candidate] = [lead]
         words = len(lead.quote.split())
         seen = set(_WORD.findall(lead.quote.lower()))
-        for c in pool[1:]:
-            if len(picked) >= min(extent.sentences, self.max_sentences) or c.score < lead.score - extent.margin:
-                break
-            n = len(c.quote.split())
+
+        def fits(c: Candidate) -> bool:
             vocab = set(_WORD.findall(c.quote.lower()))
-            if (words + n > extent.words
-                    or len(vocab & seen) > 0.6 * len(vocab)  # says again what is quoted already
-                    or (c.sentence.source is lead.sentence.source and c.position == lead.position - 1)):
-                continue  # (the sentence before the lead would push the lead off the answer's first place)
+            return (words + len(c.quote.split()) <= extent.words
+                    and len(vocab & seen) <= 0.6 * len(vocab)  # says something not quoted already
+                    # the sentence before the lead would push the lead off the answer's first place
+                    and not (c.sentence.source is lead.sentence.source and c.position == lead.position - 1))
+
+        def take(c: Candidate) -> None:
+            nonlocal words
             picked.append(c)
-            words += n
-            seen |= vocab
+            words += len(c.quote.split())
+            seen.update(_WORD.findall(c.quote.lower()))
+
+        most = min(extent.sentences, self.max_sentences)
+        for c in pool[1:]:
+            if len(picked) >= most or c.score < lead.score - extent.margin:
+                break
+            if fits(c):
+                take(c)
+        # A name of the question no quote holds yet ("... first, A or B?") is answered by the best
+        # sentence that holds it, however it scores beside the lead.
+        for name in self._names(query):
+            if len(picked) >= most or any(name in c.terms for c in picked):
+                continue
+            holder = next((c for c in pool if name in c.terms and c not in picked and fits(c)), None)
+            if holder is not None:
+                take(holder)
         # Adjacent sentences of one passage become one quote, in the passage's order, where the
         # first of them was picked.
         quotes: list[list[Candidate]] = []
