@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
 
-.PHONY: demo test install install-test ocr-tools browser clean
+.PHONY: demo test docs install install-test install-docs ocr-tools browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,5 +36,12 @@ browser:
 test: install-test ocr-tools browser
 	$(BIN)/python -m pytest -q
 
+install-docs: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[docs]'
+
+# The docs site from docs/ and the docstrings (API reference); a warning fails the build.
+docs: install-docs
+	$(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .monjyu .monjyu-eval
+	rm -rf $(VENV) .monjyu .monjyu-eval site

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -24,6 +22,9 @@ from .engines.lazy import LazyConversation, LazySearchEngine
 from .engines.lazy.search import PhaseCallback
 from .engines.relevance import LocalRelevanceScorer
 from .errors import ConfigError, EmbedderMismatchError, MonjyuError
+from .facade.documents import DocumentsMixin
+from .facade.graph import GraphMixin
+from .facade.sessions import SessionsMixin
 from .index import BuildReport, IndexBuilder, read_manifest
 from .index.builder import ProgressFn, generation_dir
 from .index.distributed import RayExecutor
@@ -34,17 +35,13 @@ from .retrieval import LoadedIndex, SearchFilters, Searcher
 from .retrieval.fusion import weighted_rrf
 from .retrieval.passages import join_adjacent
 from .retrieval.searcher import QUERY_TEXT_CHARS
-from .store import LanceStore
-from .store.lancedb_store import DOCUMENTS
 from .store.factory import open_store
-from .store.mirror import atomic_write
 from .types import HybridSearchResult, LazySearchResult, SearchHit, SearchResults
 from . import schemas
 from .engines.hybrid.response import to_search_result
 from .schemas import SearchOptions, SearchQuery
 
 DEFAULT_INDEX_DIR = ".monjyu"
-_SESSION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MODES = ("vector", "keyword", "hybrid", "graph")  # the retrieval modes of `search`
 ALL_MODES = MODES + ("hybridrag", "lazy", "auto")  # what `ask` runs (auto routes by the question's type)
 # The modes that apply each option of `ask`. An option given to any other mode is refused with
@@ -74,15 +71,19 @@ def check_options(mode: str, given: Iterable[str], names: dict[str, str] | None 
                               f"{', '.join(OPTION_MODES[option])}")
 
 
-DOCUMENT_FIELDS = ["id", "title", "source_path", "file_type", "date"]
+class Monjyu(DocumentsMixin, GraphMixin, SessionsMixin):
+    """Index a folder of documents and search it: the one facade the CLI, MCP server and web app call.
 
-
-class Monjyu:
-    """Index a folder of documents and search it.
+    Documents and pages, the concept graph and conversations are its parts in `monjyu.facade`.
 
     >>> m = Monjyu("./.monjyu")
     >>> m.index(["samples/"])
     >>> m.search("how does lazy search save cost?", mode="hybrid", top_k=5).hits
+
+    Args:
+        index_dir: the index directory (with a store configured, its local cache).
+        config: the settings; by default `monjyu.yaml` in the working directory and `MONJYU_*`
+            variables (`load_config`).
     """
 
     def __init__(self, index_dir: str | Path = DEFAULT_INDEX_DIR, config: MonjyuConfig | None = None):
@@ -103,9 +104,19 @@ class Monjyu:
     # ------------------------------------------------------------------ indexing
     def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None, executor: str = "local",
               address: str | None = None) -> BuildReport:
-        """Build or update the index from files and folders. executor "ray": loading, embedding and
-        noun phrases run on the Ray cluster at `address` ("auto", "ray://host:10001"; none: a
-        local cluster), the rest here; the result is the same index."""
+        """Build or update the index from files and folders: only new and changed files are read, and
+        the new generation replaces the old one atomically.
+
+        Args:
+            paths: files and folders to index; files that disappeared from these folders are dropped.
+            progress: called with (stage, advance, total) as the build goes.
+            executor: "local", or "ray": loading, embedding and noun phrases run on a Ray cluster,
+                the rest here; the result is the same index.
+            address: the Ray cluster ("auto", "ray://host:10001"); none starts a local cluster.
+
+        Returns:
+            What was added, changed, removed and failed, with counts and seconds per stage.
+        """
         if executor not in ("local", "ray"):
             raise MonjyuError(f"unknown executor '{executor}'; use local or ray")
         if address and executor != "ray":
@@ -133,11 +144,13 @@ class Monjyu:
         return read_manifest(self.index_dir).generation if manifest_path(self.index_dir).exists() else None
 
     def manifest(self) -> Manifest:
+        """The current generation's manifest (pulled from the store first when there is one)."""
         if self.remote:
             self.remote.pull()
         return read_manifest(self.index_dir)
 
     def status(self) -> dict[str, Any]:
+        """Generation, embedder, counts, build seconds and failures of the current index."""
         m = self.manifest()
         return {
             "index_dir": str(self.index_dir), "store": self.remote.url if self.remote else None, "generation": m.generation,
@@ -147,144 +160,8 @@ class Monjyu:
         }
 
     def generation_dir(self) -> Path:
+        """The directory of the current generation's files."""
         return generation_dir(self.index_dir, self.manifest().generation)
-
-    def graph_stats(self) -> dict[str, Any]:
-        from .index.graph_export import graph_stats
-
-        return graph_stats(self.generation_dir())
-
-    def export_graph(self, path: str | Path, fmt: str = "html", community_href: str | None = None) -> Path:
-        """GraphML, or the HTML picture; `community_href` ("/?community={id}") links its communities."""
-        from .index.graph_export import export_graphml, export_html
-
-        if fmt not in ("html", "graphml"):
-            raise MonjyuError(f"unknown graph export format '{fmt}' (html, graphml)")
-        if fmt == "graphml":
-            if community_href:
-                raise MonjyuError("community links apply to the html picture, not to GraphML")
-            return export_graphml(self.generation_dir(), Path(path))
-        return export_html(self.generation_dir(), Path(path), community_href=community_href)
-
-    def graph_neighbours(self, text: str, hops: int = 1, limit: int = 30) -> list[dict[str, Any]]:
-        """Phrases within `hops` co-occurrence steps of the phrases `text` names (or, by embedding,
-        means: `text` may be in another language than the papers)."""
-        _, searcher = self._searcher()
-        graph = searcher.require_graph()
-        seeds = searcher.phrase_seeds(text)
-        return [{"phrase": graph.phrases[n], "hop": hop, "strength": round(w, 4), "units": int(graph.df[n])}
-                for n, hop, w in graph.neighbours(list(seeds), hops, limit)]
-
-    def search_communities(self, query: str, top_k: int = 10, level: int | None = None,
-                           units: int = 50) -> list[dict[str, Any]]:
-        """Communities ranked by how many of the query's best `units` text units (hybrid ranking)
-        they hold, rank-weighted; `level` picks one level of the hierarchy (0 = coarsest)."""
-        manifest, searcher = self._searcher()
-        communities = searcher.index.communities
-        if communities is None:
-            searcher.require_graph()
-        vector = self._embed_query(manifest, query)
-        ranked = searcher.search(query, vector, "hybrid", units)
-        rows = [searcher.row_of(h.text_unit_id) for h in ranked.hits]
-        weight = self.config.search.community_title_weight
-        hits = communities.rank(rows, level=level, title_scores=communities.title_similarity(vector, weight),
-                                title_weight=weight)
-        return [hit.to_dict() for hit in hits[:top_k]]
-
-    def community(self, community_id: int, limit: int = 20) -> dict[str, Any]:
-        """One community of the hierarchy (what a click on the map opens): label, level, parent,
-        children, and its passages, those naming most of its phrases first."""
-        _, searcher = self._searcher()
-        c = searcher.require_communities().by_id.get(community_id)
-        if c is None:
-            raise MonjyuError(f"no community with id {community_id} in the index; see `monjyu graph communities`")
-        rows = c.unit_rows.tolist()
-        shared = {r: len(c.phrases.intersection(searcher.unit_phrases(r, limit=10_000))) for r in rows}
-        best = sorted(rows, key=lambda r: (-shared[r], r))[:limit]
-        return {"id": c.id, "level": c.level, "title": c.title, "parent": c.parent, "children": c.children,
-                "phrases": c.size, "text_units": len(rows),
-                "hits": [searcher.hit(r, float(shared[r]), i + 1, None, None).to_dict() for i, r in enumerate(best)]}
-
-    # ------------------------------------------------------------------ documents
-    def _document_rows(self) -> tuple[LanceStore, dict[str, int]]:
-        store = LanceStore(self.generation_dir() / "lancedb")
-        generation = self.manifest().generation
-        if self._doc_rows is None or self._doc_rows[0] != generation:
-            ids = store.documents(["id"])["id"].to_pylist()
-            self._doc_rows = (generation, {d: i for i, d in enumerate(ids)})
-        return store, self._doc_rows[1]
-
-    def list_documents(self, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-        """One page of the indexed documents (id order), with the total."""
-        if limit < 1 or offset < 0:
-            raise MonjyuError("limit must be >= 1 and offset >= 0")
-        store, rows = self._document_rows()
-        ids = sorted(rows)[offset:offset + limit]
-        table = store.take(DOCUMENTS, [rows[d] for d in ids],
-                           DOCUMENT_FIELDS + ["text_unit_ids", "authors", "year", "structure"]).to_pylist()
-        by_id = {r["id"]: r for r in table}
-        docs = [{**{k: by_id[d][k] for k in DOCUMENT_FIELDS}, "authors": by_id[d]["authors"] or [],
-                 "year": by_id[d]["year"], "pages": len(json.loads(by_id[d]["structure"] or "{}").get("page_starts", [])) or None,
-                 "text_units": len(by_id[d]["text_unit_ids"])} for d in ids]
-        return {"total": len(rows), "offset": offset, "limit": limit, "documents": docs}
-
-    def get_document(self, document_id: str, text_unit_id: str | None = None, context_units: int = 1,
-                     max_chars: int = 20000) -> dict[str, Any]:
-        """A document's metadata and text (cut at max_chars); with text_unit_id, that unit and
-        `context_units` units either side of it: a citation shown in context."""
-        store, rows = self._document_rows()
-        if document_id not in rows:
-            raise MonjyuError(f"no document with id {document_id!r} in the index; list them with list_documents")
-        [doc] = store.take(DOCUMENTS, [rows[document_id]],
-                           DOCUMENT_FIELDS + ["text", "metadata", "text_unit_ids", "authors", "year", "structure"]).to_pylist()
-        _, searcher = self._searcher()
-        units = [searcher.hit(searcher.row_of(u), 0.0, 0, None, None) for u in doc["text_unit_ids"]]
-        units.sort(key=lambda h: h.chunk_index)
-        out = {k: doc[k] for k in DOCUMENT_FIELDS}
-        out["metadata"] = json.loads(doc["metadata"] or "{}")
-        out["authors"], out["year"] = doc["authors"] or [], doc["year"]
-        structure = json.loads(doc["structure"] or "{}")
-        out["sections"] = structure.get("sections", [])
-        out["length"] = len(doc["text"])
-        out["text"] = doc["text"][:max_chars]
-        out["truncated"] = len(doc["text"]) > max_chars
-        out["text_units"] = [{"id": h.text_unit_id, "chunk_index": h.chunk_index, "start_char": h.start_char,
-                              "end_char": h.end_char, "page": h.page, "section": h.section, "kind": h.kind}
-                             for h in units]
-        if text_unit_id is not None:
-            position = next((i for i, h in enumerate(units) if h.text_unit_id == text_unit_id), None)
-            if position is None:
-                raise MonjyuError(f"text unit {text_unit_id!r} is not part of document {document_id!r}")
-            window = units[max(0, position - context_units):position + context_units + 1]
-            out["context"] = {"text_unit_id": text_unit_id, "start_char": window[0].start_char,
-                              "end_char": window[-1].end_char, "page": units[position].page,
-                              "text": doc["text"][window[0].start_char:window[-1].end_char],
-                              "unit_text": units[position].text, "section": units[position].section,
-                              # where the unit's lines sit on their PDF pages: [page, x0, y0, x1, y1] in points
-                              "boxes": [b[2:] for b in structure.get("line_boxes", [])
-                                        if b[0] < units[position].end_char and b[1] > units[position].start_char]}
-        return out
-
-    def page_image(self, document_id: str, page: int, start_char: int = 0, end_char: int = 0,
-                   scale: float = 1.5) -> bytes:
-        """PNG of a page of an indexed PDF, the lines holding document text [start_char, end_char)
-        marked (a cited sentence or passage). The file is the one the manifest recorded for the
-        document (never a path from the caller), unchanged since."""
-        from .ingest.pdf import render_page
-
-        source, record = next(((Path(path), rec) for path, rec in self.manifest().sources.items()
-                               if document_id in rec.documents), (None, None))
-        if source is None:
-            raise MonjyuError(f"no document with id {document_id!r} in the index; list them with list_documents")
-        if source.suffix.lower() != ".pdf":
-            raise MonjyuError(f"document {document_id!r} is not a PDF ({source.name}): it has no pages to show")
-        if not source.is_file() or source.stat().st_size != record.size:
-            raise MonjyuError(f"{source} is missing or changed since it was indexed; run `monjyu index` again")
-        store, rows = self._document_rows()
-        [doc] = store.take(DOCUMENTS, [rows[document_id]], ["structure"]).to_pylist()
-        boxes = [b[3:] for b in json.loads(doc["structure"] or "{}").get("line_boxes", [])
-                 if b[2] == page and b[0] < end_char and b[1] > start_char]
-        return render_page(source, page, boxes, scale)
 
     # ------------------------------------------------------------------ search
     def _searcher(self) -> tuple[Manifest, Searcher]:
@@ -376,9 +253,20 @@ class Monjyu:
     def search(self, query: str, mode: str | None = None, top_k: int | None = None, offset: int = 0,
                filters: SearchFilters | None = None, threshold: float | None = None, answer: bool = True,
                expand: bool = False, on_token: Callable[[str], None] | None = None) -> SearchResults:
-        """Ranked text units and (unless answer=False) an answer citing them: written by the configured
-        LLM, or extractive when there is none. expand=True also searches LLM rewrites of the query.
-        on_token receives the answer text as it is generated."""
+        """Baseline RAG: ranked text units and an answer citing them, written by the configured LLM or,
+        with none, quoted from the passages by the offline reader.
+
+        Args:
+            query: the question or search text (empty or above `search.max_query_chars` is refused).
+            mode: "vector", "keyword", "hybrid" or "graph"; default `search.mode`.
+            top_k: how many units; default `search.top_k`.
+            offset: units to skip (paging).
+            filters: metadata filters (document, file type, year, section, path ...).
+            threshold: keep only units whose cosine similarity to the query reaches it.
+            answer: False returns the ranked units only.
+            expand: also search LLM rewrites of the query (needs an LLM).
+            on_token: receives the answer text as it is generated.
+        """
         return run_sync(self.asearch(query, mode, top_k, offset, filters, threshold, answer, expand, on_token))
 
     async def asearch(self, query: str, mode: str | None = None, top_k: int | None = None, offset: int = 0,
@@ -420,9 +308,18 @@ class Monjyu:
 
     def ask(self, query: str, mode: str | None = None, **options: Any) -> SearchResults | LazySearchResult | HybridSearchResult:
         """Every mode through one door: vector, keyword, hybrid, graph, hybridrag, lazy, or auto
-        (the question's type picks baseline RAG, lazy or hybridrag). Options (top_k, offset,
-        filters, threshold, answer, expand, preset, budget, weights, rerank, crag, on_token) a
-        mode cannot apply are refused (OPTION_MODES); the result's `mode` names the engine that ran."""
+        (the question's type picks baseline RAG, lazy or hybridrag).
+
+        Args:
+            query: the question.
+            mode: one of ALL_MODES; default `search.mode`.
+            **options: top_k, offset, filters, threshold, answer, expand, preset, budget, weights,
+                rerank, crag, session, on_token, as the engine's own call takes them. An option
+                the mode cannot apply is refused (OPTION_MODES), never dropped.
+
+        Returns:
+            The engine's result; its `mode` names the engine that ran.
+        """
         return run_sync(self.aask(query, mode, **options))
 
     async def aask(self, query: str, mode: str | None = None, *, top_k: int | None = None, offset: int = 0,
@@ -431,9 +328,15 @@ class Monjyu:
                    weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
                    session: str | None = None, on_token: Callable[[str], None] | None = None,
                    option_names: dict[str, str] | None = None) -> SearchResults | LazySearchResult | HybridSearchResult:
-        """The async twin of `ask`; `option_names` spells options as the calling door does in errors.
-        `session` (lazy) names a conversation kept in the index directory: a follow-up question
-        is asked with the earlier turns in view."""
+        """The async twin of `ask`, with its options as keyword arguments (see `search`,
+        `lazy_search` and `hybrid_search` for each).
+
+        Args:
+            session: (lazy) a conversation kept in the index directory: a follow-up question is
+                asked with the earlier turns in view.
+            option_names: the calling door's spelling of each option (CLI flags, MCP arguments),
+                used in errors.
+        """
         mode = mode or self.config.search.mode
         if mode not in ALL_MODES:
             raise MonjyuError(f"unknown search mode '{mode}'; choose one of {', '.join(ALL_MODES)}")
@@ -460,14 +363,26 @@ class Monjyu:
 
     async def astream(self, query: str, mode: str | None = None, **options: Any) -> AsyncIterator[str]:
         """The answer of `ask` as it is written: `async for chunk in m.astream(question): ...`.
-        Errors of the search are raised after the chunks that came before them."""
+        Errors of the search are raised after the chunks that came before them.
+
+        Args:
+            query: the question.
+            mode: as in `ask`.
+            **options: as in `ask`.
+        """
         async for chunk in self.aevents(query, mode, **options):
             if isinstance(chunk, str):
                 yield chunk
 
     async def aevents(self, query: str, mode: str | None = None,
                       **options: Any) -> AsyncIterator[str | SearchResults | LazySearchResult | HybridSearchResult]:
-        """`ask` as a stream: the answer's chunks (str) as they are written, then the result."""
+        """`ask` as a stream: the answer's chunks (str) as they are written, then the result.
+
+        Args:
+            query: the question.
+            mode: as in `ask`.
+            **options: as in `ask`.
+        """
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | None] = asyncio.Queue()
         task = asyncio.ensure_future(self.aask(
@@ -477,33 +392,17 @@ class Monjyu:
             yield chunk
         yield await task
 
-    # ------------------------------------------------------------------ conversations
-    def _session_path(self, name: str) -> Path:
-        if not _SESSION_NAME.fullmatch(name or ""):
-            raise MonjyuError(f"session name {name!r}: use 1-64 letters, digits, '-' or '_'")
-        return self.index_dir / "sessions" / f"{name}.json"
-
-    def conversation(self, name: str) -> LazyConversation:
-        """The conversation kept under `name` in the index directory (a new one if none is)."""
-        path = self._session_path(name)
-        if self.remote:
-            self.remote.pull_session(name)
-        if not path.exists():
-            return LazyConversation()
-        try:
-            return LazyConversation.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise MonjyuError(f"session {name!r} ({path}) cannot be read ({exc}); delete the file to start it anew") from None
-
-    def save_conversation(self, name: str, conversation: LazyConversation) -> None:
-        """Written atomically: a killed process leaves the previous turn readable."""
-        atomic_write(self._session_path(name), json.dumps(conversation.to_dict(), ensure_ascii=False).encode("utf-8"))
-        if self.remote:
-            self.remote.push_session(name)
-
     def eval_search(self, query: str, eval_mode: str, k: int, answer: bool = False,
                     **options: Any) -> SearchResults | LazySearchResult | HybridSearchResult:
-        """One of EVAL_MODES run through `ask` with its fixed options, top-k."""
+        """One of EVAL_MODES run through `ask` with its fixed options (what `monjyu eval` measures).
+
+        Args:
+            query: the question.
+            eval_mode: a key of EVAL_MODES ("hybrid", "hybridrag-norerank", "lazy" ...).
+            k: how many units.
+            answer: also write the answer.
+            **options: further options of `ask`.
+        """
         if eval_mode not in EVAL_MODES:
             raise MonjyuError(f"unknown evaluation mode '{eval_mode}'; choose among {', '.join(EVAL_MODES)}")
         mode, fixed = EVAL_MODES[eval_mode]
@@ -511,7 +410,14 @@ class Monjyu:
 
     def passages(self, query: str, eval_mode: str, k: int, **options: Any) -> list[SearchHit]:
         """The top-k passages of one of EVAL_MODES, without an answer (what evaluation scores).
-        Lazy returns the units that held relevant sentences within its budget (`preset`/`budget`)."""
+        Lazy returns the units that held relevant sentences within its budget (`preset`/`budget`).
+
+        Args:
+            query: the question.
+            eval_mode: a key of EVAL_MODES.
+            k: how many passages.
+            **options: further options of `ask`.
+        """
         return self.eval_search(query, eval_mode, k, **options).hits
 
     def lazy_search(self, query: str, preset: str | None = None, budget: int | None = None,
@@ -519,11 +425,24 @@ class Monjyu:
                     on_token: Callable[[str], None] | None = None, top_k: int | None = None, offset: int = 0,
                     filters: SearchFilters | None = None, threshold: float | None = None,
                     answer: bool = True) -> LazySearchResult:
-        """LazyGraphRAG: relevance tests over communities within a budget (preset z100/z500/z1500 or
-        an explicit number of sentence tests), claims, and an answer citing them. Runs with the
-        configured LLM, or fully offline with the local relevance scorer and an extractive answer.
-        Filters and threshold bound the units it matches and tests; `hits` are the units holding
-        relevant sentences (top_k from offset); answer=False stops before claims and answer."""
+        """LazyGraphRAG: relevance tests over communities within a budget, claims, and an answer
+        citing them. Runs with the configured LLM, or fully offline with the local relevance scorer
+        and an extractive answer.
+
+        Args:
+            query: the question.
+            preset: "z100", "z500" or "z1500" (relevance-test budgets); default `lazy.preset`.
+            budget: an explicit number of sentence relevance tests (instead of a preset).
+            conversation: earlier turns to ask a follow-up in view of (see `conversation`).
+            on_phase: called with (phase, details) as each phase runs: refine, match, visit,
+                explore, claims, answer.
+            on_token: receives the answer text as it is generated.
+            top_k: how many of the units holding relevant sentences `hits` returns.
+            offset: units to skip (paging).
+            filters: bound the units it matches and tests.
+            threshold: keep only units whose cosine similarity to the query reaches it.
+            answer: False stops before claims and answer.
+        """
         return run_sync(self.alazy_search(query, preset, budget, conversation, on_phase, on_token, top_k, offset,
                                           filters, threshold, answer))
 
@@ -557,10 +476,15 @@ class Monjyu:
 
     def route(self, query: str) -> dict[str, Any]:
         """Which engine suits the question: local -> baseline RAG ("search"), global -> lazy,
-        relationship and hybrid -> hybridrag. Rules, or the LLM when configured."""
+        relationship and hybrid -> hybridrag. Rules, or the LLM when configured.
+
+        Args:
+            query: the question.
+        """
         return run_sync(self.aroute(query))
 
     async def aroute(self, query: str) -> dict[str, Any]:
+        """The async twin of `route`."""
         self._check_query(query)
         _, searcher = self._searcher()
         answers = self._answer_engine()
@@ -578,9 +502,21 @@ class Monjyu:
         by weighted RRF, reranking, and (crag=True) Corrective RAG grading with selective
         generation: an answer only when the graded context suffices.
 
-        `query` is a string, or a `schemas.SearchQuery` request whose filters and options replace
-        the keyword arguments. Either way `result.response` is the page as `schemas.SearchResult`.
-        `threshold` keeps only units whose cosine similarity to the query reaches it."""
+        Args:
+            query: the question, or a `schemas.SearchQuery` request whose filters and options
+                replace the keyword arguments. Either way `result.response` is the page as
+                `schemas.SearchResult`.
+            top_k: how many units; default `search.top_k`.
+            offset: units to skip (paging).
+            filters: metadata filters.
+            weights: the lists' weights in the fusion ("vector", "keyword", "graph"); none: by the
+                query's type.
+            rerank: rerank the fused list (default `rerank.provider` is not "none").
+            crag: grade the results and answer only when the graded context suffices.
+            answer: False returns the ranked units only.
+            on_token: receives the answer text as it is generated.
+            threshold: keep only units whose cosine similarity to the query reaches it.
+        """
         return run_sync(self.ahybrid_search(query, top_k, offset, filters, weights, rerank, crag, answer, on_token,
                                             threshold))
 

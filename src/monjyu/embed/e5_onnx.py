@@ -101,8 +101,8 @@ def int8_model_path(model_path: str) -> Path:
         fp32 = Path(tmp) / "fp32.onnx"
         onnx.save(_encoder_graph(E5Weights(model_path)), fp32)
         int8 = Path(tmp) / "int8.onnx"
-        # Per-channel weight scales keep the vectors within cosine ~0.997 of float32 (per-tensor:
-        # ~0.985) at the same speed; only MatMuls with a constant weight are quantized.
+        # Per-channel weight scales keep the vectors closer to float32 than per-tensor ones at the
+        # same speed; only MatMuls with a constant weight are quantized.
         quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"], per_channel=True,
                          extra_options={"MatMulConstBOnly": True, "DefaultTensorType": onnx.TensorProto.FLOAT})
         os.replace(int8, target)
@@ -117,7 +117,7 @@ class E5OnnxModel(E5NumpyModel):
 
         super().__init__(path, threads=threads)
         # One batch per worker thread, each run single-threaded (sessions are safe to share): on
-        # 2 cores 1.4x the passages/s of one run at a time with two ONNX Runtime threads, whose
+        # 2 cores faster than one run at a time with two ONNX Runtime threads, whose
         # small per-op tasks (layer norms, softmax) do not split well. Without e5numpy's worker
         # pool, ONNX Runtime parallelises inside each batch instead.
         options = ort.SessionOptions()

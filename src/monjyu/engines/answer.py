@@ -16,6 +16,7 @@ from ..nlp.lang import detect_language
 from ..retrieval.searcher import QUERY_TEXT_CHARS
 from ..types import Answer, SearchHit
 from .citations import resolve_citations
+from .llm_calls import structured_reply
 from .context import format_sources, select_sources
 from .extractive import extractive_answer, insufficient
 from .reader import Reader
@@ -92,11 +93,9 @@ class AnswerEngine:
         if self.llm is None:
             return [query]
         n = self.config.expansions
-        prompt = Template(self._prompt("expand_query", self.language(query))).safe_substitute(n=n)
-        try:
-            result = await self.llm.achat([Message(role="system", content=prompt), Message(role="user", content=query)],
-                                          schema=QueryRewrites)
-        except ServiceError:
+        reply = await structured_reply(self.llm, "expand_query", self.language(query), query, QueryRewrites,
+                                       self.config.prompts_dir or None, n=n)
+        if reply is None:
             return [query]
-        rewrites = [q.strip() for q in result.parsed.queries if q.strip() and q.strip() != query]
+        rewrites = [q.strip() for q in reply.queries if q.strip() and q.strip() != query]
         return [query] + list(dict.fromkeys(rewrites))[:n]

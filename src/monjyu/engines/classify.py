@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from string import Template
 
 from pydantic import BaseModel, Field
 
-from ..errors import ServiceError
-from ..llm import LLM, Message, load_prompt
+from ..llm import LLM
+from .llm_calls import structured_reply
 from ..nlp.lang import detect_language
 
 _GLOBAL = {
@@ -73,10 +72,7 @@ class LLMClassification(BaseModel):
 
 
 async def llm_classify(llm: LLM, query: str, fallback: Classification, prompts_dir: str | None = None) -> Classification:
-    system = Template(load_prompt("classify", detect_language(query), prompts_dir)).safe_substitute()
-    try:
-        result = await llm.achat([Message("system", system), Message("user", query)], schema=LLMClassification)
-    except ServiceError:
+    p = await structured_reply(llm, "classify", detect_language(query), query, LLMClassification, prompts_dir)
+    if p is None:
         return fallback
-    p = result.parsed
     return Classification(p.type, p.confidence, p.entities or fallback.entities, p.relation_hint, method=f"llm:{llm.id}")

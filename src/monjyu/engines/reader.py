@@ -6,8 +6,8 @@ question's rare terms (as the local relevance scorer has them), the terms of the
 it (an answer often says "it" where the question names the thing), whether it carries what the
 question asks for (a number for "how many", a reason for "why" ...), how much it says beyond the
 question's own words, and how well retrieval ranked its passage. The weights of those features
-are a logistic model fitted on half of covidqa-dev's papers (bench/reader_fit.py; reported on the
-other half). It leads with the best sentence and stops when the question is answered: one or two
+are a logistic model fitted on half of covidqa-dev's papers (the fitting script is in the
+repository's benchmarks; figures are reported on the other half). It leads with the best sentence and stops when the question is answered: one or two
 sentences for a fact or a definition, more for a list, a comparison, a reason or a method.
 
 Nothing is quoted from captions, references or front matter, headings, title lines, figure or
@@ -168,8 +168,8 @@ def quotable(sentence: Sentence) -> bool:
 
 FEATURES = ("semantic", "lexical", "context", "carries", "novelty", "rank", "first_of_passage", "length",
             "pairs", "semantic_context", "focus_early", "lexical_plain")
-# Logistic weights over FEATURES: fitted by bench/reader_fit.py on the covidqa-dev papers of
-# `--half fit` (listwise: only differences between one question's sentences count, so no bias).
+# Logistic weights over FEATURES, fitted on half of covidqa-dev's papers (listwise: only the
+# differences between one question's sentences count, so no bias); refit with the reader bench.
 WEIGHTS = np.array([3.957, -0.575, 2.59, 0.766, 2.221, 2.253, -0.552, -1.231, 0.772, 1.826, 0.594, 2.761],
                    dtype=np.float32)
 

@@ -6,6 +6,8 @@ the current generation; files that disappeared from the given folders are droppe
 
 Atomic: everything is written into a new generation directory; the manifest rename at the end
 is the commit. A build killed at any point leaves the previous generation and manifest intact.
+
+Stages, in order (IndexBuilder._build): scan, load, embed, write, ann, bm25, level1, commit.
 """
 
 from __future__ import annotations
@@ -71,6 +73,35 @@ class BuildReport:
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class _BuildRun:
+    """What one build's stages hand each other, in the order they fill it."""
+
+    t0: float
+    report: BuildReport
+    # scan
+    previous: Manifest | None = None
+    embedder: CachedEmbedder | None = None
+    reuse: bool = False
+    old_sources: dict[str, SourceRecord] = field(default_factory=dict)
+    seen: dict[str, tuple[Path, str, int, str]] = field(default_factory=dict)  # key -> (path, sha, size, doc_id)
+    sources: dict[str, SourceRecord] = field(default_factory=dict)  # the next generation's files
+    to_load: list[str] = field(default_factory=list)
+    levels: list[int] = field(default_factory=list)
+    # load, embed
+    new_docs: list[Document] = field(default_factory=list)
+    new_units: list[TextUnit] = field(default_factory=list)
+    new_terms: list[list[str]] = field(default_factory=list)
+    vectors: np.ndarray | None = None
+    # write, ann, bm25, level1, commit
+    dim: int = 0
+    generation: str = ""
+    gen_dir: Path | None = None
+    store: LanceStore | None = None
+    units_table: pa.Table | None = None
+    n_documents: int = 0
 
 
 def file_sha256(path: Path) -> str:
@@ -141,17 +172,31 @@ class IndexBuilder:
                     self._phrases = None
 
     def _build(self, roots: list[Path]) -> BuildReport:
-        t0 = time.perf_counter()
-        report = BuildReport()
+        """The build's named stages in order; each reads and fills one `_BuildRun`."""
+        run = _BuildRun(t0=time.perf_counter(), report=BuildReport())
+        self._scan(run, roots)
+        if self._up_to_date(run):
+            return run.report
+        self._load(run)
+        self._embed(run)
+        self._write(run)
+        self._ann(run)
+        self._bm25(run)
+        self._level1(run)
+        self._commit(run)
+        return run.report
+
+    def _scan(self, run: _BuildRun, roots: list[Path]) -> None:
+        """Which files are new, changed, unchanged or gone, against the current manifest."""
+        report = run.report
         previous = read_manifest(self.index_dir) if manifest_path(self.index_dir).exists() else None
         self._remove_stale_generations(previous)
-        embedder = self.embedder()
-        reuse = (previous is not None and previous.embedder_id == embedder.id
+        run.previous, run.embedder = previous, self.embedder()
+        reuse = (previous is not None and previous.embedder_id == run.embedder.id
                  and previous.config_hash == self.config.index_hash())
-        old_sources = previous.sources if (previous and reuse) else {}
-
-        # 1. Scan: which files are new, changed, unchanged or gone.
-        seen: dict[str, tuple[Path, str, int, str]] = {}  # key -> (path, sha, size, doc_id)
+        run.reuse = reuse
+        run.old_sources = old_sources = previous.sources if (previous and reuse) else {}
+        seen = run.seen
         for root in roots:
             if not root.exists():
                 report.failures.append((str(root), "path not found"))
@@ -174,7 +219,6 @@ class IndexBuilder:
                     seen[key] = (path, file_sha256(path), path.stat().st_size,
                                  rec.documents[0] if rec.documents else path.name)
         root_keys = [str(r.resolve()) for r in roots if r.exists()]
-        sources: dict[str, SourceRecord] = {}
         for key, rec in old_sources.items():
             under_roots = any(key == rk or key.startswith(rk.rstrip("/") + "/") for rk in root_keys)
             if key not in seen and under_roots:
@@ -182,28 +226,32 @@ class IndexBuilder:
             elif key in seen and seen[key][1] != rec.sha256:
                 report.changed.append(key)
             elif key in seen or not under_roots:
-                sources[key] = rec
+                run.sources[key] = rec
         if previous and not reuse:
             report.changed.extend(k for k in previous.sources if k in seen)
-        to_load = [k for k in seen if k not in sources]
-        report.added = [k for k in to_load if k not in report.changed]
-        report.unchanged = len(sources)
+        run.to_load = [k for k in seen if k not in run.sources]
+        report.added = [k for k in run.to_load if k not in report.changed]
+        report.unchanged = len(run.sources)
+        run.levels = [0, 1] if self.config.graph.enabled else [0]
 
-        levels = [0, 1] if self.config.graph.enabled else [0]
-        same_graph = levels == [0] or previous is None or previous.graph_hash == self.config.graph_hash()
-        if previous and report.nothing_changed and not report.failures and reuse and previous.levels == levels \
-                and same_graph:
-            report.generation = previous.generation
-            report.documents, report.text_units = previous.counts.get("documents", 0), previous.counts.get("text_units", 0)
-            report.seconds["total"] = time.perf_counter() - t0
-            return report
+    def _up_to_date(self, run: _BuildRun) -> bool:
+        """Nothing changed since the current generation (files, embedder, chunking, graph settings):
+        the report names it and no new generation is written."""
+        previous, report = run.previous, run.report
+        same_graph = run.levels == [0] or previous is None or previous.graph_hash == self.config.graph_hash()
+        if not (previous and report.nothing_changed and not report.failures and run.reuse
+                and previous.levels == run.levels and same_graph):
+            return False
+        report.generation = previous.generation
+        report.documents, report.text_units = previous.counts.get("documents", 0), previous.counts.get("text_units", 0)
+        report.seconds["total"] = time.perf_counter() - run.t0
+        return True
 
-        # 2. Load and chunk what is new or changed; one bad file never stops the batch.
+    def _load(self, run: _BuildRun) -> None:
+        """Load and chunk what is new or changed; one bad file never stops the batch."""
         t_load = time.perf_counter()
-        kept_doc_ids = {d for rec in sources.values() for d in rec.documents}
-        new_docs: list[Document] = []
-        new_units: list[TextUnit] = []
-        new_terms: list[list[str]] = []
+        report, seen, to_load = run.report, run.seen, run.to_load
+        kept_doc_ids = {d for rec in run.sources.values() for d in rec.documents}
         self.progress("load", 0, len(to_load))
         loaded = run_all(self.executor, load_source, [(seen[key][0], seen[key][3], self.config) for key in to_load],
                          lambda n: self.progress("load", n, None),
@@ -219,15 +267,17 @@ class IndexBuilder:
                 report.failures.append((str(path), f"document id '{dup}' is already used by another file or record; "
                                                    "ids must be unique"))
                 continue
-            new_docs.extend(docs)
-            new_units.extend(units)
-            new_terms.extend(terms)
+            run.new_docs.extend(docs)
+            run.new_units.extend(units)
+            run.new_terms.extend(terms)
             kept_doc_ids.update(d.id for d in docs)
-            sources[key] = SourceRecord(sha256=sha, size=size, documents=[d.id for d in docs])
-        del loaded  # new_units, new_terms and new_docs hold what is still needed
+            run.sources[key] = SourceRecord(sha256=sha, size=size, documents=[d.id for d in docs])
+        del loaded  # the run's new units, terms and documents hold what is still needed
         report.seconds["load_chunk"] = time.perf_counter() - t_load
 
-        # 3. Embed new units (cache first); their noun phrases are extracted meanwhile.
+    def _embed(self, run: _BuildRun) -> None:
+        """Embed the new units (cache first); their noun phrases are extracted meanwhile."""
+        new_units, embedder, report = run.new_units, run.embedder, run.report
         if self.config.graph.enabled and self.executor is None and new_units:
             self._phrases = PhrasesAhead(self._phrase_cache(), self._phrase_extractor(),
                                          lambda n: self.progress("phrases", n, None))
@@ -236,8 +286,8 @@ class IndexBuilder:
         t_embed = time.perf_counter()
         self.progress("embed", 0, len(new_units))
         before = embedder.misses
-        vectors = embedder.embed_passages([u.embedding_text for u in new_units],
-                                          progress=lambda n: self.progress("embed", n, None))
+        run.vectors = embedder.embed_passages([u.embedding_text for u in new_units],
+                                              progress=lambda n: self.progress("embed", n, None))
         report.embedded = embedder.misses - before
         report.seconds["embed"] = time.perf_counter() - t_embed
         if self.config.embedding.sentences:
@@ -245,17 +295,21 @@ class IndexBuilder:
             self._embed_sentences(new_units, embedder)
             report.seconds["embed_sentences"] = time.perf_counter() - t_sent
 
-        # 4. Assemble the new generation: carried-over rows + new rows.
+    def _write(self, run: _BuildRun) -> None:
+        """The new generation's tables: rows carried over from the current one plus the new rows."""
         t_write = time.perf_counter()
-        dim = embedder.dim or (previous.embedder_dim if previous else 0)
-        units_table = units_to_table(new_units, new_terms, vectors.reshape(len(new_units), dim), dim)
+        previous, new_units = run.previous, run.new_units
+        run.dim = dim = run.embedder.dim or (previous.embedder_dim if previous else 0)
+        units_table = units_to_table(new_units, run.new_terms, run.vectors.reshape(len(new_units), dim), dim)
         unit_ids: dict[str, list[str]] = {}
         for u in new_units:
             unit_ids.setdefault(u.document_id, []).append(u.id)
-        docs_table = documents_to_table(new_docs, unit_ids)
-        del new_units, new_terms, new_docs, vectors, unit_ids  # in the tables now: a large build holds them once
+        docs_table = documents_to_table(run.new_docs, unit_ids)
+        # In the tables now: a large build holds them once.
+        run.new_units, run.new_terms, run.new_docs, run.vectors = [], [], [], None
+        del new_units, unit_ids
         release_freed_memory()  # their Python objects' memory, before LanceDB, the ANN and BM25 allocate theirs
-        carried_doc_ids = sorted({d for k, rec in sources.items() if k in old_sources and k not in to_load
+        carried_doc_ids = sorted({d for k, rec in run.sources.items() if k in run.old_sources and k not in run.to_load
                                   for d in rec.documents})
         if previous and carried_doc_ids:
             old = LanceStore(generation_dir(self.index_dir, previous.generation) / "lancedb")
@@ -267,63 +321,72 @@ class IndexBuilder:
             units_table = pa.concat_tables([old_units.cast(units_table.schema), units_table])
             docs_table = pa.concat_tables([old_docs.cast(docs_table.schema), docs_table])
 
-        generation = self._next_generation(previous)
-        gen_dir = generation_dir(self.index_dir, generation)
-        gen_dir.mkdir(parents=True)
-        store = LanceStore(gen_dir / "lancedb")
-        store.write({DOCUMENTS: docs_table, TEXT_UNITS: units_table})
-        save_unit_vectors(gen_dir, units_table["vector"], dim)
-        report.seconds["write"] = time.perf_counter() - t_write
+        run.generation = self._next_generation(previous)
+        run.gen_dir = generation_dir(self.index_dir, run.generation)
+        run.gen_dir.mkdir(parents=True)
+        run.store = LanceStore(run.gen_dir / "lancedb")
+        run.store.write({DOCUMENTS: docs_table, TEXT_UNITS: units_table})
+        save_unit_vectors(run.gen_dir, units_table["vector"], dim)
+        run.units_table, run.n_documents = units_table, docs_table.num_rows
+        run.report.seconds["write"] = time.perf_counter() - t_write
+
+    def _ann(self, run: _BuildRun) -> None:
+        """LanceDB's ANN index, for generations large enough to need one (PostgreSQL builds its own)."""
         ann_min = self.config.search.ann_min_units
-        if ann_min and units_table.num_rows >= ann_min and self.config.store.backend == "lancedb":  # postgres: HNSW there
+        if ann_min and run.units_table.num_rows >= ann_min and self.config.store.backend == "lancedb":
             t_ann = time.perf_counter()
             with self._step("ann"):
-                store.create_vector_index()
+                run.store.create_vector_index()
             release_freed_memory()  # what LanceDB's training threads freed, before BM25 allocates
-            report.seconds["ann_index"] = time.perf_counter() - t_ann
+            run.report.seconds["ann_index"] = time.perf_counter() - t_ann
 
+    def _bm25(self, run: _BuildRun) -> None:
         t_bm25 = time.perf_counter()
         with self._step("bm25"):
-            BM25Index.build_from_column(units_table["terms"]).save(gen_dir / "bm25")
-        report.seconds["bm25"] = time.perf_counter() - t_bm25
+            BM25Index.build_from_column(run.units_table["terms"]).save(run.gen_dir / "bm25")
+        run.report.seconds["bm25"] = time.perf_counter() - t_bm25
         # Level 1 reads only these; the vectors, terms and documents are written (at 100k units
         # the vectors alone are 150 MB).
-        n_documents, units_table = docs_table.num_rows, units_table.select(["id", "title", "text"])
-        del docs_table
+        run.units_table = run.units_table.select(["id", "title", "text"])
         release_freed_memory()
 
-        if self.config.graph.enabled:
-            level1 = self._build_level1(units_table)
-            store.write({ENTITIES: level1.entities, RELATIONSHIPS: level1.relationships, COMMUNITIES: level1.communities})
-            save_incidence(gen_dir, level1.incidence)
-            t_embed = time.perf_counter()
-            self._embed_graph(gen_dir, level1, embedder)
-            level1.seconds["embedding"] = time.perf_counter() - t_embed
-            report.seconds.update({f"level1_{k}": v for k, v in level1.seconds.items()})
-            report.level1 = level1.stats
+    def _level1(self, run: _BuildRun) -> None:
+        """The noun-phrase graph, its communities and their vectors (when graph.enabled)."""
+        if not self.config.graph.enabled:
+            return
+        level1 = self._build_level1(run.units_table)
+        run.store.write({ENTITIES: level1.entities, RELATIONSHIPS: level1.relationships,
+                         COMMUNITIES: level1.communities})
+        save_incidence(run.gen_dir, level1.incidence)
+        t_embed = time.perf_counter()
+        self._embed_graph(run.gen_dir, level1, run.embedder)
+        level1.seconds["embedding"] = time.perf_counter() - t_embed
+        run.report.seconds.update({f"level1_{k}": v for k, v in level1.seconds.items()})
+        run.report.level1 = level1.stats
 
-        # 5. Commit: flush the generation, then atomically point the manifest at it.
+    def _commit(self, run: _BuildRun) -> None:
+        """Flush the generation, then atomically point the manifest at it."""
         t_commit = time.perf_counter()
-        fsync_tree(gen_dir)
-        report.documents, report.text_units = n_documents, units_table.num_rows
-        report.generation = generation
-        report.seconds["total"] = time.perf_counter() - t0
+        report, previous = run.report, run.previous
+        fsync_tree(run.gen_dir)
+        report.documents, report.text_units = run.n_documents, run.units_table.num_rows
+        report.generation = run.generation
+        report.seconds["total"] = time.perf_counter() - run.t0
         manifest = Manifest(
-            generation=generation, embedder_id=embedder.id, embedder_dim=int(dim),
+            generation=run.generation, embedder_id=run.embedder.id, embedder_dim=int(run.dim),
             config_hash=self.config.index_hash(), token_counter=TokenCounter.name,
-            counts={"documents": report.documents, "text_units": report.text_units, "sources": len(sources),
+            counts={"documents": report.documents, "text_units": report.text_units, "sources": len(run.sources),
                     **report.level1},
-            levels=levels, failures=[{"path": path, "reason": reason} for path, reason in report.failures],
+            levels=run.levels, failures=[{"path": path, "reason": reason} for path, reason in report.failures],
             named_entities=self.config.graph.named_entities,
-            graph_hash=self.config.graph_hash() if 1 in levels else "",
+            graph_hash=self.config.graph_hash() if 1 in run.levels else "",
             built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            build_seconds={k: round(v, 3) for k, v in report.seconds.items()}, sources=sources,
+            build_seconds={k: round(v, 3) for k, v in report.seconds.items()}, sources=run.sources,
         )
         write_manifest(self.index_dir, manifest)
         if previous:
             shutil.rmtree(generation_dir(self.index_dir, previous.generation), ignore_errors=True)
         report.seconds["commit"] = time.perf_counter() - t_commit
-        return report
 
     def _embed_sentences(self, units: list[TextUnit], embedder: CachedEmbedder, batch: int = 4096) -> None:
         """Every statement of the new units that default searches return into the vector cache

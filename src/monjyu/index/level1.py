@@ -3,7 +3,7 @@
 Tables (GraphRAG vocabulary): `entities` (noun phrases), `relationships` (co-occurrence edges),
 `communities` (hierarchy with level/parent/children). Noun phrases are cached by content hash,
 so a rebuild after adding documents only runs NLP on new text; graph and communities are then
-recomputed over the whole collection (cheap, measured in bench/level1_build.py), which keeps
+recomputed over the whole collection (cheap next to noun-phrase extraction), which keeps
 communities consistent instead of appending new ones.
 """
 

@@ -1,7 +1,7 @@
 """PDF text fit for retrieval, read with PDFium (pypdfium2, Apache-2.0/BSD).
 
-Why PDFium: measured on ../shared/bench-data/papers-pdf (bench/pdf_loading.py) it reads pages
-several times faster than pypdf, gives every character's box and font, and marks the hyphens it
+Why PDFium: on real arXiv papers it reads pages several times faster than pypdf (benchmarks
+page), gives every character's box and font, and marks the hyphens it
 finds at line ends. From characters we build lines (with boxes, font size, bold), then:
 - rotated text (the arXiv stamp in the margin) is read for metadata and left out of the text;
 - running headers and footers (a line repeated at the top or bottom of many pages, digits

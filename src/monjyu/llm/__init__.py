@@ -4,7 +4,8 @@
     result = llm.chat("question", schema=Answer)  # or: await llm.achat(...)
 """
 
-from .base import LLM, ChatResult, Message, Usage, UsageMeter, UsageScope, create_llm, run_sync
+from .base import LLM, ChatResult, Message, Usage, UsageMeter, UsageScope, run_sync
+from .factory import create_llm
 from .prompts import load_prompt
 
 __all__ = ["LLM", "ChatResult", "Message", "Usage", "UsageMeter", "UsageScope", "create_llm", "load_prompt",

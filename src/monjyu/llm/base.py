@@ -1,4 +1,4 @@
-"""The chat-model protocol every engine calls, usage accounting, and the provider factory.
+"""The chat-model protocol every engine calls and usage accounting (providers in factory.py).
 
 Providers implement two private coroutines (`_complete`, `_stream`); this base class adds what
 must behave the same everywhere: structured output with one repair call, the response cache,
@@ -15,13 +15,12 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from ..config import LLMConfig
-from ..errors import ConfigError, ServiceError
+from ..errors import ServiceError
 from . import structured
 
 if TYPE_CHECKING:
@@ -333,25 +332,3 @@ def run_sync(coro: Any) -> Any:
 
 async def _anext(agen: AsyncIterator[str]) -> str:
     return await agen.__anext__()
-
-
-def create_llm(cfg: LLMConfig, cache_dir: Path | None = None) -> LLM | None:
-    """The configured chat model, or None for provider "none" (engines then answer extractively)."""
-    if cfg.provider == "none":
-        return None
-    cache = None
-    if cfg.cache:
-        if cache_dir is None:
-            raise ConfigError("llm.cache is on but no cache directory was given; set cache_dir or turn llm.cache off")
-        from .cache import ResponseCache
-
-        cache = ResponseCache(Path(cache_dir) / "llm.sqlite")
-    if cfg.provider in ("openai", "azure"):
-        from .openai_compat import OpenAICompatLLM
-
-        return OpenAICompatLLM(cfg, cache)
-    if cfg.provider == "llama-cpp":
-        from .llama_cpp import LlamaCppLLM
-
-        return LlamaCppLLM(cfg, cache)
-    raise ConfigError(f"unknown llm.provider '{cfg.provider}'; use none, openai, azure or llama-cpp")

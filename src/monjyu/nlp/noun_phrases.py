@@ -1,11 +1,9 @@
 """Noun-phrase extraction without an LLM: spaCy for English, SudachiPy noun runs for Japanese.
 
 English phrases come from part-of-speech tags by default: spaCy's tok2vec and tagger only, and
-runs of adjectives and nouns ending in a noun (proper-noun runs kept apart, typed MISC). With two
-worker processes started ahead that is 6.3-6.4x the texts/s of the noun-phrase stage before
-(spaCy's full pipeline with its parser's noun chunks and its NER; 3.9x today's full pipeline,
-which shares the speed-ups below), for graph retrieval at least as good on 2wiki
-(bench/level1_build.py --baseline, README). `graph.named_entities: true` runs the full
+runs of adjectives and nouns ending in a noun (proper-noun runs kept apart, typed MISC): several
+times faster than spaCy's full pipeline with its parser's noun chunks and NER, for graph
+retrieval at least as good (benchmarks page, Level 1). `graph.named_entities: true` runs the full
 pipeline instead, so English phrases carry NER labels (PERSON, ORG, GPE, ...) for entity-type filters.
 
 Phrases are normalised so that variants merge into one graph node: lower case, determiners and

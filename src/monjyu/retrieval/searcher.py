@@ -2,8 +2,8 @@
 
 LanceDB is the store of record; at query time the vectors are one float32 matrix memory-mapped
 from the generation (exact cosine by matrix product) and BM25 is bm25s's sparse matrices, mapped
-too. bench/level0_latency.py measures this against LanceDB's own ANN search; exact search stays
-faster and exact up to 100k units.
+too: exact search below `search.ann_min_units` units; larger generations take LanceDB ANN
+candidates, re-scored exactly (benchmarks page, Latency at scale).
 """
 
 from __future__ import annotations
@@ -302,7 +302,8 @@ class Searcher:
         nearest embedded phrase in another language at cosine >= search.graph_phrase_similarity:
         a Japanese question reaches the English graph this way. Within one language a phrase is
         either named or a different thing whose spelling fools the embedding ("john smith" /
-        "john smyth"); on 2wiki same-language matches lowered graph complete@8 0.564 -> 0.554."""
+        "john smyth"), so same-language matches by embedding are not taken (they lowered graph
+        recall on multi-hop Wikipedia)."""
         graph = self.require_graph()
         query = query[:QUERY_TEXT_CHARS]
         phrases = self.query_phrases(query)
@@ -389,7 +390,7 @@ class Searcher:
         lie between its specific entities: a walk from each rare named phrase alone scores every
         unit, and the geometric mean over them ranks first the units close to all (the links).
         (Ranking the links that name the classifier's relation hint ("director of") higher was
-        measured and lowered complete@8 on 2wiki: bench/graph_modes.py.) Generic phrases
+        measured and lowered multi-hop recall.) Generic phrases
         ("film", "country") are not entities here: they connect everything."""
         graph = self.require_graph()
         base, total = self.graph_ranking(query, query_vector, n, mask)
@@ -400,8 +401,7 @@ class Searcher:
         if len(specific) < 2:
             return base, total
         # Six steps reach the units a few phrases away from each entity, which is where the links
-        # lie; 20 steps cost twice as much at 100k units and gave the same hybridrag figures on
-        # 2wiki (without reranking complete@8 0.772 vs 0.752 with six).
+        # lie; 20 steps cost twice as much at 100k units for the same ranking with the reranker.
         walks = [graph.personalized_pagerank({node: 1.0}, damping=0.7, iterations=6) for node in specific]
         between = np.exp(np.mean([np.log(w + 1e-12) for w in walks], axis=0)).astype(np.float32)
         valid = between > 1e-10
@@ -576,7 +576,7 @@ class Searcher:
         vectors; keyword: both term lists) and follow the title links of the best passages; fuse
         with the first round, keeping its top hits in place. Only when those passages link to
         other units by title: without a second hop to follow, the re-search only pushes near
-        copies of the best passage into the list (measured on covidqa-dev: ans@10 0.92 -> 0.89)."""
+        copies of the best passage into the list (it lowered recall on papers)."""
         cfg = self.config
         linked = self.linked_ranking(query, [r for r, _ in first[:cfg.feedback_keep]], mask)
         if not linked:

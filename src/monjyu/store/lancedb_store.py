@@ -148,8 +148,8 @@ class LanceStore:
         return self._db.open_table(name).take_offsets(offsets).select(columns).to_arrow()
 
     def create_vector_index(self) -> None:
-        """An IVF_HNSW_SQ index on the text units' vectors (cosine): approximate top-k in a few
-        milliseconds where exact search over 100k vectors takes ~11 ms (bench/level0_latency.py)."""
+        """An IVF_HNSW_SQ index on the text units' vectors (cosine): approximate top-k,
+        faster than exact search at large sizes (benchmarks page, Latency at scale)."""
         self._db.open_table(TEXT_UNITS).create_index("vector", config=IvfHnswSq(distance_type="cosine"))
 
     def vector_index(self) -> "VectorANN | None":

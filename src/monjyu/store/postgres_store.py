@@ -237,7 +237,7 @@ class PostgresIndex:
 
     def create_units_table(self, generation: str, ids: list[str], titles: list[str], texts: list[str],
                            terms: list[list[str]], kinds: list[str], vectors: np.ndarray) -> None:
-        """One generation's units table alone, without files or manifest (bench/store_latency.py
+        """One generation's units table alone, without files or manifest (the store latency bench
         searches one of synthetic units)."""
         with self._lock:
             conn = self._connect()

@@ -8,14 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from string import Template
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ...errors import ServiceError
 from ...ingest.sentences import split_sentences
-from ...llm import LLM, Message, load_prompt
+from ...llm import LLM
+from ..llm_calls import structured_reply
 from ...nlp.analyzer import Analyzer
 from ...nlp.lang import detect_language
 from ..relevance import LocalRelevanceScorer
@@ -58,14 +57,13 @@ class LLMGrades(BaseModel):
 async def grade_llm(llm: LLM, query: str, texts: Sequence[str], fallback: list[Grade],
                     prompts_dir: str | None = None) -> list[Grade]:
     """The LLM grades all results in one call; results it leaves out keep the local grade."""
-    system = Template(load_prompt("crag_grade", detect_language(query), prompts_dir)).safe_substitute(query=query)
     listing = "\n\n".join(f"[{i}] {t[:1500]}" for i, t in enumerate(texts))
-    try:
-        result = await llm.achat([Message("system", system), Message("user", listing)], schema=LLMGrades)
-    except ServiceError:
+    reply = await structured_reply(llm, "crag_grade", detect_language(query), listing, LLMGrades, prompts_dir,
+                                   query=query)
+    if reply is None:
         return fallback
     grades = list(fallback)
-    for g in result.parsed.grades:
+    for g in reply.grades:
         if 0 <= g.index < len(grades):
             grades[g.index] = Grade(g.grade, g.score, fallback[g.index].strips if g.grade == "ambiguous" else [])
     return grades
@@ -120,11 +118,9 @@ async def sufficiency_llm(llm: LLM, query: str, context: Sequence[str], fallback
                           prompts_dir: str | None = None) -> Sufficiency:
     if not context:
         return fallback
-    system = Template(load_prompt("sufficiency", detect_language(query), prompts_dir)).safe_substitute(query=query)
     listing = "\n\n".join(f"[{i + 1}] {t[:1500]}" for i, t in enumerate(context))
-    try:
-        result = await llm.achat([Message("system", system), Message("user", listing)], schema=LLMSufficiency)
-    except ServiceError:
+    p = await structured_reply(llm, "sufficiency", detect_language(query), listing, LLMSufficiency, prompts_dir,
+                               query=query)
+    if p is None:
         return fallback
-    p = result.parsed
     return Sufficiency(p.sufficient, p.confidence, p.missing, f"llm:{llm.id}")

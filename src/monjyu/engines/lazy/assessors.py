@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from string import Template
 from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ...errors import ServiceError
-from ...llm import LLM, Message, load_prompt
+from ...llm import LLM
+from ..llm_calls import structured_reply
 from ..relevance import LocalRelevanceScorer
 
 
@@ -53,18 +52,17 @@ class LLMAssessor:
         self.llm = llm
         self.batch_size = batch_size
         self.name = f"llm:{llm.id}"
-        self._system = load_prompt("relevance", language, prompts_dir)
+        self.language, self.prompts_dir = language, prompts_dir
         self.local = local
         self.prefilter = prefilter
 
     async def _batch(self, query: str, batch: Sequence[str]) -> list[float]:
         listing = "\n".join(f"{i}. {s}" for i, s in enumerate(batch))
-        system = Template(self._system).safe_substitute(query=query)
-        try:
-            result = await self.llm.achat([Message("system", system), Message("user", listing)], schema=SentenceScores)
-        except ServiceError:
+        reply = await structured_reply(self.llm, "relevance", self.language, listing, SentenceScores, self.prompts_dir,
+                                       query=query)
+        if reply is None:
             return [0.0] * len(batch)
-        scores = [min(10.0, max(0.0, float(v))) for v in result.parsed.scores[:len(batch)]]
+        scores = [min(10.0, max(0.0, float(v))) for v in reply.scores[:len(batch)]]
         return scores + [0.0] * (len(batch) - len(scores))
 
     async def assess(self, query: str, sentences: Sequence[str]) -> tuple[list[float], int]:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from string import Template
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ...errors import ServiceError
-from ...llm import LLM, Message, load_prompt
+from ...llm import LLM
+from ..llm_calls import structured_reply
 from ...types import Claim, RelevantSentence
 
 
@@ -33,16 +32,13 @@ def sentence_claims(sentences: Sequence[RelevantSentence]) -> list[Claim]:
 async def llm_claims(llm: LLM, query: str, groups: Sequence[Sequence[RelevantSentence]], language: str,
                      prompts_dir: str | None = None) -> tuple[list[Claim], int]:
     """One call per group; a group whose call fails keeps its sentences as claims."""
-    system = Template(load_prompt("claims", language, prompts_dir)).safe_substitute(query=query)
-
     async def one(group: Sequence[RelevantSentence]) -> list[Claim]:
         listing = "\n".join(f"{i}. {s.text}" for i, s in enumerate(group))
-        try:
-            result = await llm.achat([Message("system", system), Message("user", listing)], schema=ClaimList)
-        except ServiceError:
+        reply = await structured_reply(llm, "claims", language, listing, ClaimList, prompts_dir, query=query)
+        if reply is None:
             return sentence_claims(group)
         claims = []
-        for item in result.parsed.claims:
+        for item in reply.claims:
             support = [group[i] for i in dict.fromkeys(item.sources) if 0 <= i < len(group)]
             if item.statement.strip() and support:  # a claim with no valid source cannot be cited
                 claims.append(Claim(statement=item.statement.strip(), score=max(s.score for s in support),

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from ...config import LazyConfig
 from ...errors import ServiceError
 from ...llm import LLM, Message, load_prompt
+from ..llm_calls import structured_reply
 from ...nlp.lang import detect_language
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.communities import Community
@@ -117,14 +118,12 @@ class LazySearchEngine:
         history = ""
         if conversation and conversation.turns:
             history = "\nEarlier in this conversation:\n" + "\n".join(f"Q: {q}\nA: {a[:300]}" for q, a in conversation.turns[-3:])
-        system = Template(load_prompt("subqueries", lang, self.prompts_dir)).safe_substitute(
-            max_subqueries=self.config.max_subqueries, history=history)
-        try:
-            result = await self.llm.achat([Message("system", system), Message("user", query)], schema=Refinement)
-        except ServiceError:
+        reply = await structured_reply(self.llm, "subqueries", lang, query, Refinement, self.prompts_dir,
+                                       max_subqueries=self.config.max_subqueries, history=history)
+        if reply is None:
             return [query], query
-        subs = [s.strip() for s in result.parsed.subqueries if any(ch.isalnum() for ch in s)][:self.config.max_subqueries]
-        return list(dict.fromkeys([query] + subs)), result.parsed.expanded_query.strip() or query
+        subs = [s.strip() for s in reply.subqueries if any(ch.isalnum() for ch in s)][:self.config.max_subqueries]
+        return list(dict.fromkeys([query] + subs)), reply.expanded_query.strip() or query
 
     def _match(self, subqueries: Sequence[str], vectors: np.ndarray, filters: SearchFilters | None,
                threshold: float | None, k: int) -> list[int]:
@@ -529,8 +528,8 @@ class LazySearchEngine:
         for s in relevant:
             best.setdefault(s.text_unit_id, s.score)
         # The kept units in the order the matching search ranked them (a stronger order than one
-        # sentence's relevance score: covidqa-dev lazy ans@1 0.686 -> 0.704), the units
-        # exploration found beyond its list after them, by relevance.
+        # sentence's relevance score, measured on papers), the units exploration found beyond its
+        # list after them, by relevance.
         match_rank = {self.searcher.index.columns["id"][row]: i for i, row in enumerate(ranked)}
         best = dict(sorted(best.items(), key=lambda kv: (match_rank.get(kv[0], len(match_rank)), -kv[1])))
         hits = self._page(best, top_k, offset)

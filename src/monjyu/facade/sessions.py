@@ -1,0 +1,51 @@
+"""Conversations kept in the index directory (and mirrored to the store): follow-up questions."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ..engines.lazy import LazyConversation
+from ..errors import MonjyuError
+from ..store.mirror import atomic_write
+
+_SESSION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class SessionsMixin:
+    """Named conversations: read before a follow-up, written atomically after each turn."""
+
+    def _session_path(self, name: str) -> Path:
+        if not _SESSION_NAME.fullmatch(name or ""):
+            raise MonjyuError(f"session name {name!r}: use 1-64 letters, digits, '-' or '_'")
+        return self.index_dir / "sessions" / f"{name}.json"
+
+    def conversation(self, name: str) -> LazyConversation:
+        """The conversation kept under `name` in the index directory (a new one if none is).
+
+        Args:
+            name: 1-64 letters, digits, '-' or '_'.
+        """
+        path = self._session_path(name)
+        if self.remote:
+            self.remote.pull_session(name)
+        if not path.exists():
+            return LazyConversation()
+        try:
+            return LazyConversation.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MonjyuError(f"session {name!r} ({path}) cannot be read ({exc}); delete the file to start it anew") from None
+
+    def save_conversation(self, name: str, conversation: LazyConversation) -> None:
+        """Keep a conversation under `name`, atomically: a killed process leaves the previous turn
+        readable.
+
+        Args:
+            name: 1-64 letters, digits, '-' or '_'.
+            conversation: the conversation after its latest turn.
+        """
+        atomic_write(self._session_path(name), json.dumps(conversation.to_dict(), ensure_ascii=False).encode("utf-8"))
+        if self.remote:
+            self.remote.push_session(name)
+
