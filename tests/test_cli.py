@@ -126,3 +126,38 @@ def test_unknown_environment_settings_are_refused(tmp_path, cache_dir, monkeypat
     monkeypatch.setenv("MONJYU_MY_KEY", "secret")  # named by an *_env setting: a key, not a setting
     monkeypatch.setenv("MONJYU_LLM__API_KEY_ENV", "MONJYU_MY_KEY")
     assert load_config().llm.api_key_env == "MONJYU_MY_KEY"
+
+
+def test_unknown_keys_inside_a_section_are_refused_at_every_level(tmp_path, cache_dir, monkeypatch):
+    """`search: {moed: vector}` used to run with the default mode, and a misspelt store namespace
+    wrote into the default one."""
+    from pydantic import ValidationError
+
+    from monjyu.config import ConfigError, MonjyuConfig, load_config
+
+    for text, named in [("search: {moed: vector}", "unknown setting search.moed; did you mean search.mode?"),
+                        ("store: {nmespace: other}", "did you mean store.namespace?"),
+                        ("hybrid: {crag: true, weigths: {}}", "did you mean hybrid.weights?"),
+                        ("serch: {mode: vector}", "did you mean search?")]:
+        (tmp_path / "m.yaml").write_text(text)
+        with pytest.raises(ConfigError, match=re.escape(named)):
+            load_config(tmp_path / "m.yaml")
+    proc = run(["status", "--config", str(tmp_path / "m.yaml"), "--index", str(tmp_path / "none")], tmp_path,
+               cache_dir, check=False)
+    assert proc.returncode == 2 and "did you mean search?" in proc.stderr
+    with pytest.raises(ValidationError, match="unknown setting 'moed'; did you mean 'mode'"):
+        MonjyuConfig(search={"moed": "vector"})  # the API
+    monkeypatch.setenv("MONJYU_LAZY__PRESTE", "z500")
+    with pytest.raises(ConfigError, match="MONJYU_LAZY__PRESTE names no setting; did you mean MONJYU_LAZY__PRESET"):
+        load_config()
+
+
+def test_error_text_prints_literally_never_as_markup(tmp_path, cache_dir):
+    """The terminal library read `[postgres]` in `pip install 'monjyu[postgres]'` as markup and
+    dropped it."""
+    proc = run(["search", "x", "--filter", "[postgres]", "--index", str(tmp_path / "none")], tmp_path, cache_dir,
+               check=False)
+    assert proc.returncode == 2 and "'[postgres]'" in proc.stderr, proc.stderr
+    (tmp_path / "monjyu.yaml").write_text("search: {'[bold]mode[/bold]': vector}\n")
+    proc = run(["status", "--index", str(tmp_path / "none")], tmp_path, cache_dir, check=False)
+    assert proc.returncode == 2 and "search.[bold]mode[/bold]" in proc.stderr, proc.stderr

@@ -24,7 +24,7 @@ from monjyu.cli import app, serve_main
 
 from .test_options import OPTION_CASES, QUERY, expect
 
-TOOLS = {"search", "lazy_search", "get_document", "list_documents", "index_status", "index"}
+TOOLS = {"search", "lazy_search", "converse", "get_document", "list_documents", "index_status", "index"}
 SECRET = "sk-monjyu-test-secret-0123456789"  # an API key in the server's environment must never come back
 
 
@@ -117,7 +117,12 @@ def test_every_tool_is_listed_with_its_input_schema(mcp):
     assert "hybridrag" in json.dumps(search["properties"]["mode"])
     assert {"file_ids", "file_types", "date_range"} <= set(search["$defs"]["SearchFilters"]["properties"])
     assert tools["get_document"].input_schema["required"] == ["document_id"]
-    assert tools["search"].annotations.read_only_hint and not tools["index"].annotations.read_only_hint
+    writes = {"converse", "index"}  # a kept conversation's turn; files added to the index
+    for name, tool in tools.items():
+        assert tool.annotations.read_only_hint == (name not in writes), name
+        assert tool.annotations.destructive_hint is not True and tool.annotations.open_world_hint is False
+    assert "session" not in tools["search"].input_schema["properties"]
+    assert tools["converse"].input_schema["required"] == ["query", "session"]
     assert all(t.description for t in tools.values())
 
 
@@ -153,7 +158,7 @@ def test_every_option_in_every_mode_is_applied_or_refused(mcp, mode):
     """tests/test_options.py's matrix through MCP: the argument's effect shows in the result, or
     the call fails naming the modes that take it."""
     for case in OPTION_CASES:
-        if case.mcp is None:  # expand: no MCP argument
+        if case.mcp is None:  # expand, session: not arguments of the search tool
             continue
         result = mcp.call("search", {"query": QUERY, "mode": mode, **case.mcp})
         expect(mode, case, " ".join(result.content[0].text.split()) if result.is_error else result.structured_content)
@@ -198,12 +203,16 @@ def test_bad_search_arguments_are_clear_messages(mcp, arguments, message):
 
 
 # ------------------------------------------------------------------ lazy search
-def test_lazy_search_sessions(mcp):
-    first = mcp.ok("lazy_search", {"query": "How does LazyGraphRAG keep indexing cheap?", "budget": 20,
-                                   "session": "mcp-s1"})
-    again = mcp.ok("lazy_search", {"query": "And what does it do at query time?", "budget": 20, "session": "mcp-s1"})
+def test_conversations_are_the_converse_tool_which_says_it_writes(mcp):
+    """search and lazy_search are marked read-only, so they keep no conversation; converse does."""
+    first = mcp.ok("converse", {"query": "How does LazyGraphRAG keep indexing cheap?", "budget": 20,
+                                "session": "mcp-s1"})
+    again = mcp.ok("converse", {"query": "And what does it do at query time?", "budget": 20, "session": "mcp-s1"})
     assert again["turn"] == first["turn"] + 1 >= 2
-    assert "session name" in mcp.error("lazy_search", {"query": "q", "session": "../x"})
+    assert "session name" in mcp.error("converse", {"query": "q", "session": "../x"})
+    assert "session" in mcp.error("converse", {"query": "q"})
+    for tool in ("search", "lazy_search"):
+        assert "session" in mcp.error(tool, {"query": "q", "session": "mcp-s1"})
 
 
 def test_lazy_search(mcp):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 import boto3
+import httpx
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -202,6 +203,40 @@ def test_conversations_live_in_the_store(backend, tmp_path, samples_copy):
     assert follow_up.turn == 2
 
 
+def _created_in_the_store(backend: Backend, request) -> list[str]:
+    """What exists of the store's namespace, bucket prefix or search index (nothing, for a reader)."""
+    if backend.name == "lancedb":
+        return [str(backend.shared_dir)] if backend.shared_dir.exists() else []
+    if backend.name == "s3":
+        listed = boto3.client("s3").list_objects_v2(Bucket=request.getfixturevalue("bucket"))
+        return [o["Key"] for o in listed.get("Contents", [])]
+    import psycopg
+
+    with psycopg.connect(request.getfixturevalue("pg_server")) as conn:
+        schema = conn.execute("SELECT to_regnamespace(%s)", (_name(request),)).fetchone()[0]
+    found = [f"schema {schema}"] if schema else []
+    if backend.name == "azure-search":
+        service = request.getfixturevalue("search_service")
+        found += [n for n in service.service.indexes if n.startswith(_name(request).replace("_", "-"))]
+    return found
+
+
+def test_a_reader_never_creates_a_namespace_prefix_or_index(backend, tmp_path, request):
+    """Only `monjyu index` creates where an index lives: a search, a conversation or a status on a
+    store with nothing built says so and leaves it as it was."""
+    reader = backend.monjyu(tmp_path / "reader")
+    calls = {"search": lambda: reader.search("What is LazyGraphRAG?"),
+             "lazy with a session": lambda: reader.ask("What is LazyGraphRAG?", "lazy", session="s1"),
+             "status": reader.status, "documents": reader.list_documents}
+    for name, call in calls.items():
+        with pytest.raises(MonjyuError, match="no index"):
+            call()
+        assert _created_in_the_store(backend, request) == [], name
+    with pytest.raises(MonjyuError, match="no index"):
+        reader.save_conversation("s1", reader.conversation("s1"))
+    assert _created_in_the_store(backend, request) == []
+
+
 # ------------------------------------------------------------------ object storage
 def test_object_store_settings_from_the_environment_and_clear_errors(bucket, tmp_path, cache_dir, monkeypatch):
     monkeypatch.setenv("MONJYU_STORE__URL", f"s3://{bucket}/from-env")
@@ -334,7 +369,13 @@ def test_azure_search_holds_the_units_and_answers_vector_and_text_queries(azure_
     assert pdf and all(h.source_path.endswith(".pdf") for h in pdf)
     sent = [body for method, path, body in search_service.service.requests
             if path.endswith("search.post.search") and body.get("search") == "community detection"]
-    assert sent[-1]["filter"].startswith("search.in(row, '") and sent[-1]["searchMode"] == "any"
+    assert sent[-1]["filter"].startswith("search.in(key, '") and sent[-1]["searchMode"] == "any"
+    # Operator characters of the simple query syntax in the user's text are text, not syntax:
+    # unescaped, "-communities" would exclude every passage naming communities.
+    literal = reader.search("Leiden -communities", "keyword", top_k=3, answer=False).hits
+    assert literal and "communities" in literal[0].text.lower()
+    assert [b["search"] for m, p, b in search_service.service.requests
+            if p.endswith("search.post.search") and "Leiden" in (b.get("search") or "")][-1] == "Leiden \\-communities"
 
     (samples_copy / "extra.md").write_text("# Extra\n\nBM25F weighs fields.\n", encoding="utf-8")
     Monjyu(tmp_path / "w", config).index([samples_copy])
@@ -344,9 +385,36 @@ def test_azure_search_holds_the_units_and_answers_vector_and_text_queries(azure_
     assert f"{prefix}-g000001" not in names and {f"{prefix}-g000002", f"{prefix}-g000003"} <= names
 
 
+def test_the_local_protocol_server_refuses_what_the_service_documents(azure_store, search_service, tmp_path,
+                                                                     samples_copy, cache_dir):
+    """The calls the landed client made (search.in on an Int32 field) fail here as on the service;
+    each refusal names the documentation page of its rule."""
+    config = MonjyuConfig(cache_dir=str(cache_dir), store=azure_store(keyword="fulltext"))
+    Monjyu(tmp_path / "w", config).index([samples_copy])
+    url = f"{search_service.url}/indexes('{config.store.index_prefix}-g000001')/docs/search.post.search"
+
+    def refusal(body: dict) -> str:
+        answer = httpx.post(url, params={"api-version": "2024-07-01"}, headers={"api-key": API_KEY}, json=body)
+        assert answer.status_code == 400, answer.text
+        return answer.json()["error"]["message"]
+
+    assert "search.in takes a string field; 'row' is Edm.Int32" in refusal(
+        {"search": "x", "filter": "search.in(row, '1,2', ',')"})
+    assert "search-query-odata-search-in-function" in refusal({"search": "x", "filter": "search.in(row, '1', ',')"})
+    assert "'id' is not filterable" in refusal({"search": "x", "filter": "search.in(id, 'a', ',')"})
+    assert "not a searchable string field" in refusal({"search": "x", "searchFields": "kind"})
+    assert "not a retrievable field" in refusal({"search": "x", "select": "colour"})
+    assert "Invalid expression" in refusal({"search": "x", "filter": "row eq 1"})
+    upload = f"{search_service.url}/indexes('{config.store.index_prefix}-g000001')/docs/search.index"
+    wrong = httpx.post(upload, params={"api-version": "2024-07-01"}, headers={"api-key": API_KEY},
+                       json={"value": [{"@search.action": "upload", "key": "x1", "row": "seven"}]})
+    assert wrong.status_code == 400 and "field row is Edm.Int32" in wrong.json()["error"]["message"]
+
+
 def test_azure_search_settings_and_odata_escaping(azure_store, pg_server, tmp_path, cache_dir, monkeypatch):
     assert azure_search.odata_literal("O'Brien") == "'O''Brien'"
-    assert azure_search.odata_rows(np.array([False, True, True])) == "search.in(row, '1,2', ',')"
+    assert azure_search.odata_rows(np.array([False, True, True])) == "search.in(key, '1,2', ',')"
+    assert azure_search.simple_query_text('C++ (draft) "x" a-b') == 'C\\+\\+ \\(draft\\) \\"x\\" a\\-b'
     with pytest.raises((ConfigError, ValueError), match="companion_url"):
         StoreConfig(backend="azure-search", url="https://x.search.windows.net", api_key_env="K")
     with pytest.raises((ConfigError, ValueError), match="api_key_env"):

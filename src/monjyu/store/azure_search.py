@@ -13,9 +13,11 @@ Searches: vector candidates of large generations from the HNSW index (as with La
 index), and with `store.keyword: fulltext` keyword ranking by the service (BM25 over the
 language-analysed fields). MONJYU fuses the lists itself (weighted RRF with the graph, then the
 evidence rerank), so it asks for the text and the vector lists separately rather than for the
-service's own fused hybrid list. A filter reaches the service as the rows it allows
-(`search.in(row, '3,17,42', ',')`, integers only), so no filter value is ever written into the
-OData string; the constant parts (unit kinds) go through `odata_literal`, which escapes quotes.
+service's own fused hybrid list. A filter reaches the service as the rows it allows, by the
+string key field (`search.in(key, '3,17,42', ',')`: `search.in` takes string fields only), so no
+filter value is ever written into the OData string; the constant parts (unit kinds) go through
+`odata_literal`, which escapes quotes. Query text goes to the simple query parser with its
+operator characters escaped (`simple_query_text`): a user's "C++" or "-" is text, not syntax.
 
 Uploads go in batches of UPLOAD_BATCH; the SDK retries throttled and failed requests, and
 documents the service rejects one by one (429, 503) are sent again, with backoff (tenacity).
@@ -50,12 +52,24 @@ def odata_literal(value: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+# Operator characters of the simple query syntax (and the full Lucene syntax's, a superset), each
+# escaped with a backslash to be read as text:
+# https://learn.microsoft.com/en-us/azure/search/query-simple-syntax#escaping-search-operators
+# https://learn.microsoft.com/en-us/azure/search/query-lucene-syntax#escaping-special-characters
+_QUERY_OPERATORS = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/\'])')
+
+
+def simple_query_text(text: str) -> str:
+    """User text for the `search` parameter with every operator character escaped."""
+    return _QUERY_OPERATORS.sub(r"\\\1", text)
+
+
 def odata_rows(rows: np.ndarray | None) -> str:
-    """The filter for a search over the units where `rows` (a mask) is true; the default unit kinds
-    when no mask is given."""
+    """The filter for a search over the units where `rows` (a mask) is true, on the string key
+    field (the row number as text); the default unit kinds when no mask is given."""
     if rows is None:
         return f"search.in(kind, {odata_literal(','.join(DEFAULT_KINDS))}, ',')"
-    return f"search.in(row, '{','.join(str(int(r)) for r in np.flatnonzero(rows))}', ',')"
+    return f"search.in(key, '{','.join(str(int(r)) for r in np.flatnonzero(rows))}', ',')"
 
 
 class AzureSearchIndex:
@@ -136,8 +150,8 @@ class AzureSearchIndex:
                                                            SimpleField, VectorSearch, VectorSearchProfile)
 
         fields = [
-            SimpleField(name="key", type=SearchFieldDataType.String, key=True),
-            SimpleField(name="row", type=SearchFieldDataType.Int32, filterable=True),
+            SimpleField(name="key", type=SearchFieldDataType.String, key=True, filterable=True),
+            SimpleField(name="row", type=SearchFieldDataType.Int32),
             SimpleField(name="id", type=SearchFieldDataType.String),
             SimpleField(name="kind", type=SearchFieldDataType.String, filterable=True),
             *[SearchableField(name=f"body_{lang}", type=SearchFieldDataType.String, analyzer_name=analyzer)
@@ -247,7 +261,8 @@ class AzureFullText:
     def ranking(self, text: str, terms: list[str], language: str, n: int,
                 rows: np.ndarray | None) -> list[tuple[int, float]]:
         """The service's BM25 over the language-analysed fields; any query word may match."""
-        found = self._store.search(self._generation, search_text=text, search_mode="any", query_type="simple",
+        found = self._store.search(self._generation, search_text=simple_query_text(text), search_mode="any",
+                                   query_type="simple",
                                    search_fields=[f"body_{lang}" for lang in ANALYZERS], select=["row"],
                                    filter=odata_rows(rows), top=n)
         return [(int(doc["row"]), float(doc["@search.score"])) for doc in found]

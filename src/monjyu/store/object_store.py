@@ -153,6 +153,9 @@ class ObjectStoreIndex:
         return None
 
     def push_session(self, name: str) -> None:
+        if self._read(MANIFEST) is None:  # only `monjyu index` creates a prefix
+            raise MonjyuError(f"no index at {self.url} to keep session {name!r} in; build one there with "
+                              "`monjyu index` or fix store.url")
         with open(self.local_dir / SESSIONS / f"{name}.json", "rb") as src:
             self._write(src, SESSIONS, f"{name}.json")
 

@@ -273,7 +273,9 @@ class PostgresIndex:
         with self._lock, self._failing_as("writing a session to"):
             conn = self._connect()
             with conn.transaction():
-                self._create_schema(conn)
+                if not self._exists(conn):  # only `monjyu index` creates a namespace
+                    raise MonjyuError(f"no index in {public_url(self.url)} (namespace {self.ns!r}) to keep session "
+                                      f"{name!r} in; build one there with `monjyu index` or fix store.namespace")
                 conn.execute(self._sql("INSERT INTO {ns}.sessions (name, body) VALUES (%s, %s) ON CONFLICT (name) "
                                        "DO UPDATE SET body = excluded.body"), (name, body))
 

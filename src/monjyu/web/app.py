@@ -14,12 +14,12 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..access import LOOPBACK_NAMES, AccessGuard
 from ..api import Monjyu
 from ..config import LAZY_PRESETS
 from ..errors import IndexNotFoundError, MonjyuError
@@ -54,9 +54,14 @@ def _error(exc: Exception, status: int = 400) -> JSONResponse:
     return JSONResponse({"error": str(exc)}, status_code=status)
 
 
-def _not_found(request: Request, exc: MonjyuError) -> JSONResponse:
-    """What a facade refusal becomes (unknown document, not a PDF, no such community, bad parameter)."""
-    return _error(exc, 404)
+class BadParameter(MonjyuError):
+    """A request parameter that is missing, malformed or out of bounds (400, naming it)."""
+
+
+def _refused(request: Request, exc: MonjyuError) -> JSONResponse:
+    """A bad parameter is 400; what the facade refuses (unknown document, not a PDF, no such
+    community) is 404."""
+    return _error(exc, 400 if isinstance(exc, BadParameter) else 404)
 
 
 class SecurityHeaders:
@@ -75,44 +80,78 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
 
 
-def _int(request: Request, name: str, default: int | None = None) -> int:
+def _int(request: Request, name: str, default: int | None = None, low: int = 0, high: int = 10**9) -> int:
     value = request.query_params.get(name)
     if value is None:
         if default is None:
-            raise MonjyuError(f"the request needs the parameter '{name}'")
+            raise BadParameter(f"the request needs the parameter '{name}'")
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise MonjyuError(f"'{name}' must be a whole number, not {value!r}") from None
+        raise BadParameter(f"'{name}' must be a whole number, not {value[:40]!r}") from None
+    if not low <= number <= high:
+        raise BadParameter(f"'{name}' must be between {low} and {high}, not {number}")
+    return number
 
 
-def search_options(body: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
-    """The search form as `ask` arguments; anything the form cannot send is refused by name."""
+def _text(request: Request, name: str, required: bool = True, limit: int = 2000) -> str | None:
+    value = request.query_params.get(name)
+    if not value:
+        if required:
+            raise BadParameter(f"the request needs the parameter '{name}'")
+        return None
+    if len(value) > limit:
+        raise BadParameter(f"'{name}' is longer than {limit} characters")
+    return value
+
+
+def search_options(body: dict[str, Any], max_query_chars: int) -> tuple[str, str, dict[str, Any]]:
+    """The search form as `ask` arguments, each checked here so that a bad one is a 400 naming it;
+    anything the form cannot send is refused by name."""
     unknown = set(body) - {"query", "mode", "preset", "filters", "top_k"}
     if unknown:
-        raise MonjyuError(f"unknown search fields: {', '.join(sorted(unknown))}")
+        raise BadParameter(f"unknown search fields: {', '.join(sorted(map(str, unknown)))[:200]}")
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise BadParameter("'query' must be a non-empty string")
+    if len(query) > max_query_chars:
+        raise BadParameter(f"'query' is {len(query):,} characters, above search.max_query_chars={max_query_chars:,}")
     mode = body.get("mode") or "auto"
     if mode not in UI_MODES:
-        raise MonjyuError(f"mode must be one of {', '.join(UI_MODES)}")
+        raise BadParameter(f"'mode' must be one of {', '.join(UI_MODES)}")
     filters = body.get("filters") or {}
     if not isinstance(filters, dict) or set(filters) - set(FILTER_KEYS):
-        raise MonjyuError(f"filters take the keys {', '.join(FILTER_KEYS)}")
+        raise BadParameter(f"'filters' takes the keys {', '.join(FILTER_KEYS)}")
+    if any(not isinstance(v, (str, int, float, type(None))) or len(str(v)) > 500 for v in filters.values()):
+        raise BadParameter("'filters' values must be short strings or numbers")
     options: dict[str, Any] = {}
     expressions = [f"{k}={str(v).strip()}" for k, v in filters.items() if str(v or "").strip()]
     if expressions:
-        options["filters"] = SearchFilters.parse(expressions)
-    if body.get("preset"):
-        options["preset"] = body["preset"]
-    if body.get("top_k"):
-        options["top_k"] = int(body["top_k"])
-    return str(body.get("query") or ""), mode, options
+        try:
+            options["filters"] = SearchFilters.parse(expressions)
+        except MonjyuError as exc:
+            raise BadParameter(f"'filters': {exc}") from None
+    preset = body.get("preset")
+    if preset:
+        if preset not in LAZY_PRESETS:
+            raise BadParameter(f"'preset' must be one of {', '.join(LAZY_PRESETS)}")
+        options["preset"] = preset
+    top_k = body.get("top_k")
+    if top_k is not None:
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
+            raise BadParameter("'top_k' must be a whole number from 1 to 100")
+        options["top_k"] = top_k
+    return query, mode, options
 
 
-def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starlette:
-    """The app over one facade. `allowed_hosts` guards against DNS rebinding (a page elsewhere
-    resolving its own name to 127.0.0.1): only these Host headers are served."""
+def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None, token: str | None = None) -> Starlette:
+    """The app over one facade, behind `access.AccessGuard`: only the Host names in
+    `allowed_hosts` are served (default: loopback; a page elsewhere resolving its own name to
+    127.0.0.1 is refused), every request needs `token` when one is given, and writes must be
+    same-origin JSON."""
     map_cache: dict[str, str] = {}
+    max_body = 4 * monjyu.config.search.max_query_chars + 65_536  # a query of UTF-8 text and the form
     # Plain `def` routes run in Starlette's thread pool: facade calls read files and may pull a
     # generation from object storage, which must not stall the event loop that streams answers.
 
@@ -130,12 +169,14 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
     async def search(request: Request) -> Response:
         """NDJSON: {"token": text} lines as the answer is written, then {"result": ...} or {"error": ...}."""
         try:
+            if int(request.headers.get("content-length") or 0) > max_body:
+                raise BadParameter(f"the request body is larger than {max_body:,} bytes")
             body = await request.json()
             if not isinstance(body, dict):
-                raise MonjyuError("the request body must be a JSON object")
-            query, mode, options = search_options(body)
-        except (MonjyuError, ValueError) as exc:
-            return _error(exc)
+                raise BadParameter("the request body must be a JSON object")
+            query, mode, options = search_options(body, monjyu.config.search.max_query_chars)
+        except (MonjyuError, ValueError, RecursionError) as exc:
+            return _error(exc if isinstance(exc, MonjyuError) else BadParameter(f"the request body is not JSON: {exc}"))
 
         async def lines():
             try:
@@ -148,17 +189,16 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
     def documents(request: Request) -> Response:
-        page = monjyu.list_documents(limit=_int(request, "limit", 100), offset=_int(request, "offset", 0))
+        page = monjyu.list_documents(limit=_int(request, "limit", 100, 1, 1000), offset=_int(request, "offset", 0))
         page["failures"] = monjyu.status()["failures"]
         return JSONResponse(page)
 
     def document(request: Request) -> Response:
-        return JSONResponse(monjyu.get_document(request.query_params.get("id") or "",
-                                                request.query_params.get("unit") or None,
-                                                context_units=_int(request, "context", 1)))
+        return JSONResponse(monjyu.get_document(_text(request, "id"), _text(request, "unit", required=False),
+                                                context_units=_int(request, "context", 1, 0, 20)))
 
     def page(request: Request) -> Response:
-        png = monjyu.page_image(request.query_params.get("id") or "", _int(request, "page"),
+        png = monjyu.page_image(_text(request, "id"), _int(request, "page", low=1, high=100_000),
                                 _int(request, "start", 0), _int(request, "end", 0))
         return Response(png, media_type="image/png")
 
@@ -184,6 +224,7 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None) -> Starle
         Route("/api/community", community), Route("/map", community_map),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["127.0.0.1", "localhost"]),
+    middleware = [Middleware(AccessGuard, allowed_hosts=allowed_hosts or list(LOOPBACK_NAMES), token=token,
+                             browser_login=True),
                   Middleware(SecurityHeaders)]
-    return Starlette(routes=routes, middleware=middleware, exception_handlers={MonjyuError: _not_found})
+    return Starlette(routes=routes, middleware=middleware, exception_handlers={MonjyuError: _refused})
