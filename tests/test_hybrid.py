@@ -97,7 +97,7 @@ def test_weights_rerank_switch_filters_and_pages(sample_index):
     assert [h.rank for h in second.hits] == [3, 4]
     md = sample_index.hybrid_search(q, top_k=5, filters=SearchFilters(file_types=["md"]), answer=False)
     assert md.hits and all(h.source_path.endswith(".md") for h in md.hits)
-    with pytest.raises(MonjyuError, match="limit"):
+    with pytest.raises(MonjyuError, match="top_k"):
         sample_index.hybrid_search(q, top_k=101)
 
 

@@ -212,6 +212,16 @@ class Monjyu(DocumentsMixin, GraphMixin, SessionsMixin):
             raise MonjyuError(f"the query is {len(query):,} characters, above search.max_query_chars={limit:,}; "
                               "shorten it (a passage's first pages say what it is about) or raise the setting")
 
+    def _check_page(self, top_k: int | None, offset: int, threshold: float | None) -> int:
+        """The page and similarity bound every engine takes, checked alike; top_k defaults to
+        search.top_k."""
+        top_k = top_k or self.config.search.top_k
+        if offset < 0 or top_k < 1:
+            raise MonjyuError("top_k must be >= 1 and offset >= 0")
+        if threshold is not None and not -1.0 <= threshold <= 1.0:
+            raise MonjyuError(f"threshold is a cosine similarity between -1 and 1, not {threshold}")
+        return top_k
+
     def _check_embedder(self, manifest: Manifest) -> None:
         if self._embedder().id != manifest.embedder_id:
             provider = manifest.embedder_id.split("-", 1)[0]
@@ -277,9 +287,7 @@ class Monjyu(DocumentsMixin, GraphMixin, SessionsMixin):
         if mode not in MODES:
             raise MonjyuError(f"unknown search mode '{mode}'; choose one of {', '.join(MODES)}")
         self._check_query(query)
-        top_k = top_k or self.config.search.top_k
-        if offset < 0 or top_k < 1:
-            raise MonjyuError("top_k must be >= 1 and offset >= 0")
+        top_k = self._check_page(top_k, offset, threshold)
         threshold = self.config.search.threshold if threshold is None else threshold
         if expand and self.config.llm.provider == "none":
             raise MonjyuError("expand searches LLM rewrites of the query, and no LLM is configured "
@@ -453,9 +461,7 @@ class Monjyu(DocumentsMixin, GraphMixin, SessionsMixin):
                            answer: bool = True) -> LazySearchResult:
         """The async twin of `lazy_search`."""
         self._check_query(query)
-        top_k = top_k or self.config.search.top_k
-        if offset < 0 or top_k < 1:
-            raise MonjyuError("top_k must be >= 1 and offset >= 0")
+        top_k = self._check_page(top_k, offset, threshold)
         overrides = {k: v for k, v in {"preset": preset, "budget": budget}.items() if v is not None}
         try:
             cfg = LazyConfig.model_validate({**self.config.lazy.model_dump(), **overrides})
@@ -528,6 +534,7 @@ class Monjyu(DocumentsMixin, GraphMixin, SessionsMixin):
         """The async twin of `hybrid_search`."""
         if isinstance(query, SearchQuery):
             self._check_query(query.text)
+            self._check_page(None, 0, threshold)
             request = query
             options = request.options
             rerank, crag = options.rerank_enabled, options.crag_enabled
@@ -536,7 +543,7 @@ class Monjyu(DocumentsMixin, GraphMixin, SessionsMixin):
             filters = SearchFilters.from_request(request.filters)
         else:  # the request echoes the arguments; `filters` stays as given (its path glob has no request field)
             self._check_query(query)
-            request = self._hybrid_request(query, top_k or self.config.search.top_k, offset, filters, weights,
+            request = self._hybrid_request(query, self._check_page(top_k, offset, threshold), offset, filters, weights,
                                            rerank, crag)
         vector = None
         manifest, searcher = self._searcher()
@@ -576,7 +583,10 @@ class Monjyu(DocumentsMixin, GraphMixin, SessionsMixin):
                                filters=filters.to_request() if filters else schemas.SearchFilters(min_relevance=0.0))
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise MonjyuError(f"hybrid search {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            # The request's names, spelt as this call's arguments (limit is top_k, *_enabled the flags).
+            names = {"limit": "top_k", "rerank_enabled": "rerank", "crag_enabled": "crag"}
+            where = ".".join(names.get(str(p), str(p)) for p in err["loc"])
+            raise MonjyuError(f"hybrid search {where}: {err['msg']}") from None
 
     def _retrieve(self, queries: list[str], mode: str, top_k: int, offset: int, filters: SearchFilters | None,
                   threshold: float | None) -> tuple[SearchResults, np.ndarray | None]:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from .errors import ConfigError
 
@@ -448,15 +448,29 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> MonjyuConfi
             data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{file} is not valid YAML: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{file} must hold a mapping of settings at the top level")
+        if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+            raise ConfigError(f"{file} must hold a mapping of setting names at the top level (search:, llm:, ...)")
     for key, value in overrides.items():
         data[key] = value
     try:
         return MonjyuConfig(**data)
+    except SettingsError as exc:  # a MONJYU_* list or table that is not JSON
+        raise ConfigError(_unparsed_variables(exc)) from None
     except ValidationError as exc:
         problems = "; ".join(_problem(e) for e in exc.errors())
         raise ConfigError(f"invalid settings ({file if file.exists() else 'defaults/env'}): {problems}") from exc
+
+
+def _unparsed_variables(exc: Exception) -> str:
+    """Name the MONJYU_* variables of the section pydantic-settings could not parse."""
+    import os
+    import re
+
+    section = re.search(r'field "(\w+)"', str(exc))
+    prefix = f"MONJYU_{section.group(1).upper()}" if section else "MONJYU_"
+    names = sorted(k for k in os.environ if k.upper() == prefix or k.upper().startswith(prefix + "__"))
+    return (f"environment variable {', '.join(names) or prefix + '*'} cannot be read: a list or table setting takes "
+            "JSON, e.g. MONJYU_SERVER__ALLOWED_HOSTS='[\"papers.example.org\"]'")
 
 
 def _problem(error: dict) -> str:
@@ -470,8 +484,10 @@ def _problem(error: dict) -> str:
         return f"{'.'.join(where) or 'settings'}: {error['msg']}"
     path = ".".join(where + [cause.key])
     near = ".".join(where + [cause.near]) if cause.near else None
-    variable = "MONJYU_" + "__".join(where + [cause.key]).upper()
-    if variable in {k.upper() for k in os.environ}:
+    section = "MONJYU_" + "".join(f"{w.upper()}__" for w in where)
+    variables = [k for k in os.environ if k.upper().startswith(section)
+                 and k[len(section):].split("__", 1)[0].lower() == cause.key.lower()]
+    if variables:
         hint = f"; did you mean MONJYU_{'__'.join(where + [cause.near]).upper()}?" if near else ""
-        return f"environment variable {variable} names no setting{hint}"
+        return f"environment variable {variables[0]} names no setting{hint}"
     return f"unknown setting {path}" + (f"; did you mean {near}?" if near else f" (valid: {', '.join(cause.valid)})")

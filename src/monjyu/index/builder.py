@@ -12,9 +12,11 @@ Stages, in order (IndexBuilder._build): scan, load, embed, write, ann, bm25, lev
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import shutil
+import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
@@ -177,14 +179,31 @@ class IndexBuilder:
         self._scan(run, roots)
         if self._up_to_date(run):
             return run.report
-        self._load(run)
-        self._embed(run)
-        self._write(run)
-        self._ann(run)
-        self._bm25(run)
-        self._level1(run)
-        self._commit(run)
+        try:
+            self._load(run)
+            self._embed(run)
+            self._write(run)
+            self._ann(run)
+            self._bm25(run)
+            self._level1(run)
+            self._commit(run)
+        except (OSError, sqlite3.OperationalError) as exc:  # a full disk, a failing device, a lost mount
+            raise self._stopped(run, exc) from exc
         return run.report
+
+    def _stopped(self, run: _BuildRun, exc: Exception) -> MonjyuError:
+        """What a build that the system stopped says: what happened and where, and that the index
+        still serves its previous generation (the unfinished one is removed)."""
+        if run.gen_dir is not None and not (run.report.generation and manifest_path(self.index_dir).exists()
+                                            and read_manifest(self.index_dir).generation == run.generation):
+            shutil.rmtree(run.gen_dir, ignore_errors=True)
+        what = getattr(exc, "strerror", None) or str(exc)
+        where = getattr(exc, "filename", None) or self.index_dir
+        full = getattr(exc, "errno", None) == errno.ENOSPC or "full" in str(exc).lower() or "no space" in str(exc).lower()
+        serving = f"generation {run.previous.generation}" if run.previous else "nothing yet"
+        hint = "free disk space" if full else "fix the cause"
+        return MonjyuError(f"the build stopped: {what} ({where}); the index at {self.index_dir} still serves "
+                           f"{serving}: {hint} and run `monjyu index` again")
 
     def _scan(self, run: _BuildRun, roots: list[Path]) -> None:
         """Which files are new, changed, unchanged or gone, against the current manifest."""
@@ -367,7 +386,7 @@ class IndexBuilder:
     def _commit(self, run: _BuildRun) -> None:
         """Flush the generation, then atomically point the manifest at it."""
         t_commit = time.perf_counter()
-        report, previous = run.report, run.previous
+        report = run.report
         fsync_tree(run.gen_dir)
         report.documents, report.text_units = run.n_documents, run.units_table.num_rows
         report.generation = run.generation
@@ -384,8 +403,7 @@ class IndexBuilder:
             build_seconds={k: round(v, 3) for k, v in report.seconds.items()}, sources=run.sources,
         )
         write_manifest(self.index_dir, manifest)
-        if previous:
-            shutil.rmtree(generation_dir(self.index_dir, previous.generation), ignore_errors=True)
+        self._remove_stale_generations(manifest)
         report.seconds["commit"] = time.perf_counter() - t_commit
 
     def _embed_sentences(self, units: list[TextUnit], embedder: CachedEmbedder, batch: int = 4096) -> None:
@@ -480,11 +498,17 @@ class IndexBuilder:
         return f"g{n:06d}"
 
     def _remove_stale_generations(self, current: Manifest | None) -> None:
-        """Leftovers of killed builds: any generation the manifest does not point at."""
+        """Every generation but the current one and the one before it: a reader that loaded the
+        previous generation keeps reading it until the next commit; the rest are replaced ones and
+        leftovers of killed builds."""
         root = self.index_dir / GENERATIONS
         if not root.exists():
             return
-        for child in root.iterdir():
-            if current is None or child.name != current.generation:
-                shutil.rmtree(child, ignore_errors=True)
+        names = sorted(child.name for child in root.iterdir())
+        keep = set()
+        if current is not None:
+            keep = {current.generation} | set([n for n in names if n < current.generation][-1:])
+        for name in names:
+            if name not in keep:
+                shutil.rmtree(root / name, ignore_errors=True)
 

@@ -208,6 +208,8 @@ class PostgresIndex:
             except MonjyuError:
                 raise
             except Exception as exc:  # psycopg errors: the transaction rolled back, the store is unchanged
+                if conn.closed or getattr(conn, "broken", False):
+                    self._conn = None  # a lost server: the next call connects anew
                 raise MonjyuError(f"cannot write generation {generation} to {self.url}: {str(exc).strip()}; the "
                                   "store still holds the previous generation: index again") from None
             self._base = generation

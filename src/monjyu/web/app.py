@@ -95,6 +95,14 @@ def _int(request: Request, name: str, default: int | None = None, low: int = 0, 
     return number
 
 
+def _only(request: Request, *names: str) -> None:
+    """Refuse a query parameter the route does not take (never silently ignored)."""
+    unknown = sorted(set(request.query_params) - set(names))
+    if unknown:
+        raise BadParameter(f"unknown parameter(s) {', '.join(repr(u[:40]) for u in unknown[:5])}; "
+                           f"{request.url.path} takes {', '.join(names) or 'none'}")
+
+
 def _text(request: Request, name: str, required: bool = True, limit: int = 2000) -> str | None:
     value = request.query_params.get(name)
     if not value:
@@ -134,7 +142,7 @@ def search_options(body: dict[str, Any], max_query_chars: int) -> tuple[str, str
             raise BadParameter(f"'filters': {exc}") from None
     preset = body.get("preset")
     if preset:
-        if preset not in LAZY_PRESETS:
+        if not isinstance(preset, str) or preset not in LAZY_PRESETS:
             raise BadParameter(f"'preset' must be one of {', '.join(LAZY_PRESETS)}")
         options["preset"] = preset
     top_k = body.get("top_k")
@@ -189,20 +197,24 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None, token: st
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
     def documents(request: Request) -> Response:
+        _only(request, "limit", "offset")
         page = monjyu.list_documents(limit=_int(request, "limit", 100, 1, 1000), offset=_int(request, "offset", 0))
         page["failures"] = monjyu.status()["failures"]
         return JSONResponse(page)
 
     def document(request: Request) -> Response:
+        _only(request, "id", "unit", "context")
         return JSONResponse(monjyu.get_document(_text(request, "id"), _text(request, "unit", required=False),
                                                 context_units=_int(request, "context", 1, 0, 20)))
 
     def page(request: Request) -> Response:
+        _only(request, "id", "page", "start", "end")
         png = monjyu.page_image(_text(request, "id"), _int(request, "page", low=1, high=100_000),
                                 _int(request, "start", 0), _int(request, "end", 0))
         return Response(png, media_type="image/png")
 
     def community(request: Request) -> Response:
+        _only(request, "id")
         return JSONResponse(monjyu.community(_int(request, "id")))
 
     def community_map(request: Request) -> Response:
