@@ -96,3 +96,69 @@ def test_cli_answers_through_the_configured_endpoint(tmp_path, sample_index, llm
     assert out["answer"]["kind"] == "llm" and out["answer"]["citations"][0]["number"] == 1
     assert out["usage"]["calls"] == 1 and out["usage"]["total_tokens"] > 0
     assert llm_server.requests[0].body["model"] == "tiny"
+    [check] = out["answer"]["sentences"]  # the support figure of each sentence, in --json too
+    assert check["status"] == "supported" and check["citations"] == [1] and check["support"] >= 0.45
+
+
+def test_mcp_search_gives_the_support_of_each_sentence(sample_index, llm_server, make_config):  # noqa: F811
+    import asyncio
+
+    from monjyu.mcp_server import create_server
+
+    server = create_server(Monjyu(sample_index.index_dir, make_config(llm=llm_server.config())))
+    result = asyncio.run(server.call_tool("search", {"query": QUESTION, "mode": "hybrid", "limit": 3}))
+    answer = result.structured_content["answer"]
+    assert answer["kind"] == "llm" and answer["sentences"][0]["status"] == "supported"
+    assert 0.45 <= answer["sentences"][0]["support"] <= 1.0
+
+
+# ------------------------------------------------------------------ citations checked against the passages
+def sources_in_prompt(llm_server) -> dict[int, str]:  # noqa: F811
+    """The numbered sources of the last answer prompt: {n: the longest sentence of its text}."""
+    import re
+
+    user = llm_server.requests[-1].body["messages"][-1]["content"]
+    found = re.findall(r"^\[(\d+)\][^\n]*\n(.+?)(?=\n\s*\n\[\d+\]|\Z)", user, re.MULTILINE | re.DOTALL)
+    return {int(n): max(re.split(r"(?<=[.!?])\s+", " ".join(text.split())), key=len) for n, text in found}
+
+
+def test_a_wrong_citation_is_recited_to_the_passage_that_supports_it(llm_index, llm_server):  # noqa: F811
+    m = llm_index()
+    m.search(QUESTION, top_k=5)
+    sources = sources_in_prompt(llm_server)
+    assert len(sources) >= 2
+    second = sources[2].rstrip(".")
+    llm_server.push(Scripted(content=f"{second} [1]."))  # the model cites [1] for what [2] says
+    answer = m.search(QUESTION, top_k=5).answer
+    [check] = answer.sentences
+    assert check["status"] == "recited" and check["citations"] == [2] and check["support"] >= 0.45
+    assert answer.text == f"{second} [2]." and [c.number for c in answer.citations] == [2]
+    assert "re-cited" in answer.note
+
+
+def test_an_unsupported_sentence_is_dropped_and_reported(llm_index, llm_server):  # noqa: F811
+    m = llm_index()
+    m.search(QUESTION, top_k=5)
+    first = sources_in_prompt(llm_server)[1].rstrip(".")
+    invented = "The committee awarded the prize to a Norwegian violinist in 1887 for his sonatas"
+    llm_server.push(Scripted(content=f"{first} [1]. {invented} [1]."))
+    answer = m.search(QUESTION, top_k=5).answer
+    assert [s["status"] for s in answer.sentences] == ["supported", "dropped"]
+    assert answer.sentences[0]["support"] >= 0.45 > answer.sentences[1]["support"]
+    assert answer.text == f"{first} [1]." and invented in answer.note and "dropped" in answer.note
+
+
+def test_insufficient_when_the_passages_do_not_cover_the_question(llm_index, llm_server):  # noqa: F811
+    """A model that answers from its memory (and cites a passage anyway) is not believed."""
+    llm_server.push(Scripted(content="The Eiffel Tower is 330 metres tall and was finished in 1889 [1]. "
+                                     "Gustave Eiffel's company built it for the World's Fair [2]."))
+    answer = llm_index().search("How tall is the Eiffel Tower?", top_k=3).answer
+    assert answer.kind == "insufficient" and "no passage supports what the model wrote" in answer.note
+    assert [s["status"] for s in answer.sentences] == ["dropped", "dropped"] and not answer.citations
+
+
+def test_the_check_can_be_turned_off(llm_index, llm_server, make_config, sample_index):  # noqa: F811
+    llm_server.push(Scripted(content="The Eiffel Tower is 330 metres tall [1]."))
+    config = make_config(llm=llm_server.config(), answer={"verify": False})
+    answer = Monjyu(sample_index.index_dir, config).search("How tall is the Eiffel Tower?", top_k=3).answer
+    assert answer.kind == "llm" and answer.sentences == [] and answer.text.endswith("[1].")

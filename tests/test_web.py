@@ -4,6 +4,7 @@ against the real server (uvicorn on a free port) over a real index of the sample
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import time
@@ -15,7 +16,7 @@ import uvicorn
 from monjyu import Monjyu, MonjyuConfig
 from monjyu.web import create_app
 from tests.conftest import REPO, SAMPLES
-from tests.llm_server import llm_server  # noqa: F401  (fixture)
+from tests.llm_server import Scripted, llm_server  # noqa: F401  (fixture)
 
 CHROMIUM = os.environ.get("MONJYU_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOTS = REPO / "docs" / "screenshots"
@@ -237,5 +238,17 @@ def test_an_llm_answer_arrives_in_pieces(browser, web_index, llm_server):  # noq
             wait_until(page, "document.getElementById('cost').textContent.includes('LLM calls 1')")
             assert int(page.locator("#answer").get_attribute("data-chunks")) >= 2
             assert page.locator("#answer-title").inner_text() == "Answer"
+            # Each sentence's check, with its support figure: one supported, one the passages do not hold
+            top = m.search(QUESTION, "hybrid", answer=False).hits[0].text
+            said = re.split(r"(?<=[.!?])\s+", " ".join(top.split()))
+            llm_server.push(Scripted(content=f"{max(said, key=len).rstrip('.')} [1]. "
+                                             "A Norwegian violinist won the prize for his sonatas in 1887 [1]."))
+            ask(page, url, QUESTION, "hybrid")
+            wait_until(page, "document.querySelectorAll('#answer-check-list li').length === 2")
+            page.locator("#answer-checks summary").click()
+            items = page.locator("#answer-check-list li")
+            assert items.nth(0).get_attribute("data-status") == "supported" and re.search(r"support [01]\.\d\d", items.nth(0).inner_text())
+            assert items.nth(1).get_attribute("data-status") == "dropped" and "violinist" in items.nth(1).inner_text()
+            assert "violinist" not in page.locator("#answer-text").inner_text()
     finally:
         context.close()

@@ -471,7 +471,7 @@ class Monjyu(DocumentsMixin, GraphMixin, SessionsMixin):
         answers = self._answer_engine()
         engine = LazySearchEngine(cfg, searcher, lambda q: self._embed_query(manifest, q), answers.scorer, self._llm,
                                   answers.count_tokens, self.config.answer.prompts_dir or None,
-                                  self.config.answer.min_sentence_score)
+                                  self.config.answer.min_sentence_score, check_answer=answers.checked)
         t0 = time.perf_counter()
         with UsageScope() as usage:
             result = await engine.asearch(query, conversation, on_phase, on_token, filters, threshold, top_k, offset,

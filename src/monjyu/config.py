@@ -187,6 +187,10 @@ class AnswerConfig(Section):
                                       "the question's kind usually stops it sooner (2 for a fact, 4 for a list)")
     min_sentence_score: float = Field(3.0, ge=0.0, le=10.0, description="local relevance (0-10) a sentence needs")
     expansions: int = Field(3, ge=1, le=10, description="LLM rewrites of the query for expanded search")
+    verify: bool = Field(True, description="check each sentence of an LLM answer against the passages: re-cite or "
+                         "drop what its citation does not support, and say so when nothing is supported")
+    min_support: float = Field(0.45, ge=0.0, le=1.0, description="support (0-1: meaning and words of the sentence "
+                               "in the passage) a passage must give a sentence to be cited for it")
 
 
 class RerankConfig(Section):

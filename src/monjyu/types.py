@@ -170,6 +170,9 @@ class Answer:
     language: str = "en"
     note: str = ""  # why an answer fell back or abstained
     notice: str = ""  # what its reader should know, shown with it (e.g. the quotes are in another language)
+    # LLM answers, checked: each sentence with the sources it cites, its support (0-1) and what the
+    # check did (supported, recited, cited, dropped, unchecked); engines/verify.py
+    sentences: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -17,10 +17,11 @@ from ..retrieval.searcher import QUERY_TEXT_CHARS
 from ..types import Answer, SearchHit
 from .citations import resolve_citations
 from .llm_calls import structured_reply
-from .context import format_sources, select_sources
+from .context import Source, format_sources, select_sources
 from .extractive import extractive_answer, insufficient
 from .reader import Reader
 from .relevance import LocalRelevanceScorer
+from .verify import AnswerVerifier
 
 
 async def generate(llm: LLM, messages: list[Message], on_token: Callable[[str], None] | None) -> str:
@@ -42,12 +43,14 @@ class AnswerEngine:
     def __init__(self, config: AnswerConfig, llm: LLM | None, scorer: LocalRelevanceScorer,
                  count_tokens: Callable[[str], int],
                  term_weights: Callable[[set[str]], dict[str, float]] | None = None):
-        """`term_weights`: a query term's weight in the collection (its IDF), for the reader."""
+        """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
+        the check of LLM answers."""
         self.config = config
         self.llm = llm
         self.scorer = scorer
         self.count_tokens = count_tokens
         self.reader = Reader(scorer, term_weights, max_sentences=config.extractive_sentences)
+        self.verifier = AnswerVerifier(scorer, config.min_support, term_weights)
 
     def language(self, query: str) -> str:
         return detect_language(query[:QUERY_TEXT_CHARS]) if self.config.language == "auto" else self.config.language
@@ -81,11 +84,32 @@ class AnswerEngine:
             text = await generate(self.llm, messages, on_token)
         except ServiceError as exc:
             return extractive(f"the LLM failed ({exc}), so this answer is extractive")
-        text, citations = resolve_citations(text, sources)
-        if not text:
+        if not text.strip():
             return extractive("the LLM returned an empty answer, so this answer is extractive")
-        return Answer(text=text, kind="llm", citations=citations, language=lang,
-                      note="" if citations else "the model cited no source")
+        return self.checked(text, sources, lang)
+
+    def checked(self, text: str, sources: Sequence[Source], lang: str) -> Answer:
+        """The LLM's answer with its citations resolved and (answer.verify) each sentence checked
+        against the sources; "insufficient" when no sentence is supported."""
+        sentences = []
+        if self.config.verify:
+            text, checks = self.verifier.check(text, sources)
+            sentences = [c.to_dict() for c in checks]
+            dropped = [c.text for c in checks if c.status == "dropped"]
+            if not any(c.status in ("supported", "recited", "cited") for c in checks) and dropped:
+                answer = insufficient(lang, "no passage supports what the model wrote: "
+                                      + " / ".join(f"“{d[:160]}”" for d in dropped[:3]))
+                answer.sentences = sentences
+                return answer
+        text, citations = resolve_citations(text, sources)
+        notes = [] if citations else ["the model cited no source"]
+        if sentences and (dropped := [s["text"] for s in sentences if s["status"] == "dropped"]):
+            notes.append(f"{len(dropped)} sentence(s) no passage supports were dropped: "
+                         + " / ".join(f"“{d[:160]}”" for d in dropped[:3]))
+        if sentences and (moved := sum(s["status"] == "recited" for s in sentences)):
+            notes.append(f"{moved} sentence(s) re-cited to the passage that supports them")
+        return Answer(text=text, kind="llm", citations=citations, language=lang, note="; ".join(notes),
+                      sentences=sentences)
 
     async def aexpand(self, query: str) -> list[str]:
         """LLM rewrites of the query (the query itself first); just the query when there is no LLM

@@ -9,10 +9,15 @@ from ..types import Citation
 from .context import Source
 
 # [1]  [1, 3]  [1][2]  [1,2,3]  and full-width ［１］ / 、 as small local models write them
-_MARKER = re.compile(r"[\[［]\s*([0-9０-９]+(?:\s*[,，、]\s*[0-9０-９]+)*)\s*[\]］]")
-_WIDE = str.maketrans("０１２３４５６７８９", "0123456789")
+CITATION_MARKER = re.compile(r"[\[［]\s*([0-9０-９]+(?:\s*[,，、]\s*[0-9０-９]+)*)\s*[\]］]")
+WIDE_DIGITS = str.maketrans("０１２３４５６７８９", "0123456789")
 SNIPPET_CHARS = 240
 _GONE = "\x00"
+
+
+def cited_numbers(marker: re.Match) -> list[int]:
+    """The source numbers of one CITATION_MARKER match ("[1, 3]" -> [1, 3]; full-width digits too)."""
+    return [int(n.translate(WIDE_DIGITS)) for n in re.split(r"[,，、]", marker.group(1))]
 
 
 def citation_for(source: Source, snippet: str = "", start: int | None = None, end: int | None = None) -> Citation:
@@ -37,12 +42,12 @@ def resolve_citations(text: str, sources: Sequence[Source]) -> tuple[str, list[C
     used: list[int] = []
 
     def keep(match: re.Match) -> str:
-        numbers = [int(n.translate(_WIDE)) for n in re.split(r"[,，、]", match.group(1))]
+        numbers = cited_numbers(match)
         valid = [n for n in numbers if n in by_number]
         for n in valid:
             if n not in used:
                 used.append(n)
         return "".join(f"[{n}]" for n in dict.fromkeys(valid)) or _GONE
 
-    cleaned = re.sub(rf"[ \t]*{_GONE}", "", _MARKER.sub(keep, text)).strip()  # a dropped marker takes its space along
+    cleaned = re.sub(rf"[ \t]*{_GONE}", "", CITATION_MARKER.sub(keep, text)).strip()  # a dropped marker takes its space along
     return cleaned, [citation_for(by_number[n]) for n in used]

@@ -100,7 +100,10 @@ class _State:
 class LazySearchEngine:
     def __init__(self, config: LazyConfig, searcher: Searcher, embed_query: Callable[[str], np.ndarray],
                  scorer: LocalRelevanceScorer, llm: LLM | None, count_tokens: Callable[[str], int],
-                 prompts_dir: str | None = None, min_sentence_score: float = 3.0):
+                 prompts_dir: str | None = None, min_sentence_score: float = 3.0,
+                 check_answer: Callable[[str, Sequence[Source], str], Answer] | None = None):
+        """`check_answer` (AnswerEngine.checked): an LLM answer's citations resolved and its
+        sentences checked against the units they cite."""
         self.config = config
         self.searcher = searcher
         self.embed_query = embed_query
@@ -109,6 +112,7 @@ class LazySearchEngine:
         self.count_tokens = count_tokens
         self.prompts_dir = prompts_dir
         self.min_sentence_score = min_sentence_score  # local relevance a theme's sentence needs to a topic
+        self.check_answer = check_answer
 
     # ------------------------------------------------------------------ phases
     async def _refine(self, query: str, lang: str, conversation: LazyConversation | None) -> tuple[list[str], str]:
@@ -436,7 +440,10 @@ class LazySearchEngine:
                 claims=listing, question=query)
             messages = [Message("system", system), Message("user", user)]
             try:
-                text, citations = resolve_citations(await generate(self.llm, messages, on_token), sources)
+                written = await generate(self.llm, messages, on_token)
+                if written.strip() and self.check_answer is not None:
+                    return self.check_answer(written, sources, lang)
+                text, citations = resolve_citations(written, sources)
                 if text:
                     return Answer(text=text, kind="llm", citations=citations, language=lang,
                                   note="" if citations else "the model cited no source")

@@ -16,6 +16,9 @@ const STRINGS = {
     relevant_sentences: "relevant sentences", community: "Community", no_results: "No passages found.",
     mode_auto: "auto (by question type)", mode_hybrid: "hybrid", mode_lazy: "lazy (LazyGraphRAG)",
     mode_hybridrag: "HybridRAG", preset_default: "default",
+    checks: "Each sentence checked against the passages", support: "support",
+    s_supported: "supported", s_recited: "re-cited", s_cited: "cited", s_dropped: "dropped: no passage supports it",
+    s_unchecked: "not checked",
   },
   ja: {
     search: "検索", collection: "コレクション", go: "検索", placeholder: "論文に質問する…",
@@ -30,6 +33,8 @@ const STRINGS = {
     stop: "停止理由", claims: "主張", relevant_sentences: "関連文", community: "コミュニティ",
     no_results: "該当するパッセージがありません。", mode_auto: "自動 (質問の種類で選択)", mode_hybrid: "ハイブリッド",
     mode_lazy: "lazy (LazyGraphRAG)", mode_hybridrag: "HybridRAG", preset_default: "既定",
+    checks: "各文を出典と照合した結果", support: "裏付け", s_supported: "裏付けあり", s_recited: "出典を付け替え",
+    s_cited: "出典を追加", s_dropped: "削除: 裏付ける出典なし", s_unchecked: "照合せず",
   },
 };
 
@@ -109,6 +114,7 @@ async function search(event) {
   $("answer-title").textContent = t("searching");
   $("answer-text").textContent = "";
   $("answer-notice").hidden = true;
+  $("answer-checks").hidden = true;
   $("citations").replaceChildren();
   $("cost").textContent = "";
   $("trace").hidden = true;
@@ -155,6 +161,7 @@ function renderResult(result) {
   if (answer) {
     $("answer-title").textContent = t(answer.kind === "llm" ? "answer" : answer.kind);
     renderAnswerText(answer);
+    renderChecks(answer.sentences || []);
     $("answer-notice").textContent = answer.notice || "";
     $("answer-notice").hidden = !answer.notice;
     $("citations").replaceChildren(...answer.citations.map((c) => el("li", { value: c.number },
@@ -186,6 +193,14 @@ function renderAnswerText(answer) {
     }
     return span;
   }));
+}
+
+function renderChecks(sentences) {
+  // What the check of an LLM answer did to each sentence, with its support (0-1)
+  $("answer-checks").hidden = !sentences.length;
+  $("answer-check-list").replaceChildren(...sentences.map((s) => el("li", { "data-status": s.status },
+    `${t("s_" + s.status)}` + (s.support === null ? "" : ` · ${t("support")} ${s.support.toFixed(2)}`) +
+    (s.citations.length ? ` · [${s.citations.join(", ")}]` : "") + ` — ${s.text}`)));
 }
 
 function renderTrace(trace) {
