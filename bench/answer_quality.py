@@ -8,6 +8,8 @@ answers of an earlier commit, run from a `git worktree` over the same indexes.
         --papers ../shared/bench-data/papers-pdf --papers-index IDX2 \
         --beir ../shared/bench-data/2wiki --beir-index IDX3 --baseline 1e8d856
     python bench/answer_quality.py ... --half fit      # the covidqa papers a reader may be fitted on
+    python bench/answer_quality.py --covidqa ... --sample 200 --seed 13 --papers ... \
+        --compare-config smollm2.yaml                   # an LLM writer beside the offline reader
 
 Figures (monjyu.eval.answers): holds, first (covidqa), precision / recall / f1 (papers),
 cites_gold / cites_all_gold (BEIR: one / every gold passage cited; the reference row: the top
@@ -85,7 +87,7 @@ def collect(index: Path, docs: Path, questions: list[dict], mode: str, config: P
                 kinds[part["text_unit_id"]] = h.kind
         a = r.answer
         out.append({"id": q["id"], "answer": a.text if a else "", "answer_kind": a.kind if a else "",
-                    "note": a.note if a else "",
+                    "note": a.note if a else "", "checks": getattr(a, "sentences", []) if a else [],
                     "citations": [{"number": c.number, "kind": kinds.get(c.text_unit_id, "?"),
                                    "snippet": c.snippet, "doc": Path(c.source_path).name,
                                    "document_id": c.document_id} for c in r.citations],
@@ -185,6 +187,10 @@ def main() -> None:
     ap.add_argument("--mode", default="hybrid")
     ap.add_argument("--config", type=Path)
     ap.add_argument("--limit", type=int, default=0, help="first N questions of each set (a quick look)")
+    ap.add_argument("--sample", type=int, default=0, help="a seeded random N questions of each set (--seed)")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--compare-config", type=Path, action="append", default=[],
+                    help="also answer with this config (e.g. an LLM writer) over the same indexes, in the same run")
     ap.add_argument("--baseline", help="an earlier commit whose answers are measured in the same run")
     ap.add_argument("--records", type=Path, help="write every answer and its figures here (JSONL)")
     ap.add_argument("--json", action="store_true")
@@ -218,6 +224,12 @@ def main() -> None:
                          "docs": args.beir / "corpus.jsonl", "langs": {"en"}})
     if not jobs:
         ap.error("give --covidqa, --papers and/or --beir")
+    if args.sample:
+        import random
+
+        for job in jobs:
+            picked = random.Random(args.seed).sample(job["questions"], min(args.sample, len(job["questions"])))
+            job["questions"] = sorted(picked, key=lambda q: job["questions"].index(q))
     for job in jobs:
         if job["index"] is None:
             ap.error(f"{job['name']}: give its index directory")
@@ -225,6 +237,9 @@ def main() -> None:
     built = {job["name"]: collect(job["index"], job["docs"], job["questions"], args.mode, args.config)
              for job in jobs}  # indexes up to date before the baseline reads them
     baseline = run_baseline(args.baseline, args, jobs) if args.baseline else {}
+    compared = {(cfg.stem, job["name"]): collect(job["index"], job["docs"], job["questions"], args.mode, cfg,
+                                                 build=False)
+                for cfg in args.compare_config for job in jobs}
     report = {}
     for job in jobs:
         records = built[job["name"]]
@@ -232,11 +247,16 @@ def main() -> None:
                 f"top passage, {REFERENCE_WORDS} words": figures(records, job["questions"], True, job["langs"])}
         if job["name"] in baseline:
             rows[f"baseline {args.baseline}"] = figures(baseline[job["name"]], job["questions"], False, job["langs"])
+        for cfg in args.compare_config:
+            rows[f"with {cfg.stem}"] = figures(compared[(cfg.stem, job["name"])], job["questions"], False,
+                                               job["langs"])
         report[job["name"]] = rows
         if args.records:
             with open(args.records, "a", encoding="utf-8") as fh:
-                for rec in records:
-                    fh.write(json.dumps({"set": job["name"], **rec}, ensure_ascii=False) + "\n")
+                for label, recs in [("this tree", records)] + [(f"with {c.stem}", compared[(c.stem, job["name"])])
+                                                                for c in args.compare_config]:
+                    for rec in recs:
+                        fh.write(json.dumps({"set": job["name"], "run": label, **rec}, ensure_ascii=False) + "\n")
     if args.json:
         print(json.dumps(report, indent=1))
         return

@@ -319,6 +319,15 @@ def test_llama_cpp_provider_needs_its_package_or_model(tmp_path):
             create_llm(LLMConfig(provider="llama-cpp", model_path=str(tmp_path / "m.gguf")))
 
 
+def test_llama_cpp_settings_are_refused_for_other_providers():
+    """A .gguf without a chat template needs llm.chat_format; it means nothing to an HTTP provider."""
+    with pytest.raises(ValueError, match="llm.chat_format does not apply to llm.provider openai"):
+        LLMConfig(provider="openai", model="m", chat_format="chatml")
+    with pytest.raises(ValueError, match="llm.model_path does not apply to llm.provider none"):
+        LLMConfig(model_path="/models/x.gguf")
+    assert LLMConfig(provider="llama-cpp", model_path="/models/x.gguf", chat_format="gemma").chat_format == "gemma"
+
+
 # -- prompts -----------------------------------------------------------------------------------
 
 def test_load_prompt_languages_and_override(tmp_path):

@@ -167,6 +167,8 @@ class LLMConfig(Section):
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key; the key never goes in a file
     api_version: str = ""  # Azure OpenAI api-version, e.g. 2024-10-21
     model_path: str = ""  # llama-cpp: path to a .gguf file
+    chat_format: str = Field("", description="llama-cpp: the chat format of a .gguf file that carries no chat "
+                             "template (llama-cpp-python's chat_format, e.g. chatml, gemma); empty: the file's own")
     context_window: int = Field(8192, ge=256)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(1024, ge=1)
@@ -174,6 +176,14 @@ class LLMConfig(Section):
     max_retries: int = Field(3, ge=0, le=20)
     concurrency: int = Field(4, ge=1, le=256)
     cache: bool = False  # on-disk response cache (turned on for evaluation runs)
+
+    @model_validator(mode="after")
+    def _fits_provider(self) -> "LLMConfig":
+        for name in ("model_path", "chat_format"):
+            if getattr(self, name) and self.provider != "llama-cpp":
+                raise ValueError(f"llm.{name} does not apply to llm.provider {self.provider}: it is read by "
+                                 "provider llama-cpp only; remove it or set provider: llama-cpp")
+        return self
 
 
 class AnswerConfig(Section):

@@ -31,7 +31,8 @@ class LlamaCppLLM(LLM):
         if not path.is_file():
             raise ConfigError(f"llm.model_path {path} does not exist; point it at a .gguf model file")
         try:
-            self._llama = Llama(model_path=str(path), n_ctx=cfg.context_window, verbose=False)
+            self._llama = Llama(model_path=str(path), n_ctx=cfg.context_window, verbose=False,
+                                chat_format=cfg.chat_format or None)
         except (ValueError, RuntimeError) as exc:
             raise ConfigError(f"llama.cpp cannot load {path}: {exc}; is it a .gguf file this version reads?") from None
         super().__init__(f"llama-cpp/{path.name}", cfg, cache)
