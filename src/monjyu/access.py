@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import os
 import secrets
 import socket
@@ -27,7 +28,7 @@ SAFE_METHODS = ("GET", "HEAD")
 
 
 def is_loopback(host: str) -> bool:
-    if host in ("localhost",):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -144,8 +145,6 @@ def _cross_origin_write(headers: dict[str, str], method: str) -> str | None:
 
 
 async def _refuse(send, status: int, message: str) -> None:
-    import json
-
     body = json.dumps({"error": message}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -521,7 +522,7 @@ def ui(
     facade = _facade(index, config)
     hosts = bound_names(host, facade.config.server)
     token, generated = access_token(host, facade.config.server)
-    shown = hosts[3] if host in WILDCARDS and len(hosts) > 3 else ("127.0.0.1" if host in WILDCARDS else host)
+    shown = socket.gethostname() if host in WILDCARDS else host  # an address other machines can open
     address = f"http://{f'[{shown}]' if ':' in shown else shown}:{port}/" + (f"?token={token}" if token else "")
     out.print(f"MONJYU at {address} (index {index}); Ctrl+C stops it", soft_wrap=True)
     if generated:

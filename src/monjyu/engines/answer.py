@@ -91,22 +91,22 @@ class AnswerEngine:
     def checked(self, text: str, sources: Sequence[Source], lang: str) -> Answer:
         """The LLM's answer with its citations resolved and (answer.verify) each sentence checked
         against the sources; "insufficient" when no sentence is supported."""
-        sentences = []
+        sentences, dropped, moved, quoted = [], [], 0, ""
         if self.config.verify:
             text, checks = self.verifier.check(text, sources)
             sentences = [c.to_dict() for c in checks]
             dropped = [c.text for c in checks if c.status == "dropped"]
-            if not any(c.status in ("supported", "recited", "cited") for c in checks) and dropped:
-                answer = insufficient(lang, "no passage supports what the model wrote: "
-                                      + " / ".join(f"“{d[:160]}”" for d in dropped[:3]))
+            moved = sum(c.status == "recited" for c in checks)
+            quoted = " / ".join(f"“{d[:160]}”" for d in dropped[:3])
+            if dropped and not any(c.status in ("supported", "recited", "cited") for c in checks):
+                answer = insufficient(lang, f"no passage supports what the model wrote: {quoted}")
                 answer.sentences = sentences
                 return answer
         text, citations = resolve_citations(text, sources)
         notes = [] if citations else ["the model cited no source"]
-        if sentences and (dropped := [s["text"] for s in sentences if s["status"] == "dropped"]):
-            notes.append(f"{len(dropped)} sentence(s) no passage supports were dropped: "
-                         + " / ".join(f"“{d[:160]}”" for d in dropped[:3]))
-        if sentences and (moved := sum(s["status"] == "recited" for s in sentences)):
+        if dropped:
+            notes.append(f"{len(dropped)} sentence(s) no passage supports were dropped: {quoted}")
+        if moved:
             notes.append(f"{moved} sentence(s) re-cited to the passage that supports them")
         return Answer(text=text, kind="llm", citations=citations, language=lang, note="; ".join(notes),
                       sentences=sentences)

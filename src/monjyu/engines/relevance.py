@@ -82,8 +82,11 @@ class LocalRelevanceScorer:
 
     def semantic(self, vectors: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
         """The e5 cosine of each vector and the query, rescaled from its uninformative floor to 1 (0-1)."""
-        cos = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
-        return np.clip((cos - self.cosine_floor) / (self.cosine_full - self.cosine_floor), 0.0, 1.0)
+        return self.rescale(np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32))
+
+    def rescale(self, cosine: np.ndarray) -> np.ndarray:
+        """e5 cosines from their uninformative floor (0) to cosine_full (1)."""
+        return np.clip((cosine - self.cosine_floor) / (self.cosine_full - self.cosine_floor), 0.0, 1.0)
 
     @staticmethod
     def term_share(query_terms: frozenset[str], terms: set[str], term_weights: dict[str, float] | None = None) -> float:

@@ -101,8 +101,7 @@ class AnswerVerifier:
             weights = self.term_weights(set(terms)) if self.term_weights else None
             best_part = np.full(len(sources), -1.0, dtype=np.float32)
             np.maximum.at(best_part, owner, parts @ said[i])
-            semantic = np.clip((best_part - self.scorer.cosine_floor)
-                               / (self.scorer.cosine_full - self.scorer.cosine_floor), 0.0, 1.0)
+            semantic = self.scorer.rescale(best_part)
             lexical = np.array([self.scorer.term_share(terms, t, weights) for t in source_terms], dtype=np.float32)
             out[i] = self.scorer.combine(semantic, lexical) / 10.0
         return out
