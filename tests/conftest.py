@@ -53,6 +53,26 @@ def sample_index(tmp_path_factory, cache_dir) -> Monjyu:
     return m
 
 
+CITED_PAPERS = ("resnet.pdf", "ponder_net.pdf", "vit.pdf")  # PonderNet and ViT cite ResNet and "Attention ..."
+
+
+@pytest.fixture(scope="session")
+def cited_papers(tmp_path_factory, cache_dir) -> Monjyu:
+    """Three real arXiv PDFs that cite each other, indexed once: PonderNet and ViT cite ResNet, and
+    both cite "Attention is all you need", which is not among them."""
+    source = BENCH_DATA / "papers-pdf"
+    if not source.is_dir():
+        pytest.skip(f"{source} not present (bench data)")
+    root = tmp_path_factory.mktemp("cited-papers")
+    (root / "papers").mkdir()
+    for name in CITED_PAPERS:
+        shutil.copy(source / name, root / "papers" / name)
+    m = Monjyu(root / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
+    report = m.index([root / "papers"])
+    assert not report.failures, report.failures
+    return m
+
+
 # ------------------------------------------------------------------ store servers (started for real)
 @pytest.fixture(scope="session")
 def s3_server():

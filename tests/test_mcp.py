@@ -24,7 +24,8 @@ from monjyu.cli import app, serve_main
 
 from .test_options import OPTION_CASES, QUERY, expect
 
-TOOLS = {"search", "lazy_search", "converse", "get_document", "list_documents", "index_status", "index"}
+TOOLS = {"search", "lazy_search", "converse", "get_document", "list_documents", "papers", "paper", "missing_works",
+         "bibtex", "index_status", "index"}
 SECRET = "sk-monjyu-test-secret-0123456789"  # an API key in the server's environment must never come back
 
 

@@ -280,6 +280,35 @@ def test_real_papers_text_is_clean_and_structured(real_papers):
     assert found / total >= 0.85, f"{found}/{total} gold section headings detected"
 
 
+REFS_GOLD = json.loads((REPO / "tests" / "data" / "papers_refs_gold.json").read_text(encoding="utf-8"))
+
+
+def test_real_reference_lists_entries_and_the_citation_graph_against_gold(real_papers):
+    """Gold read from the PDFs (tests/data/papers_refs_gold.json); bench/papers_refs.py prints the
+    same figures with every miss."""
+    from monjyu.index.citations import build_citation_graph
+    from monjyu.ingest.references import name_key, surname
+    from monjyu.store.lancedb_store import documents_to_table
+
+    right = sampled = 0
+    for g in REFS_GOLD:
+        refs = real_papers[g["file"]].references
+        assert abs(len(refs) - g["reference_count"]) <= 0.05 * g["reference_count"], g["file"]
+        for ge in g["sampled_entries"]:
+            ours = refs[ge["index"] - 1] if ge["index"] <= len(refs) else {}
+            sampled += 1
+            right += (name_key(ours.get("title", "")) == name_key(ge["title"]) and ours.get("year") == ge["year"]
+                      and (not ge["first_author_surname"] or
+                           name_key(ge["first_author_surname"]).endswith(name_key(surname(ours["authors"][0])))))
+    assert right / sampled >= 0.9, f"{right}/{sampled} sampled entries right"
+    docs = [real_papers[g["file"]] for g in REFS_GOLD]
+    for d in docs:
+        d.id = Path(d.source_path).name
+    edges = {(e["citing"], e["cited"]) for e in build_citation_graph(documents_to_table(docs, {}))["edges"]}
+    truth = {(g["file"], c["file"]) for g in REFS_GOLD for c in g["cites_in_collection"]}
+    assert len(edges & truth) >= 0.9 * len(truth) and len(edges & truth) >= 0.95 * len(edges), (edges ^ truth)
+
+
 # ----------------------------------------------------------------------------- other formats
 def test_markdown_html_docx_sections(tmp_path):
     md = tmp_path / "paper.md"

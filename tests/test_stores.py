@@ -157,6 +157,34 @@ def test_conversations_live_in_the_store(backend, tmp_path, samples_copy):
     assert follow_up.turn == 2
 
 
+CITING = ("# Sparse retrieval revisited\n\nWe start from dense passage retrieval [1], which encodes passages.\n\n"
+          "## References\n\n[1] V. Karpukhin and B. Oguz. Dense passage retrieval for open-domain question "
+          "answering. In EMNLP, 2020.\n")
+CITED = "# Dense passage retrieval for open-domain question answering\n\nPassages are encoded by a dual encoder.\n"
+
+
+def test_adding_a_cited_paper_links_it_and_removing_it_unlinks_it(backend, tmp_path):
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "sparse.md").write_text(CITING, encoding="utf-8")
+    backend.monjyu(tmp_path / "w1").index([folder])
+    reader = backend.monjyu(tmp_path / "reader")
+    assert reader.papers()["papers"][0]["cites"] == []
+
+    (folder / "dpr.md").write_text(CITED, encoding="utf-8")
+    backend.monjyu(tmp_path / "w2").index([folder])
+    papers = {p["id"]: p for p in backend.monjyu(tmp_path / "reader2").papers()["papers"]}
+    assert papers["papers/sparse.md"]["cites"] == ["papers/dpr.md"]
+    assert papers["papers/dpr.md"]["cited_by"] == ["papers/sparse.md"]
+    [context] = backend.monjyu(tmp_path / "reader2").citation_contexts("papers/dpr.md")
+    assert context["sentence"].startswith("We start from dense passage retrieval [1]")
+
+    (folder / "dpr.md").unlink()
+    backend.monjyu(tmp_path / "w3").index([folder])
+    [paper] = backend.monjyu(tmp_path / "reader3").papers()["papers"]
+    assert paper["id"] == "papers/sparse.md" and paper["cites"] == [] and paper["references"] == 1
+
+
 def _created_in_the_store(backend: Backend, request) -> list[str]:
     """What exists of the store's namespace, bucket prefix or search index (nothing, for a reader)."""
     if backend.name == "lancedb":

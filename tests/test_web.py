@@ -228,6 +228,33 @@ def test_collection_lists_documents_failures_and_links_the_map_to_passages(page,
     assert page.locator("#results-title").inner_text().startswith("Community #")
 
 
+def test_an_answer_citation_opens_its_paper_page_and_cited_by_links_back(page, cited_papers):
+    with UIServer(cited_papers) as url:
+        ask(page, url, "What does ResNet learn with its residual functions?", "hybrid")
+        link = page.locator("#citations li a.paper-link", has_text="Paper page").first
+        link.wait_for(state="visible")
+        link.click()
+        page.wait_for_url("**/?paper=*")
+        page.wait_for_selector("#paper-references li")
+        title = page.locator("#paper-title").inner_text()
+        if "Deep Residual Learning" not in title:  # the answer cited another paper first: go to ResNet
+            page.goto(url + "/?paper=papers%2Fresnet.pdf")
+            page.wait_for_selector("#paper-references li")
+        assert page.locator("#paper-title").inner_text() == "Deep Residual Learning for Image Recognition"
+        assert page.locator("#paper-references li").count() == 50
+        citing = page.locator("#paper-cited-by li.citing")
+        assert citing.count() >= 2 and "(He et al., 2016)" in page.locator("#paper-cited-by").inner_text()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "paper-page.png"))
+        citing.locator("a.paper-link", has_text="PonderNet").first.click()  # cited-by links to the citing paper
+        page.wait_for_url("**/?paper=papers%2Fponder_net.pdf")
+        page.wait_for_selector("#paper-references li a.paper-link")
+        back = page.locator("#paper-references li a.paper-link")  # its reference list links back to ResNet
+        assert back.count() == 1
+        back.click()
+        page.wait_for_url("**/?paper=papers%2Fresnet.pdf")
+
+
 def test_an_llm_answer_arrives_in_pieces(browser, web_index, llm_server):  # noqa: F811
     m = Monjyu(web_index.index_dir, MonjyuConfig(cache_dir=web_index.config.cache_dir, llm=llm_server.config()))
     context = browser.new_context(locale="en-US")

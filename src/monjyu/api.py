@@ -24,6 +24,7 @@ from .engines.relevance import LocalRelevanceScorer
 from .errors import ConfigError, EmbedderMismatchError, MonjyuError
 from .facade.documents import DocumentsMixin
 from .facade.graph import GraphMixin
+from .facade.papers import PapersMixin
 from .facade.sessions import SessionsMixin
 from .index import BuildReport, IndexBuilder, read_manifest
 from .index.builder import ProgressFn, generation_dir
@@ -71,7 +72,7 @@ def check_options(mode: str, given: Iterable[str], names: dict[str, str] | None 
                               f"{', '.join(OPTION_MODES[option])}")
 
 
-class Monjyu(DocumentsMixin, GraphMixin, SessionsMixin):
+class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
     """Index a folder of documents and search it: the one facade the CLI, MCP server and web app call.
 
     Documents and pages, the concept graph and conversations are its parts in `monjyu.facade`.

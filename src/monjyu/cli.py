@@ -149,7 +149,7 @@ def search(
     top_k: Annotated[Optional[int], typer.Option("--top-k", help="hits to return")] = None,
     offset: Annotated[int, typer.Option(help="skip this many hits (pagination)")] = 0,
     threshold: Annotated[Optional[float], typer.Option(help="minimum cosine similarity for vector hits")] = None,
-    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="doc=ID, type=pdf, path=GLOB, from=DATE, to=DATE, entity=PERSON, min=0.5 (share of the best score)")] = None,
+    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="doc=ID, type=pdf, path=GLOB, from=DATE, to=DATE, author=NAME, year=2015-2019, kind=reference, entity=PERSON, cites=DOC, cited-by=DOC, min=0.5 (share of the best score)")] = None,
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="answer with citations, or list hits only")] = True,
     stream: Annotated[bool, typer.Option("--stream", help="print the answer as it is generated")] = False,
     expand: Annotated[bool, typer.Option("--expand", help="also search LLM rewrites of the query")] = False,
@@ -407,6 +407,84 @@ def eval_(
     for k in keys:
         table.add_row(k, *(f"{results[m_][k]:.3f}" for m_ in results))
     out.print(table)
+
+
+@app.command()
+def papers(
+    document: Annotated[Optional[str], typer.Argument(help="one paper's id: its metadata, references and cited-by")] = None,
+    cites: Annotated[Optional[str], typer.Option("--cites", help="only the papers citing this document")] = None,
+    cited_by: Annotated[Optional[str], typer.Option("--cited-by", help="only the papers this document cites")] = None,
+    missing: Annotated[bool, typer.Option("--missing", help="works cited by >= 2 papers but not in the collection")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table or bibtex")] = "table",
+    limit: Annotated[int, typer.Option(min=1, help="papers or works to show")] = 100,
+    index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """The collection's papers: title, first author, year, pages, references and citations."""
+    try:
+        if fmt not in ("table", "bibtex"):
+            raise MonjyuError(f"--format {fmt!r} is not known; use table or bibtex")
+        if fmt == "bibtex" and as_json:
+            raise MonjyuError("--format bibtex and --json are two outputs; choose one")
+        if document is not None and (cites or cited_by or missing):
+            raise MonjyuError("a DOCUMENT shows one paper; --cites, --cited-by and --missing list papers: use one or the other")
+        if missing and (cites or cited_by):
+            raise MonjyuError("--missing lists works outside the collection; it takes no --cites or --cited-by")
+        m = _facade(index, config)
+        if missing:
+            works = m.missing_works(limit=limit)
+            if fmt == "bibtex":
+                print(m.bibtex(works=works), end="")
+            elif as_json:
+                print(json.dumps(works, ensure_ascii=False, indent=1))
+            else:
+                _print_works(works)
+            return
+        if document is not None:
+            paper = m.paper(document)
+            if fmt == "bibtex":
+                print(m.bibtex([document]), end="")
+            elif as_json:
+                print(json.dumps(paper, ensure_ascii=False, indent=1))
+            else:
+                _print_paper(paper)
+            return
+        listing = m.papers(cites=cites, cited_by=cited_by, limit=limit)
+    except MonjyuError as exc:
+        _fail(exc)
+        return
+    if fmt == "bibtex":
+        print(m.bibtex([p["id"] for p in listing["papers"]]), end="")
+    elif as_json:
+        print(json.dumps(listing, ensure_ascii=False, indent=1))
+    else:
+        table = Table("id", "title", "first author", "year", "pages", "references", "cites", "cited by")
+        for p in listing["papers"]:
+            table.add_row(p["id"], p["title"][:70], p["authors"][0] if p["authors"] else "", str(p["year"] or ""),
+                          str(p["pages"] or ""), str(p["references"]), str(len(p["cites"])), str(len(p["cited_by"])))
+        out.print(table)
+        out.print(f"{listing['total']} papers")
+
+
+def _print_works(works: list[dict]) -> None:
+    table = Table("cited by", "title", "first author", "year", "citing papers")
+    for w in works:
+        table.add_row(str(w["count"]), w["title"][:80], w["authors"][0] if w["authors"] else "", str(w["year"] or ""),
+                      ", ".join(w["cited_by"]))
+    out.print(table)
+
+
+def _print_paper(paper: dict) -> None:
+    out.print(paper["title"], style="bold")
+    out.print(", ".join(paper["authors"]) or "(authors unknown)")
+    facts = [f"{k}: {paper[k]}" for k in ("year", "pages", "doi", "arxiv_id") if paper.get(k)]
+    out.print(" · ".join(facts + [f"id: {paper['id']}"]))
+    out.print(f"\nReferences ({paper['references']}):", style="bold")
+    for e in paper["reference_list"]:
+        link = f"  -> {e['document_id']}" if e["document_id"] else ""
+        out.print(f"  {e['index']:>3}. {e['text'][:150]}{link}", soft_wrap=True)
+    out.print(f"\nCited by in the collection ({len(paper['cited_by'])}):", style="bold")
+    for c in paper["cited_by_contexts"]:
+        out.print(f"  {c['document_id']} p.{c['page'] or '?'}: {c['sentence'][:300]}", soft_wrap=True)
 
 
 graph_app = typer.Typer(help="Level 1 concept graph: statistics and exports.", no_args_is_help=True)

@@ -37,6 +37,8 @@ MCP_OPTION_NAMES = {"top_k": "limit", "offset": "offset", "filters": "filters", 
                     "answer": "answer", "preset": "preset", "budget": "budget", "weights": "weights",
                     "rerank": "rerank", "crag": "crag"}
 DOCUMENT_URI = "monjyu://documents/{+document_id}"
+DocumentId = Annotated[str, Field(min_length=1, max_length=2000, description="a document id from search hits, "
+                                  "list_documents or papers")]
 RESOURCE_LIST_LIMIT = 1000  # documents listed as resources; the rest are reached by template or list_documents
 MAX_LAZY_BUDGET = 10_000
 # What each tool does to the index directory or store, for clients deciding what to confirm:
@@ -48,7 +50,9 @@ INSTRUCTIONS = (
     "MONJYU searches the user's indexed document collection (research papers) and answers with "
     "citations. Use `search` for questions (mode hybrid by default; hybridrag for relationship "
     "questions; auto picks by the question), `lazy_search` for broad questions over the whole "
-    "collection, `get_document` to read a cited passage in context, `list_documents` to browse.")
+    "collection, `get_document` to read a cited passage in context, `list_documents` to browse, "
+    "`papers`, `paper` and `missing_works` for the citation graph (who cites whom, what other "
+    "papers say about one), `bibtex` for references.")
 
 T = TypeVar("T")
 
@@ -149,7 +153,8 @@ class MonjyuMCPServer(MCPServer):
 
 def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
     """The MCP server over one facade: tools search, lazy_search, converse, get_document,
-    list_documents, index_status and index, and each document as a resource."""
+    list_documents, papers, paper, missing_works, bibtex, index_status and index, and each
+    document as a resource."""
     from . import __version__
 
     server = MonjyuMCPServer(monjyu, name="monjyu", version=__version__, instructions=INSTRUCTIONS,
@@ -170,7 +175,8 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                                        "end}, min_relevance (share of the best score, 0-1), "
                                                        "authors (name parts), year_range {start, end}, kinds "
                                                        "(text, caption, reference, front; default text and "
-                                                       "caption)")] = None,
+                                                       "caption), cites (only papers citing these document "
+                                                       "ids), cited_by (only papers these ids cite)")] = None,
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
         threshold: Annotated[float | None, Field(ge=-1.0, le=1.0, description="keep only passages whose cosine "
                                                  "similarity to the query reaches this")] = None,
@@ -241,6 +247,39 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
     ) -> dict[str, Any]:
         """One page of the indexed documents (id, title, source, type, date, passages) and the total."""
         return await call(asyncio.to_thread, monjyu.list_documents, limit, offset)
+
+    @server.tool(annotations=READ_ONLY)
+    async def papers(
+        cites: Annotated[DocumentId | None, Field(description="only the papers that cite this document")] = None,
+        cited_by: Annotated[DocumentId | None, Field(description="only the papers this document cites")] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="papers per page")] = 100,
+        offset: Annotated[Offset, Field(description="skip this many papers")] = 0,
+    ) -> dict[str, Any]:
+        """The collection's papers: title, authors, year, pages, reference count, and the papers of
+        the collection each cites and is cited by."""
+        return await call(asyncio.to_thread, monjyu.papers, cites, cited_by, limit, offset)
+
+    @server.tool(annotations=READ_ONLY)
+    async def paper(document_id: DocumentId) -> dict[str, Any]:
+        """One paper: metadata, its reference list (entries that are papers of the collection carry
+        their document_id) and the sentences of other papers that cite it."""
+        return await call(asyncio.to_thread, monjyu.paper, document_id)
+
+    @server.tool(annotations=READ_ONLY)
+    async def missing_works(
+        min_citing: Annotated[int, Field(ge=2, le=1000, description="the fewest citing papers")] = 2,
+        limit: Annotated[int, Field(ge=1, le=500, description="works to return")] = 50,
+    ) -> dict[str, Any]:
+        """Works cited by several papers of the collection but not in it, most cited first."""
+        return {"works": await call(asyncio.to_thread, monjyu.missing_works, min_citing, limit)}
+
+    @server.tool(annotations=READ_ONLY)
+    async def bibtex(
+        document_ids: Annotated[list[DocumentId], Field(min_length=1, max_length=1000,
+                                                        description="papers of the collection")],
+    ) -> str:
+        """BibTeX entries for papers of the collection (e.g. the sources an answer cites)."""
+        return await call(asyncio.to_thread, monjyu.bibtex, document_ids)
 
     @server.tool(annotations=READ_ONLY)
     async def index_status() -> dict[str, Any]:

@@ -57,6 +57,10 @@ class Document:
     year: int | None = None
     sections: list[Section] = field(default_factory=list)  # empty: the whole text is one section
     line_boxes: list[LineBox] = field(default_factory=list)
+    # The reference list read into entries (ingest.references.Reference as dicts) and the in-text
+    # citations pointing into it ({"start", "end", "entries": [entry index, ...]}).
+    references: list[dict[str, Any]] = field(default_factory=list)
+    citation_marks: list[dict[str, Any]] = field(default_factory=list)
 
     def page_at(self, offset: int) -> int | None:
         page = None

@@ -43,6 +43,7 @@ from ..store.kv import SqliteKV
 from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, save_incidence, save_vectors
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
+from .citations import build_citation_graph, write_citation_graph
 from .distributed import ClusterEmbedder, ClusterPhraseExtractor, LoadFailure, RayExecutor, load_source, run_all
 from .level1 import Level1Result, PhraseCache, PhrasesAhead, build_level1, phrase_input
 from ..types import DEFAULT_KINDS, Document, TextUnit
@@ -183,6 +184,7 @@ class IndexBuilder:
             self._load(run)
             self._embed(run)
             self._write(run)
+            self._citations(run)
             self._ann(run)
             self._bm25(run)
             self._level1(run)
@@ -348,6 +350,14 @@ class IndexBuilder:
         save_unit_vectors(run.gen_dir, units_table["vector"], dim)
         run.units_table, run.n_documents = units_table, docs_table.num_rows
         run.report.seconds["write"] = time.perf_counter() - t_write
+
+    def _citations(self, run: _BuildRun) -> None:
+        """Which reference entries are papers of the collection (index.citations), linked anew
+        from every document's stored entries, so adds and removals update both directions."""
+        t_cite = time.perf_counter()
+        graph = build_citation_graph(run.store.documents(["id", "title", "authors", "year", "metadata", "references"]))
+        write_citation_graph(run.gen_dir, graph)
+        run.report.seconds["citations"] = time.perf_counter() - t_cite
 
     def _ann(self, run: _BuildRun) -> None:
         """LanceDB's ANN index, for generations large enough to need one (PostgreSQL builds its own)."""

@@ -16,6 +16,7 @@ from ..config import IngestConfig
 from ..errors import IngestError
 from ..types import FRONT, Document
 from .clean import clean_text
+from .references import DOI, find_citations, parse_references
 from .structure import Block, assemble, normalize, paragraphs_to_blocks
 
 FILE_TYPES = {
@@ -70,6 +71,9 @@ def load_file(path: Path, doc_id: str, cfg: IngestConfig) -> list[Document]:
         raise IngestError(name, "no text could be extracted (empty, or a scanned PDF without a text layer)")
     for d in docs:
         d.file_type = file_type
+        refs = parse_references(d.text, d.sections)
+        d.references = [r.to_dict() for r in refs]
+        d.citation_marks = [m.to_dict() for m in find_citations(d.text, d.sections, refs)]
     return docs
 
 
@@ -117,7 +121,6 @@ def normalize_block(text: str) -> str:
     return "\n".join(normalize(line) for line in text.split("\n"))
 
 
-_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _ABSTRACT_LABEL = re.compile(r"^(abstract|summary|概要|要旨)\s*[:：.]\s*", re.IGNORECASE)
 _BODY_LABEL = re.compile(r"^(text|body|main text|full text|本文)\s*[:：]\s*", re.IGNORECASE)  # CORD-19 exports: "Text: ..."
@@ -137,7 +140,7 @@ def _paper_header(blocks: list[Block]) -> tuple[str, list[str], str, str, int]:
             break
         for line in lines:
             line = line.strip()
-            if m := _DOI.search(line):
+            if m := DOI.search(line):
                 doi = doi or m.group(1)
             elif _ISO_DATE.match(line):
                 date = date or line
@@ -259,14 +262,15 @@ def _load_pdf(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig)
         metadata["pages_without_text"] = paper.empty_pages
         metadata["ocr"] = bool(cfg.ocr)
     title = paper.title or (paper.metadata_title if _useful_title(paper.metadata_title) else "") or Path(name).stem
-    return [_structured(doc_id, title, blocks, name, date, authors=paper.authors,
+    return [_structured(doc_id, title, blocks, name, date, authors=paper.authors or paper.metadata_authors,
                         year=paper.year or paper.metadata_year, metadata=metadata)]
 
 
 def _useful_title(title: str) -> bool:
     """PDF metadata titles are often a file name or a tool's placeholder."""
     t = title.strip()
-    return len(t.split()) >= 2 and not re.search(r"\.(dvi|pdf|docx?|tex|ps)$|^microsoft word|^untitled", t, re.IGNORECASE)
+    words = len(t.split()) >= 2 or len(re.findall(r"[\u3040-\u30ff\u4e00-\u9fff]", t)) >= 2  # "梅雨" is a title
+    return words and not re.search(r"\.(dvi|pdf|docx?|tex|ps)$|^microsoft word|^untitled", t, re.IGNORECASE)
 
 
 def _load_docx(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig) -> list[Document]:

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError, IngestError
-from .structure import Block, normalize
+from .structure import Block, join_words, line_separator, normalize
 
 DPI = 300
 
@@ -75,14 +75,14 @@ def _tsv_blocks(tsv: str, page: int, page_height: float) -> list[Block]:
         x1 = max(int(w["left"]) + int(w["width"]) for w in words) * scale
         top = min(int(w["top"]) for w in words) * scale
         bottom = max(int(w["top"]) + int(w["height"]) for w in words) * scale
-        text = normalize(" ".join(w["text"] for w in words))
+        text = normalize(join_words([w["text"] for w in words]))
         paragraphs.setdefault((block, par), []).append((text, (x0, page_height - bottom, x1, page_height - top)))
     out = []
     for _, rows in sorted(paragraphs.items()):
         text, spans = "", []
         for line, box in rows:
             if text:
-                text = text[:-1] if text.endswith("-") else text + " "
+                text = text[:-1] if text.endswith("-") else text + line_separator(text, line)
             spans.append((len(text), len(text) + len(line), page, box))
             text += line
         out.append(Block(text, page=page, lines=spans))

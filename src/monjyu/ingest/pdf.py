@@ -23,25 +23,24 @@ from dataclasses import dataclass, field
 
 from ..errors import IngestError, MonjyuError
 from ..types import FRONT, REFERENCE, TEXT
-from .structure import Block, heading_level, is_references_heading, normalize
+from .references import DOI
+from .structure import Block, heading_level, is_references_heading, line_separator, normalize
 
 _SOFT_HYPHENS = {0x02, 0xFFFE, 0xAD}
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?:um)?\b|-medi|cmbx|cmb10|\.b$|,bold", re.IGNORECASE)
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–—(\[]?\s*(?:\d{1,4}|[ivxlc]{1,6})\s*[-–—)\]]?(?:\s*(?:of|/)\s*\d{1,4})?$",
                           re.IGNORECASE)
 _ARXIV_STAMP = re.compile(r"arXiv:\s*(\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})(v\d+)?", re.IGNORECASE)
-_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
 _YEAR = re.compile(r"(?<!\d)(19[4-9]\d|20[0-4]\d)(?!\d)")
 _VENUE = re.compile(r"conference|proceedings|journal|copyright|©|\(c\)|published|preprint|workshop|symposium|"
                     r"transactions|arxiv|iclr|neurips|nips|icml|acl|emnlp|naacl|cvpr|iccv|eccv|aaai|ijcai|sigir|"
                     r"kdd|www|vldb|sigmod|osdi|sosp|nsdi|usenix|vol\.|volume", re.IGNORECASE)
-_FOOTNOTE_MARKS = re.compile(r"[∗*†‡§¶#⋆✝♠♣♥♦♯♮✉]+|\^?\{?\d+(?:,\s*\d+)*\}?$")
 _AFFILIATION = re.compile(
     r"universit|institut|college|school|department|dept\.|faculty|laborator|\blab\b|labs\b|research|center|centre|"
     r"inc\.|corp|ltd|llc|gmbh|google|deepmind|openai|microsoft|facebook|\bmeta\b|amazon|apple|nvidia|ibm|baidu|"
     r"alibaba|tencent|brain|academy|hospital|foundation|email|e-mail|\bai\b|@|http|www\.|\bcorresponding|"
-    r"equal contribution|\bwork done\b|\bstreet\b|\bavenue\b|\busa\b|\buk\b|\bchina\b|\bjapan\b|\bcanada\b", re.IGNORECASE)
-_NAME_TOKEN = re.compile(r"^(?:[A-ZÀ-ÖØ-Þ][\w'’\-]*\.?|[A-Z]\.(?:-?[A-Z]\.)*|van|von|der|den|de|del|della|di|da|du|la|le|bin|al|dos|das|y)$")
+    r"equal contribution|\bwork done\b|\bstreet\b|\bavenue\b|\busa\b|\buk\b|\bchina\b|\bjapan\b|\bcanada\b|"
+    r"大学|研究所|研究科|研究室|研究院|学部|学科|株式会社|センター|機構|学会|法人|病院", re.IGNORECASE)
 
 
 @dataclass
@@ -78,22 +77,29 @@ class PdfPaper:
     empty_pages: list[int] = field(default_factory=list)  # pages with no text layer
     metadata_title: str = ""
     metadata_year: int | None = None
+    metadata_authors: list[str] = field(default_factory=list)  # the PDF's Author field, split into names
 
 
 # ----------------------------------------------------------------------------- characters -> lines
 def _font(raw, textpage, index: int, buf) -> tuple[float, bool]:
+    """Size (as printed: the font size times the text matrix's scale, which some producers use
+    instead of the size) and boldness of one character."""
     flags = ctypes.c_int()
     n = raw.FPDFText_GetFontInfo(textpage, index, buf, len(buf), ctypes.byref(flags))
     name = buf.value.decode("latin-1", "replace") if n else ""
     weight = raw.FPDFText_GetFontWeight(textpage, index)
     bold = bool(_BOLD_NAME.search(name)) or (weight is not None and weight >= 600) or bool(flags.value & (1 << 18))
-    return float(raw.FPDFText_GetFontSize(textpage, index)), bold
+    matrix = raw.FS_MATRIX()
+    scale = abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5 if raw.FPDFText_GetMatrix(textpage, index, ctypes.byref(matrix)) else 1.0
+    return float(raw.FPDFText_GetFontSize(textpage, index)) * (scale or 1.0), bold
 
 
-def page_lines(page, number: int, split_gaps: bool = False) -> list[Line]:
+def page_lines(page, number: int, split_gaps: bool = False, gap: float = 1.5) -> list[Line]:
     """The page's lines as PDFium breaks them, each with its box and the font of three sampled
     characters (first, middle, last: a line is bold only if all three are). With `split_gaps`
-    (page 1: author grids) a line is also cut where its characters leave a wide horizontal gap."""
+    (page 1: author grids) a line is also cut where its characters leave a horizontal gap wider
+    than `gap` font sizes. Pieces PDFium gives as lines of their own on one baseline (some
+    producers break after every word) are joined again."""
     import pypdfium2.raw as raw
 
     textpage = page.get_textpage()
@@ -119,7 +125,7 @@ def page_lines(page, number: int, split_gaps: bool = False) -> list[Line]:
                 continue
             pieces = [[j for j in range(start, i) if codes[j] > 0x20 and codes[j] not in _SOFT_HYPHENS]]
             if split_gaps and pieces[0]:
-                pieces = _split_at_gaps(pieces[0], box, raw.FPDFText_GetFontSize(h, pieces[0][0]))
+                pieces = _split_at_gaps(pieces[0], box, _font(raw, h, pieces[0][0], buf)[0], gap)
             for k, idx in enumerate(pieces):
                 if not idx:
                     continue
@@ -135,19 +141,37 @@ def page_lines(page, number: int, split_gaps: bool = False) -> list[Line]:
                                   statistics.median(f[0] for f in fonts), all(f[1] for f in fonts), rotated, hyphen,
                                   bottom.value))
             start = i + 1
-        return lines
+        return _join_fragments(lines, gap if split_gaps else 1.5)
     finally:
         textpage.close()
 
 
-def _split_at_gaps(idx: list[int], box, size: float) -> list[list[int]]:
-    """Cut a run of character indices where the next character starts more than 1.5 font sizes
+def _join_fragments(lines: list[Line], gap: float) -> list[Line]:
+    """Consecutive pieces on one baseline, less than `gap` font sizes apart, become one line; a
+    size the producer left degenerate (under 2 points: type 3 fonts scaled by their glyphs) is
+    read from the line's height instead."""
+    out: list[Line] = []
+    for ln in lines:
+        if ln.size < 2:
+            ln.size = round((ln.y1 - ln.y0) / 0.75, 1)
+        prev = out[-1] if out else None
+        if prev is not None and not prev.rotated and not ln.rotated and abs(prev.base - ln.base) < 0.3 * max(prev.size, 1) \
+                and -0.5 * prev.size < ln.x0 - prev.x1 < gap * max(prev.size, ln.size, 1) and not prev.hyphen:
+            out[-1] = Line(prev.page, prev.text + line_separator(prev.text, ln.text) + ln.text, prev.x0, min(prev.y0, ln.y0), ln.x1, max(prev.y1, ln.y1),
+                           max(prev.size, ln.size), prev.bold and ln.bold, False, ln.hyphen, prev.base)
+            continue
+        out.append(ln)
+    return out
+
+
+def _split_at_gaps(idx: list[int], box, size: float, gap: float = 1.5) -> list[list[int]]:
+    """Cut a run of character indices where the next character starts more than `gap` font sizes
     to the right of the previous one's end (names set apart in an author line)."""
     out = [[idx[0]]]
     prev_right = box(idx[0])[2]
     for j in idx[1:]:
         x0, _, x1, _ = box(j)
-        if x0 - prev_right > 1.5 * max(size, 1.0):
+        if x0 - prev_right > gap * max(size, 1.0):
             out.append([])
         out[-1].append(j)
         prev_right = x1
@@ -345,7 +369,7 @@ def _join(lines: list[Line], vocabulary: set[str]) -> tuple[str, list[tuple[int,
             elif lines[k - 1].hyphen:
                 text += "-"  # PDFium marked a hyphen but the next line is not a word's continuation
             else:
-                text += " "
+                text += line_separator(text, piece)
         spans.append((len(text), len(text) + len(piece), ln.page, (round(ln.x0, 1), round(ln.y0, 1),
                                                                    round(ln.x1, 1), round(ln.y1, 1))))
         text += piece
@@ -386,10 +410,12 @@ def _reference_entries(lines: list[Line]) -> list[list[Line]]:
 
 
 # ----------------------------------------------------------------------------- page 1 metadata
-def _front_matter(lines: list[Line], body: float, page_height: float) -> tuple[str, list[str], int]:
+def _front_matter(lines: list[Line], body: float, page_height: float,
+                  byline: list[Line] | None = None) -> tuple[str, list[str], int]:
     """Title (largest type in the top two thirds of page 1, its consecutive lines) and authors
-    (the name-like pieces of the lines between the title and the abstract). Returns the title,
-    the authors and how many leading lines of the page are front matter."""
+    (the names among the lines between the title and the abstract; `byline` gives those lines
+    cut at narrower gaps, where names sit apart on one line). Returns the title, the authors and
+    how many leading lines of the page are front matter."""
     if not lines:
         return "", [], 0
     end = len(lines)
@@ -399,8 +425,8 @@ def _front_matter(lines: list[Line], body: float, page_height: float) -> tuple[s
                 (heading_level(text) and re.match(r"^(1\.?|I\.)\s", text)):
             end = i
             break
-    candidates = [i for i in range(end) if lines[i].y1 > page_height / 3 and len(lines[i].text.strip()) >= 3
-                  and sum(c.isalpha() for c in lines[i].text) >= 3 and not re.search(r"@|https?:|www\.", lines[i].text)
+    candidates = [i for i in range(end) if lines[i].y1 > page_height / 3 and _title_like(lines[i].text)
+                  and not re.search(r"@|https?:|www\.", lines[i].text)
                   and not _ARXIV_STAMP.search(lines[i].text)]
     if not candidates:
         return "", [], min(end, len(lines))
@@ -412,29 +438,92 @@ def _front_matter(lines: list[Line], body: float, page_height: float) -> tuple[s
     while last + 1 < end and lines[last + 1].size >= max(body + 2.0, 0.75 * top_size) and \
             lines[last].y0 - lines[last + 1].y1 < 1.5 * lines[last + 1].size:
         last += 1
+    byline_end = end
     if end == len(lines):  # no abstract or introduction marker: front matter ends at the first body line
-        end = next((i for i in range(last + 1, len(lines)) if len(lines[i].text) > 80 and abs(lines[i].size - body) < 1),
-                   last + 1)
+        byline_end = next((i for i in range(last + 1, len(lines))
+                           if len(lines[i].text) > 80 and abs(lines[i].size - body) < 1), len(lines))
+        end = byline_end if byline_end < len(lines) else last + 1
     title = " ".join(normalize(lines[i].text) for i in range(first, last + 1))
     title = re.sub(r"\s*[∗*†‡§¶]+\s*$", "", title).strip()
-    authors = _authors([lines[i] for i in range(last + 1, end) if lines[i].size < lines[last].size - 0.5])
-    return title, authors, end
+    below_title = min(lines[i].y0 for i in range(first, last + 1))
+    above_end = lines[byline_end].y1 if byline_end < len(lines) else -1.0  # a cover page: names to its foot
+    region = [ln for ln in (byline if byline is not None else lines[last + 1:end])
+              if ln.y1 <= below_title + 1 and ln.y0 >= above_end - 1 and not ln.rotated]
+    return title, _authors(region), end
+
+
+_NOT_A_NAME = re.compile(
+    r"\b(?:abstract|version|edition|thesis|monograph|dissertation|program|programme|graduate|technical|report|draft|"
+    r"preprint|submitted|journal|press|proceedings|copyright|reprinted|corrections|vol|pp|section|computing|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"technolog\w*|systems|group|team|division|office|project|keywords|introduction)\b|lab\b", re.IGNORECASE)
+_SEPARATORS = re.compile(r",|;|、|，|\band\b|&|·|\u2022|\s{2,}|[∗*†‡§¶⋆✝♠♣♥♦#]+|(?<=[^\W\d_])\d+(?:,\d+)*|\(\d+\)")
+
+
+def _title_like(text: str) -> bool:
+    """Enough letters to be a title: three, or two Japanese or Chinese characters ("梅雨")."""
+    letters = sum(c.isalpha() for c in text)
+    return letters >= 3 or (letters >= 2 and re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", text) is not None)
 
 
 def _authors(lines: list[Line]) -> list[str]:
+    """Every name of the byline in reading order (rows top down, left to right). A line naming an
+    institution, an address, a date, an e-mail or a link is no name, and neither is a line set
+    right under one in its column (the rest of an address: "Mountain View") or set smaller right
+    under a name (its affiliation: "SUNY Stony Brook")."""
+    rows: list[list[Line]] = []
+    for ln in sorted(lines, key=lambda ln: -ln.base):
+        if rows and rows[-1][0].base - ln.base < 0.5 * max(ln.size, rows[-1][0].size):
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
     names: list[str] = []
-    for ln in lines:
+    kinds: list[tuple[Line, str]] = []  # lines judged so far: "name" or "other"
+
+    def right_under(ln: Line) -> tuple[Line, str] | None:
+        above = [(p, k) for p, k in kinds if p.y0 > ln.y1 - 1 and p.y0 - ln.y1 < 1.2 * max(p.size, ln.size)
+                 and min(p.x1, ln.x1) - max(p.x0, ln.x0) > 0]
+        return min(above, key=lambda pk: pk[0].y0 - ln.y1) if above else None
+
+    for ln in (ln for row in rows for ln in sorted(row, key=lambda ln: ln.x0)):
         text = normalize(ln.text)
-        if _AFFILIATION.search(text) and not re.search(r",|\band\b", text):
+        under = right_under(ln)
+        other = bool(_AFFILIATION.search(text) or re.search(r"\d{3,}|@", text)) or \
+            (under is not None and under[1] == "other" and abs(under[0].size - ln.size) < 0.5) or \
+            (under is not None and under[1] == "name" and ln.size < under[0].size - 0.7)
+        kinds.append((ln, "other" if other else "name"))
+        if other:
             continue
-        for piece in re.split(r",|;|\band\b|&|·|\s{2,}|\u2022|[∗*†‡§¶⋆✝♠♣♥♦]+\d*|(?<=[a-z])\d+(?:,\d+)*", text):
-            piece = _FOOTNOTE_MARKS.sub("", piece.strip()).strip()
-            piece = re.sub(r"\s*\d+$", "", piece).strip()
-            tokens = piece.split()
-            if 2 <= len(tokens) <= 5 and all(_NAME_TOKEN.match(t) for t in tokens) and \
-                    not _AFFILIATION.search(piece) and sum(t[0].isupper() for t in tokens) >= 2 and piece not in names:
+        for piece in _SEPARATORS.split(re.sub(r"^\s*by\s+", "", text, flags=re.IGNORECASE)):
+            piece = re.sub(r"^[\d\s,.]+|[\d\s,]+$|[´`¨ˇ˜ˆ¯˘˙˚¸]|\s[\u0300-\u036f]", "", piece).strip()
+            if (_is_name(piece) or _is_japanese_name(piece)) and piece not in names:
                 names.append(piece)
     return names
+
+
+def _is_japanese_name(piece: str) -> bool:
+    """A Japanese (or Chinese) name as bylines print it: two to six kanji or kana, the family and
+    given names often a space apart ("山田 太郎")."""
+    return bool(re.fullmatch(r"[\u3040-\u30ff\u4e00-\u9fff々]{1,4}(?:[ \u3000][\u3040-\u30ff\u4e00-\u9fff々]{1,4})?", piece)) \
+        and 2 <= len(piece.replace(" ", "").replace("\u3000", "")) <= 6
+
+
+def _is_name(piece: str) -> bool:
+    """Two to five words, each capitalised (any script's capitals), an initial or a particle; no
+    digits, no institution or document word."""
+    tokens = piece.split()
+    if not 2 <= len(tokens) <= 5 or _NOT_A_NAME.search(piece) or _AFFILIATION.search(piece):
+        return False
+    capitals = 0
+    for t in tokens:
+        if re.fullmatch(r"[A-Z]\.?(?:-[A-Z]\.?)?", t):
+            capitals += 1
+        elif t[0].isupper() and re.fullmatch(r"[^\W\d_][\w'’\-]*\.?", t) and not (t.isupper() and len(t) > 12):
+            capitals += 1
+        elif t.lower() not in ("van", "von", "der", "den", "de", "del", "della", "di", "da", "du", "la", "le", "bin",
+                               "dos", "das", "y", "ter"):
+            return False
+    return capitals >= 2
 
 
 def _year(arxiv_id: str, page1: list[Line]) -> int | None:
@@ -465,6 +554,7 @@ def read_pdf(name: str, data: bytes) -> PdfPaper:
     try:
         meta = pdf.get_metadata_dict(skip_empty=True)
         pages: list[list[Line]] = []
+        byline: list[Line] | None = None
         widths, heights = [], []
         empty = []
         for number in range(1, len(pdf) + 1):
@@ -472,6 +562,8 @@ def read_pdf(name: str, data: bytes) -> PdfPaper:
             try:
                 w, h = page.get_size()
                 lines = page_lines(page, number, split_gaps=number == 1)
+                if number == 1:  # names one space-and-a-bit apart: cut finer for the byline
+                    byline = page_lines(page, number, split_gaps=True, gap=0.8)
             finally:
                 page.close()
             if not any(ln.text.strip() for ln in lines):
@@ -483,6 +575,8 @@ def read_pdf(name: str, data: bytes) -> PdfPaper:
         pdf.close()
     paper = PdfPaper(blocks=[], pages=len(pages), empty_pages=empty,
                      metadata_title=str(meta.get("Title", "")).strip())
+    paper.metadata_authors = [n for n in (normalize(a) for a in re.split(r";|,|\band\b|&|、", str(meta.get("Author", ""))))
+                              if n and (_is_name(n) or _is_japanese_name(n))]
     m = re.match(r"D:(\d{4})", str(meta.get("CreationDate", "")))
     paper.metadata_year = int(m.group(1)) if m else None
     stamp = " ".join(ln.text for lines in pages[:1] for ln in lines if ln.rotated)
@@ -492,12 +586,12 @@ def read_pdf(name: str, data: bytes) -> PdfPaper:
     drop_running_lines(pages, heights)
     pages = [column_order(drop_line_numbers(lines), w) for lines, w in zip(pages, widths)]
     page1_text = " ".join(ln.text for ln in pages[0]) if pages else ""
-    if m_doi := _DOI.search(page1_text) or _DOI.search(str(meta.get("Subject", ""))):
+    if m_doi := DOI.search(page1_text) or DOI.search(str(meta.get("Subject", ""))):
         paper.doi = m_doi.group(1)
     body = _body_size(pages)
     front_end = 0
     if pages:
-        paper.title, paper.authors, front_end = _front_matter(pages[0], body, heights[0])
+        paper.title, paper.authors, front_end = _front_matter(pages[0], body, heights[0], byline)
     paper.year = _year(paper.arxiv_id, pages[0] if pages else [])
     paper.blocks = _blocks(pages, body, front_end)
     for i, b in enumerate(paper.blocks):

@@ -23,18 +23,20 @@ _SPACES = re.compile(r"[ \t\u00a0\u3000]+")
 
 _SPACING_ACCENTS = {"`": "\u0300", "´": "\u0301", "¨": "\u0308", "ˇ": "\u030c", "˜": "\u0303", "ˆ": "\u0302",
                     "¯": "\u0304", "˘": "\u0306", "˙": "\u0307", "˚": "\u030a", "¸": "\u0327"}
-_LATEX_ACCENT = re.compile(r"(?<=[A-Za-z])([`´¨ˇ˜ˆ¯˘˙˚¸])(?=[A-Za-z])|(?:(?<=\s)|^)([\u0300-\u036f])(?=[A-Za-z])")
-_MARK_THEN_LETTER = re.compile(r"([\u0300-\u036f])([A-Za-z])")
+_LATEX_ACCENT = re.compile(r"(?<=[A-Za-z])([`´¨ˇ˜ˆ¯˘˙˚¸])(?=[A-Za-zı])|(?:(?<=\s)|^)([\u0300-\u036f])(?=[A-Za-zı])")
+_TRAILING_ACCENT = re.compile(r"(?<=[A-Za-z])([`´¨ˇ˜ˆ¯˘˙˚¸])(?=[\s\d,.;:)]|$)")
 
 
 def _mend_accents(text: str) -> str:
-    """TeX draws an accent before its letter ("Adri`a", "K ̈oster"): put it after, as a combining
-    mark, so NFKC composes "Adrià", "Köster"."""
-    if not _LATEX_ACCENT.search(text):
+    """TeX draws an accent before its letter ("Adri`a", "K ̈oster", "Mart´ın"): put it after, as a
+    combining mark, so NFKC composes "Adrià", "Köster", "Martín"; an accent ending a word belongs
+    to the letter before it ("Kocon´" -> "Kocoń")."""
+    if not (_LATEX_ACCENT.search(text) or _TRAILING_ACCENT.search(text)):
         return text
+    text = _TRAILING_ACCENT.sub(lambda m: _SPACING_ACCENTS[m.group(1)], text)
     text = _LATEX_ACCENT.sub(lambda m: "\x00" + (_SPACING_ACCENTS.get(m.group(1)) if m.group(1) else m.group(2)), text)
-    text = re.sub(r"\s?\x00([\u0300-\u036f])([A-Za-z])", r"\2\1", text)
-    return text.replace("\x00", "")
+    text = re.sub(r"\s?\x00([\u0300-\u036f])([A-Za-zı])", r"\2\1", text)
+    return text.replace("\x00", "").replace("ı\u0301", "i\u0301").replace("ı\u0300", "i\u0300")
 
 
 def normalize(text: str) -> str:
@@ -43,6 +45,25 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", _mend_accents(text))
     text = "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
     return _SPACES.sub(" ", text).strip()
+
+
+_CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff01-\uff60々"
+_CJK_END = re.compile(f"[{_CJK}]$")
+_CJK_START = re.compile(f"^[{_CJK}]")
+
+
+def line_separator(left: str, right: str) -> str:
+    """What joins two lines (or OCR words) of one paragraph: nothing between two Japanese or
+    Chinese characters (those scripts write no spaces, and one would split a word for the
+    tokenizer), a space otherwise."""
+    return "" if _CJK_END.search(left) and _CJK_START.search(right) else " "
+
+
+def join_words(words: list[str]) -> str:
+    out = ""
+    for w in words:
+        out += (line_separator(out, w) if out else "") + w
+    return out
 
 
 def is_references_heading(text: str) -> bool:

@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..types import DEFAULT_KINDS, KINDS
 from ..nlp.noun_phrases import ENTITY_TYPES
 
-FILTER_KEYS = "doc, type, path, from, to, author, year, kind, entity, min"
+FILTER_KEYS = "doc, type, path, from, to, author, year, kind, entity, cites, cited-by, min"
 
 
 @dataclass
@@ -34,6 +34,8 @@ class SearchFilters:
     year_from: int | None = None  # inclusive publication years
     year_to: int | None = None
     kinds: list[str] = field(default_factory=list)  # unit kinds; empty: DEFAULT_KINDS
+    cites: list[str] = field(default_factory=list)  # papers citing each of these documents (citation graph)
+    cited_by: list[str] = field(default_factory=list)  # papers each of these documents cites
 
     def __post_init__(self) -> None:
         for name in ("date_from", "date_to"):
@@ -62,7 +64,8 @@ class SearchFilters:
     def active(self) -> bool:
         """Whether the filter restricts which units may be found (min_relevance only trims scores)."""
         return bool(self.document_ids or self.file_types or self.path_glob or self.date_from or self.date_to
-                    or self.entity_types or self.authors or self.year_from or self.year_to or self.kinds)
+                    or self.entity_types or self.authors or self.year_from or self.year_to or self.kinds
+                    or self.cites or self.cited_by)
 
     def trim(self, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """The (row, score) results scoring at least min_relevance x the best one's score: scores
@@ -84,7 +87,8 @@ class SearchFilters:
                    date_to=dates.end.isoformat() if dates and dates.end else "",
                    entity_types=request.entity_types or [], min_relevance=request.min_relevance,
                    authors=request.authors or [], year_from=years.start if years else None,
-                   year_to=years.end if years else None, kinds=list(request.kinds or []))
+                   year_to=years.end if years else None, kinds=list(request.kinds or []),
+                   cites=request.cites or [], cited_by=request.cited_by or [])
 
     def to_request(self) -> schemas.SearchFilters:
         """The public request form (the path glob has no field there and is left out)."""
@@ -95,14 +99,16 @@ class SearchFilters:
         return schemas.SearchFilters(file_ids=self.document_ids or None, file_types=self.file_types or None,
                                      entity_types=self.entity_types or None, date_range=dates,
                                      min_relevance=self.min_relevance, authors=self.authors or None,
-                                     year_range=years, kinds=self.kinds or None)
+                                     year_range=years, kinds=self.kinds or None, cites=self.cites or None,
+                                     cited_by=self.cited_by or None)
 
     @classmethod
     def parse(cls, expressions: list[str]) -> "SearchFilters":
         """CLI form: doc=ID, type=pdf, path=GLOB, from=YYYY-MM-DD, to=YYYY-MM-DD, author=NAME,
-        year=2019 or year=2015-2019, kind=reference, entity=PERSON, min=0.5 (repeatable)."""
+        year=2019 or year=2015-2019, kind=reference, entity=PERSON, cites=DOC, cited-by=DOC,
+        min=0.5 (repeatable)."""
         f = cls()
-        docs, types, entity_types, authors, kinds = [], [], [], [], []
+        docs, types, entity_types, authors, kinds, cites, cited_by = [], [], [], [], [], [], []
         for expr in expressions:
             key, sep, value = expr.partition("=")
             key = key.strip().lower()
@@ -124,6 +130,10 @@ class SearchFilters:
                 authors.append(value)
             elif key == "kind":
                 kinds.append(value)
+            elif key == "cites":
+                cites.append(value)
+            elif key in ("cited-by", "cited_by"):
+                cited_by.append(value)
             elif key == "year":
                 m = re.fullmatch(r"\s*(\d{4})?\s*(-)?\s*(\d{4})?\s*", value)
                 if not m or not (m.group(1) or m.group(3)) or (m.group(2) is None and m.group(3)):
@@ -139,16 +149,20 @@ class SearchFilters:
                 raise ConfigError(f"unknown filter key '{key}' in '{expr}' (keys: {FILTER_KEYS})")
         return cls(document_ids=docs, file_types=types, path_glob=f.path_glob, date_from=f.date_from,
                    date_to=f.date_to, entity_types=entity_types, min_relevance=f.min_relevance, authors=authors,
-                   year_from=f.year_from, year_to=f.year_to, kinds=kinds)
+                   year_from=f.year_from, year_to=f.year_to, kinds=kinds, cites=cites, cited_by=cited_by)
 
-    def mask(self, columns: dict[str, np.ndarray], entity_units: np.ndarray | None = None) -> np.ndarray:
+    def mask(self, columns: dict[str, np.ndarray], entity_units: np.ndarray | None = None,
+             papers: set[str] | None = None) -> np.ndarray:
         """Units that pass, from the text_units columns; `entity_units` marks the units that name a
-        phrase of `entity_types`. Values are compared as data, never spliced into a query."""
+        phrase of `entity_types`, `papers` the documents `cites` and `cited_by` leave. Values are
+        compared as data, never spliced into a query."""
         keep = np.isin(columns["kind"], np.array(self.kinds or DEFAULT_KINDS, dtype=object))
         if self.entity_types:
             keep &= entity_units
         if self.document_ids:
             keep &= np.isin(columns["document_id"], np.array(self.document_ids, dtype=object))
+        if papers is not None:
+            keep &= np.isin(columns["document_id"], np.array(sorted(papers), dtype=object))
         if self.file_types:
             keep &= np.isin(columns["file_type"], np.array(self.file_types, dtype=object))
         if self.path_glob:

@@ -23,6 +23,7 @@ from ..nlp import Analyzer
 from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import CONCEPT, MISC, NounPhraseExtractor
 from ..runtime import release_freed_memory
+from ..index.citations import read_citation_graph
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..store.lancedb_store import TEXT_UNITS
@@ -103,6 +104,7 @@ class LoadedIndex:
     # list per unit, so a million units cost a few tens of MB.
     sentence_offsets: np.ndarray | None = None
     sentence_values: np.ndarray | None = None
+    citation_edges: list[tuple[str, str]] = field(default_factory=list)  # (citing, cited) papers of the collection
     _default_mask: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
@@ -124,7 +126,8 @@ class LoadedIndex:
         loaded = cls(columns=columns, vectors=vectors, bm25=BM25Index.load(generation_dir / "bm25"),
                      graph=graph, communities=communities, ann=ann, named_entities=named_entities,
                      sentence_offsets=spans.offsets.to_numpy(),
-                     sentence_values=spans.values.to_numpy(zero_copy_only=False))
+                     sentence_values=spans.values.to_numpy(zero_copy_only=False),
+                     citation_edges=[(e["citing"], e["cited"]) for e in read_citation_graph(generation_dir)["edges"]])
         release_freed_memory()
         return loaded
 
@@ -160,7 +163,25 @@ class LoadedIndex:
                                   "labels only when the index is built with `graph.named_entities: true` (its English "
                                   "proper nouns are typed MISC); rebuild with that setting to filter by them")
             entity_units = self.graph.units_of_types(filters.entity_types)
-        return filters.mask(c, entity_units)
+        return filters.mask(c, entity_units, self.citing_documents(filters))
+
+    def citing_documents(self, filters: SearchFilters) -> set[str] | None:
+        """The papers that `cites=` and `cited-by=` leave (None when neither is set)."""
+        if not (filters.cites or filters.cited_by):
+            return None
+        known = set(self.columns["document_id"].tolist())
+        for doc in filters.cites + filters.cited_by:
+            if doc not in known:
+                raise MonjyuError(f"filter cites/cited-by: no document with id {doc!r} in the index; "
+                                  "list them with `monjyu papers`")
+        docs = None
+        for doc in filters.cites:
+            citing = {a for a, b in self.citation_edges if b == doc}
+            docs = citing if docs is None else docs & citing
+        for doc in filters.cited_by:
+            cited = {b for a, b in self.citation_edges if a == doc}
+            docs = cited if docs is None else docs & cited
+        return docs
 
 
 def sentence_naming(text: str, phrase: str) -> str:

@@ -60,6 +60,7 @@ DOCUMENTS_SCHEMA = pa.schema([
     ("authors", pa.list_(pa.string())),
     ("year", pa.int32()),
     ("structure", pa.string()),  # JSON: sections, page_starts, line_boxes (offsets into text)
+    ("references", pa.string()),  # JSON: {"entries": [...], "citations": [...]} (ingest.references)
 ])
 
 
@@ -102,6 +103,8 @@ def documents_to_table(docs: list[Document], unit_ids: dict[str, list[str]]) -> 
         "year": pa.array([d.year for d in docs], pa.int32()),
         "structure": [json.dumps({"sections": [asdict(s) for s in d.sections], "page_starts": d.page_starts,
                                   "line_boxes": [astuple(b) for b in d.line_boxes]}) for d in docs],
+        "references": [json.dumps({"entries": d.references, "citations": d.citation_marks}, ensure_ascii=False)
+                       for d in docs],
     }, schema=DOCUMENTS_SCHEMA)
 
 

@@ -207,6 +207,10 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None, token: st
         return JSONResponse(monjyu.get_document(_text(request, "id"), _text(request, "unit", required=False),
                                                 context_units=_int(request, "context", 1, 0, 20)))
 
+    def paper(request: Request) -> Response:
+        _only(request, "id")
+        return JSONResponse(monjyu.paper(_text(request, "id")))
+
     def page(request: Request) -> Response:
         _only(request, "id", "page", "start", "end")
         png = monjyu.page_image(_text(request, "id"), _int(request, "page", low=1, high=100_000),
@@ -233,6 +237,7 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None, token: st
     routes = [
         Route("/", home), Route("/api/info", info), Route("/api/search", search, methods=["POST"]),
         Route("/api/documents", documents), Route("/api/document", document), Route("/api/page", page),
+        Route("/api/paper", paper),
         Route("/api/community", community), Route("/map", community_map),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

@@ -19,6 +19,8 @@ const STRINGS = {
     checks: "Each sentence checked against the passages", support: "support",
     s_supported: "supported", s_recited: "re-cited", s_cited: "cited", s_dropped: "dropped: no passage supports it",
     s_unchecked: "not checked",
+    paper_page: "Paper page", references: "References", cited_by: "Cited by in this collection",
+    in_collection: "in this collection",
   },
   ja: {
     search: "検索", collection: "コレクション", go: "検索", placeholder: "論文に質問する…",
@@ -35,6 +37,8 @@ const STRINGS = {
     mode_lazy: "lazy (LazyGraphRAG)", mode_hybridrag: "HybridRAG", preset_default: "既定",
     checks: "各文を出典と照合した結果", support: "裏付け", s_supported: "裏付けあり", s_recited: "出典を付け替え",
     s_cited: "出典を追加", s_dropped: "削除: 裏付ける出典なし", s_unchecked: "照合せず",
+    paper_page: "論文のページ", references: "参考文献", cited_by: "このコレクション内の被引用",
+    in_collection: "コレクション内",
   },
 };
 
@@ -83,9 +87,9 @@ function where(hit) {
 }
 
 function showView(name) {
-  for (const v of ["search", "collection"]) {
+  for (const v of ["search", "collection", "paper"]) {
     $("view-" + v).hidden = v !== name;
-    $("tab-" + v).setAttribute("aria-current", v === name ? "page" : "false");
+    if (v !== "paper") $("tab-" + v).setAttribute("aria-current", v === name ? "page" : "false");
   }
   if (name === "collection") loadCollection();
 }
@@ -167,7 +171,7 @@ function renderResult(result) {
     $("citations").replaceChildren(...answer.citations.map((c) => el("li", { value: c.number },
       el("button", { type: "button", class: "cite", "data-cite": c.number, onclick: () => openReader(c, c.start_char, c.end_char) },
         c.document_title || c.document_id),
-      " ", el("span", { class: "cost" }, where(c)))));
+      " ", el("span", { class: "cost" }, where(c)), " ", paperLink(c.document_id, t("paper_page")))));
   } else {
     $("answer").hidden = true;
   }
@@ -261,6 +265,7 @@ async function openReader(ref, start, end) {
   const authors = (doc.authors || []).join(", ");
   $("reader-where").textContent = [doc.source_path, authors, doc.year, ctx.section && "§" + ctx.section,
                                    ctx.page && t("page") + ctx.page].filter(Boolean).join(" · ");
+  $("reader-paper").href = paperHref(doc.id);
   const a = Math.max(0, start - ctx.start_char), b = Math.max(a, Math.min(ctx.text.length, end - ctx.start_char));
   const mark = el("mark", {}, ctx.text.slice(a, b));
   $("reader-text").replaceChildren(ctx.text.slice(0, a), mark, ctx.text.slice(b));
@@ -279,6 +284,30 @@ async function openReader(ref, start, end) {
   $("reader-close").focus({ preventScroll: true });
 }
 
+// ----------------------------------------------------------------- papers
+
+const paperHref = (id) => "?" + new URLSearchParams({ paper: id });
+const paperLink = (id, text) => el("a", { class: "paper-link", href: paperHref(id) }, text);
+
+async function showPaper(id) {
+  // One paper: metadata, who in the collection cites it (with the citing sentences), its references
+  const response = await fetch("/api/paper?" + new URLSearchParams({ id }));
+  const p = await response.json();
+  if (!response.ok) { showError(p.error); return; }
+  showView("paper");
+  $("paper-title").textContent = p.title || p.id;
+  $("paper-authors").textContent = (p.authors || []).join(", ");
+  $("paper-facts").textContent = [p.year, p.pages && `${p.pages} pp.`, p.doi && "doi:" + p.doi,
+                                  p.arxiv_id && "arXiv:" + p.arxiv_id, p.source_path].filter(Boolean).join(" · ");
+  $("paper-cited-by-title").textContent = `${t("cited_by")} (${p.cited_by.length})`;
+  $("paper-cited-by").replaceChildren(...p.cited_by_contexts.map((c) => el("li", { class: "citing" },
+    paperLink(c.document_id, c.title || c.document_id), " ",
+    el("span", { class: "cost" }, c.page ? t("page") + c.page : ""), el("p", { class: "text" }, c.sentence))));
+  $("paper-references-title").textContent = `${t("references")} (${p.references})`;
+  $("paper-references").replaceChildren(...p.reference_list.map((r) => el("li", { value: r.index },
+    r.text, ...(r.document_id ? [" ", paperLink(r.document_id, "→ " + t("in_collection"))] : []))));
+}
+
 // ----------------------------------------------------------------- collection
 
 async function loadCollection() {
@@ -286,7 +315,7 @@ async function loadCollection() {
   const page = await response.json();
   if (!response.ok) { showError(page.error); return; }
   $("documents").tBodies[0].replaceChildren(...page.documents.map((d) => el("tr", {},
-    el("td", {}, d.title || d.id), el("td", {}, (d.authors || []).join(", ")), el("td", {}, d.year ?? ""),
+    el("td", {}, paperLink(d.id, d.title || d.id)), el("td", {}, (d.authors || []).join(", ")), el("td", {}, d.year ?? ""),
     el("td", {}, d.pages ?? ""), el("td", {}, d.file_type), el("td", {}, d.text_units))));
   $("failures").replaceChildren(...(page.failures.length ? page.failures.map((f) => el("li", {}, `${f.path}: ${f.reason}`))
                                                          : [el("li", {}, t("none"))]));
@@ -321,7 +350,8 @@ async function start() {
   showView("search");
   if (!info.status.exists) showError(info.status.hint);
   const params = new URLSearchParams(location.search);
-  if (params.get("community")) showCommunity(params.get("community"));
+  if (params.get("paper")) showPaper(params.get("paper"));
+  else if (params.get("community")) showCommunity(params.get("community"));
   else if (params.get("q")) {
     $("q").value = params.get("q");
     if (info.modes.includes(params.get("mode"))) { $("mode").value = params.get("mode"); $("preset").disabled = params.get("mode") !== "lazy"; }

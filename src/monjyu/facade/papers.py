@@ -1,0 +1,202 @@
+"""Papers as papers: metadata, reference lists, the collection's citation graph, the sentences
+other papers write about a paper, works cited but missing, and BibTeX."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..errors import MonjyuError
+from ..index.citations import read_citation_graph
+from ..ingest.references import name_key, surname
+from ..ingest.sentences import split_sentences
+from ..store.lancedb_store import DOCUMENTS
+
+PAPER_FIELDS = ["id", "title", "source_path", "authors", "year", "metadata", "structure"]
+
+
+class PapersMixin:
+    """Reads the documents table's reference entries and the generation's citation graph."""
+
+    _citations_cache: tuple[str, dict[str, Any]] | None = None
+
+    def _citation_graph(self) -> dict[str, Any]:
+        generation = self.manifest().generation
+        if self._citations_cache is None or self._citations_cache[0] != generation:
+            self._citations_cache = (generation, read_citation_graph(self.generation_dir()))
+        return self._citations_cache[1]
+
+    def _paper_rows(self, ids: list[str], columns: list[str]) -> list[dict[str, Any]]:
+        store, rows = self._document_rows()
+        missing = [d for d in ids if d not in rows]
+        if missing:
+            raise MonjyuError(f"no document with id {missing[0]!r} in the index; list them with `monjyu papers`")
+        have = set(store.column_names(DOCUMENTS))  # an earlier MONJYU's generation may lack some
+        table = store.take(DOCUMENTS, [rows[d] for d in ids], list(dict.fromkeys(["id"] + [c for c in columns if c in have]))).to_pylist()
+        by_id = {r["id"]: r for r in table}  # take returns table order, not the order asked for
+        return [{c: by_id[d].get(c) for c in columns} for d in ids]
+
+    def _summary(self, row: dict[str, Any], graph: dict[str, Any]) -> dict[str, Any]:
+        meta = json.loads(row.get("metadata") or "{}")
+        doc = row["id"]
+        return {"id": doc, "title": row["title"], "authors": row["authors"] or [], "year": row["year"],
+                "source_path": row.get("source_path", ""), "pages": meta.get("pages"),
+                "doi": meta.get("doi", ""), "arxiv_id": meta.get("arxiv_id", ""),
+                "references": graph["references"].get(doc, 0),
+                "cites": sorted({e["cited"] for e in graph["edges"] if e["citing"] == doc}),
+                "cited_by": sorted({e["citing"] for e in graph["edges"] if e["cited"] == doc})}
+
+    def papers(self, cites: str | None = None, cited_by: str | None = None, limit: int = 100,
+               offset: int = 0) -> dict[str, Any]:
+        """The collection's papers (id order) with title, authors, year, pages, how many references
+        each lists and which papers of the collection it cites and is cited by.
+
+        Args:
+            cites: only the papers that cite this document.
+            cited_by: only the papers this document cites.
+            limit: papers per page.
+            offset: papers to skip.
+        """
+        if limit < 1 or offset < 0:
+            raise MonjyuError("limit must be >= 1 and offset >= 0")
+        graph = self._citation_graph()
+        _, rows = self._document_rows()
+        ids = sorted(rows)
+        for name, doc in (("cites", cites), ("cited_by", cited_by)):
+            if doc is not None and doc not in rows:
+                raise MonjyuError(f"{name}: no document with id {doc!r} in the index; list them with `monjyu papers`")
+        if cites is not None:
+            ids = [d for d in ids if any(e["citing"] == d and e["cited"] == cites for e in graph["edges"])]
+        if cited_by is not None:
+            ids = [d for d in ids if any(e["citing"] == cited_by and e["cited"] == d for e in graph["edges"])]
+        page = ids[offset:offset + limit]
+        rows_ = self._paper_rows(page, ["id", "title", "source_path", "authors", "year", "metadata"])
+        return {"total": len(ids), "offset": offset, "limit": limit,
+                "papers": [self._summary(r, graph) for r in rows_]}
+
+    def paper(self, document_id: str) -> dict[str, Any]:
+        """One paper: its metadata, its reference entries (each linked to the collection's paper
+        it names, if any) and the papers of the collection that cite it, with their citing
+        sentences.
+
+        Args:
+            document_id: the document's id (`papers` and search hits give it).
+        """
+        graph = self._citation_graph()
+        [row] = self._paper_rows([document_id], ["id", "title", "source_path", "authors", "year", "metadata",
+                                                 "references"])
+        out = self._summary(row, graph)
+        linked = {e["entry"]: e["cited"] for e in graph["edges"] if e["citing"] == document_id}
+        entries = json.loads(row.get("references") or "{}").get("entries", [])
+        out["reference_list"] = [{k: e.get(k) for k in ("index", "label", "authors", "title", "year", "venue", "doi",
+                                                        "arxiv_id", "url", "text")} | {"document_id": linked.get(e["index"])}
+                                 for e in entries]
+        out["cited_by_contexts"] = self.citation_contexts(document_id)
+        return out
+
+    def citation_contexts(self, document_id: str) -> list[dict[str, Any]]:
+        """What other papers of the collection write about this one: every sentence that cites
+        it, with the citing paper, the unit and the page it sits on.
+
+        Args:
+            document_id: the cited document's id.
+        """
+        graph = self._citation_graph()
+        self._paper_rows([document_id], ["id"])  # refuses an unknown id
+        edges = [e for e in graph["edges"] if e["cited"] == document_id]
+        if not edges:
+            return []
+        citing = sorted({e["citing"] for e in edges})
+        docs = {r["id"]: r for r in self._paper_rows(citing, ["id", "title", "text", "text_unit_ids"])}
+        _, searcher = self._searcher()
+        out = []
+        for e in edges:
+            doc = docs[e["citing"]]
+            units = [searcher.hit(searcher.row_of(u), 0.0, 0, None, None) for u in doc["text_unit_ids"]]
+            for start, end in e["marks"]:
+                a, b = _sentence_around(doc["text"], start, end)
+                unit = next((u for u in units if u.start_char <= start < u.end_char), None)
+                out.append({"document_id": e["citing"], "title": doc["title"], "sentence": doc["text"][a:b],
+                            "start_char": a, "end_char": b, "text_unit_id": unit.text_unit_id if unit else None,
+                            "page": unit.page if unit else None, "section": unit.section if unit else "",
+                            "entry": e["entry"]})
+        return out
+
+    def missing_works(self, min_citing: int = 2, limit: int = 50) -> list[dict[str, Any]]:
+        """Works that at least `min_citing` papers of the collection cite but the collection does
+        not hold, most cited first.
+
+        Args:
+            min_citing: the fewest citing papers (2 or more).
+            limit: works returned.
+        """
+        if min_citing < 2 or limit < 1:
+            raise MonjyuError("min_citing must be >= 2 and limit >= 1")
+        works = [w for w in self._citation_graph()["missing"] if len(w["cited_by"]) >= min_citing]
+        return [{**w, "count": len(w["cited_by"])} for w in works[:limit]]
+
+    def bibtex(self, document_ids: list[str] | None = None, works: list[dict[str, Any]] | None = None) -> str:
+        """BibTeX for papers of the collection (their own metadata) and for works named by
+        reference entries (`missing_works` or a paper's `reference_list`).
+
+        Args:
+            document_ids: papers of the collection.
+            works: reference entries or missing works (title, authors, year, venue, doi, arxiv_id).
+        """
+        records = []
+        if document_ids:
+            for row in self._paper_rows(list(dict.fromkeys(document_ids)), ["id", "title", "authors", "year", "metadata"]):
+                meta = json.loads(row["metadata"] or "{}")
+                records.append({"title": row["title"], "authors": row["authors"] or [], "year": row["year"],
+                                "doi": meta.get("doi", ""), "arxiv_id": meta.get("arxiv_id", ""), "venue": ""})
+        records += works or []
+        return to_bibtex(records)
+
+
+def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence of `text` holding the span, split within its paragraph."""
+    lo = text.rfind("\n\n", 0, start)
+    lo = 0 if lo < 0 else lo + 2
+    hi = text.find("\n\n", end)
+    hi = len(text) if hi < 0 else hi
+    for a, b in split_sentences(text[lo:hi]):
+        if lo + a <= start < lo + b:
+            return lo + a, max(lo + b, end)
+    return lo, hi
+
+
+def to_bibtex(records: list[dict[str, Any]]) -> str:
+    """BibTeX entries (bibtexparser writes and escapes them): @article with a journal or
+    @inproceedings for a venue, @misc otherwise; keys surname + year + first title word, made
+    unique."""
+    import bibtexparser
+    from bibtexparser.library import Library
+    from bibtexparser.middlewares import LatexEncodingMiddleware
+    from bibtexparser.model import Entry, Field
+
+    library = Library()
+    used: set[str] = set()
+    for r in records:
+        authors = r.get("authors") or []
+        first_word = next((w for w in name_key(r.get("title", "")).split() if len(w) > 3), "untitled")
+        base = f"{name_key(surname(authors[0])).replace(' ', '') if authors else 'anon'}{r.get('year') or ''}{first_word}"
+        key, n = base, 1
+        while key in used:
+            n += 1
+            key = f"{base}{chr(ord('a') + n - 2)}"
+        used.add(key)
+        venue = r.get("venue", "")
+        kind = "inproceedings" if re.search(r"proceedings|conference|workshop|symposium|\b[A-Z]{3,}\b", venue) else \
+            "article" if venue and not re.search(r"arxiv|preprint|corr", venue, re.IGNORECASE) else "misc"
+        fields = [Field("title", r.get("title", "")), Field("author", " and ".join(authors))]
+        if r.get("year"):
+            fields.append(Field("year", str(r["year"])))
+        if venue and kind != "misc":
+            fields.append(Field("booktitle" if kind == "inproceedings" else "journal", venue))
+        if r.get("doi"):
+            fields.append(Field("doi", r["doi"]))
+        if r.get("arxiv_id"):
+            fields += [Field("eprint", r["arxiv_id"]), Field("archiveprefix", "arXiv")]
+        library.add(Entry(kind, key, [f for f in fields if f.value]))
+    return bibtexparser.write_string(library, prepend_middleware=[LatexEncodingMiddleware()])
