@@ -174,7 +174,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                                        "passages naming such a phrase), date_range {start, "
                                                        "end}, min_relevance (share of the best score, 0-1), "
                                                        "authors (name parts), year_range {start, end}, kinds "
-                                                       "(text, caption, reference, front; default text and "
+                                                       "(text, caption, reference, front, figure, table; default text and "
                                                        "caption), cites (only papers citing these document "
                                                        "ids), cited_by (only papers these ids cite)")] = None,
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,

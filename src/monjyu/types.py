@@ -7,9 +7,11 @@ from typing import Any
 
 # Unit kinds. Reference lists and front matter (authors, affiliations, notices) stay out of
 # default searches: their names and venues match queries without answering them.
-TEXT, CAPTION, REFERENCE, FRONT = "text", "caption", "reference", "front"
+# Text set inside a figure (axis ticks, legends, labels) and table cells are their own kinds too,
+# filed under their caption: they are found on request (kind=table), never quoted as prose.
+TEXT, CAPTION, REFERENCE, FRONT, FIGURE, TABLE = "text", "caption", "reference", "front", "figure", "table"
 DEFAULT_KINDS = (TEXT, CAPTION)
-KINDS = (TEXT, CAPTION, REFERENCE, FRONT)
+KINDS = (TEXT, CAPTION, REFERENCE, FRONT, FIGURE, TABLE)
 
 
 @dataclass

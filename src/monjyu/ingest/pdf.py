@@ -22,9 +22,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import IngestError, MonjyuError
-from ..types import FRONT, REFERENCE, TEXT
+from ..types import FIGURE, FRONT, REFERENCE, TABLE, TEXT
 from .references import DOI
-from .structure import Block, heading_level, is_references_heading, line_separator, normalize
+from .structure import Block, heading_level, is_caption, is_references_heading, line_separator, normalize
 
 _SOFT_HYPHENS = {0x02, 0xFFFE, 0xAD}
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?:um)?\b|-medi|cmbx|cmb10|\.b$|,bold", re.IGNORECASE)
@@ -270,7 +270,7 @@ def _is_heading_line(ln: Line, body: float) -> int:
     text = ln.text.strip()
     styled = ln.bold or ln.size >= body + 0.9 or text.isupper()
     level = heading_level(text, styled)
-    if level and styled and re.search(r"[A-Za-z]{3}|[\u3040-\u9fff]", text):
+    if level and styled and re.search(r"[A-Za-z]{3}|[\u3040-\u9fff]", text) and not re.search(r"[×=∑±≤≥→←+<>]", text):
         return level
     return 0
 
@@ -624,6 +624,8 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
     def flush(kind: str = TEXT) -> None:
         if para:
             text, spans = _join(para, vocabulary)
+            if kind == TEXT and is_figure_text(text, para):
+                kind = FIGURE  # a table's or a figure's: filed under its caption below
             blocks.append(Block(text, kind, page=para[0].page, lines=spans))
             para.clear()
 
@@ -672,7 +674,59 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
             para.append(ln)
     flush()
     flush_refs()
-    return blocks
+    return _file_figures(blocks)
+
+
+_FUNCTION_WORDS = frozenset(
+    "an the of and or in on at to for with by from as is are was were be been that this these those it its we our "
+    "they their which who than then not no can will may also but if into over under between each per such when while "
+    "has have had do does via".split())
+_NUMERIC = re.compile(r"^[(\[]?[-–+±~<>=$]?\.?\d[\d.,%×x/:]*[)\]%]?[,;]?$")
+_CJK_TEXT = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+
+
+def is_figure_text(text: str, lines: list[Line]) -> bool:
+    """Text set inside a figure or a table rather than prose: almost no function words ("the",
+    "of", "we" ...), and mostly numbers, or short scattered lines (ticks, legends, cells).
+    Japanese and Chinese text is left as it is (no function-word list for it here)."""
+    tokens = text.split()
+    if not tokens or is_caption(text) or _CJK_TEXT.search(text):
+        return False
+    words = [t.lower().strip(".,;:()[]\"'") for t in tokens]
+    function = sum(w in _FUNCTION_WORDS for w in words) / len(tokens)
+    numeric = sum(bool(_NUMERIC.match(t)) for t in tokens) / len(tokens)
+    if numeric >= 0.5 and function < 0.25:  # a row of numbers with its label ("Number of Shots 0% 20% ...")
+        return True
+    if function >= 0.1:
+        return False
+    short_lines = len(lines) >= 2 and statistics.mean(len(ln.text) for ln in lines) < 40
+    return numeric >= 0.3 or (short_lines and len(tokens) >= 4)
+
+
+def _file_figures(blocks: list[Block]) -> list[Block]:
+    """Figure and table text filed under its caption (the nearest caption of its page) as a
+    `figure` or `table` block; without one, a block of numbers is a table. An unnumbered
+    "heading" right before such text is one of its labels ("Model" in a diagram)."""
+    captions = [(i, b) for i, b in enumerate(blocks) if b.kind == TEXT and is_caption(b.text)]
+    for i in range(1, len(blocks) - 1):  # a header row between rows of a table ("Model PPL F1 ...")
+        b = blocks[i]
+        if b.kind == TEXT and blocks[i - 1].kind == FIGURE and blocks[i + 1].kind == FIGURE and \
+                len(b.text.split()) < 15 and not is_caption(b.text) and \
+                not any(w.lower() in _FUNCTION_WORDS for w in b.text.split()):
+            b.kind = FIGURE
+    out: list[Block] = []
+    for i, b in enumerate(blocks):
+        if b.kind == "heading" and not re.match(r"^\S*\d", b.text) and i + 1 < len(blocks) and \
+                blocks[i + 1].kind == FIGURE and blocks[i + 1].page == b.page:
+            b = Block(b.text, FIGURE, page=b.page, lines=b.lines)
+        if b.kind == FIGURE:
+            near = min((c for c in captions if c[1].page == b.page), key=lambda c: abs(c[0] - i), default=None)
+            label = normalize(near[1].text)[:120] if near else ""
+            is_table = label.lower().startswith(("table", "表")) if near else \
+                sum(bool(_NUMERIC.match(t)) for t in b.text.split()) >= 0.5 * max(len(b.text.split()), 1)
+            b = Block(b.text, TABLE if is_table else FIGURE, page=b.page, lines=b.lines, label=label)
+        out.append(b)
+    return out
 
 
 def render_page(path, page: int, boxes: list, scale: float = 1.5) -> bytes:

@@ -3,7 +3,7 @@
 Loaders (PDF layout, Markdown headings, HTML h1-h6, DOCX heading styles, plain text) reduce a file
 to a list of `Block`s. `assemble` turns them into the stored, NFKC-normalised document text and
 the spans the chunker respects: a unit never crosses a section, and each unit carries its
-section path and kind ("text", "caption", "reference" or "front").
+section path and kind ("text", "caption", "reference", "front", "figure" or "table").
 """
 
 from __future__ import annotations
@@ -84,8 +84,9 @@ class Block:
     `text`, the page number and the box (x0, y0, x1, y1, PDF points, origin bottom-left)."""
 
     text: str
-    kind: str = TEXT  # heading | text | caption | reference | front
+    kind: str = TEXT  # heading | text | caption | reference | front | figure | table
     level: int = 0
+    label: str = ""  # a figure's or table's caption: its section path ends with it
     page: int | None = None
     lines: list[tuple[int, int, int, tuple[float, float, float, float]]] = field(default_factory=list)
 
@@ -111,9 +112,10 @@ def assemble(blocks: list[Block]) -> Assembled:
     offset = 0
     section_ended = False
 
-    def open_span(kind: str, start: int) -> None:
+    def open_span(kind: str, start: int, label: str = "") -> None:
         close_span(offset)
-        sections.append(Section(start=start, end=-1, path=" > ".join(h for _, h in stack), kind=kind))
+        path = " > ".join([h for _, h in stack] + ([label] if label else []))
+        sections.append(Section(start=start, end=-1, path=path, kind=kind))
 
     def close_span(end: int) -> None:
         if sections and sections[-1].end == -1:
@@ -145,8 +147,9 @@ def assemble(blocks: list[Block]) -> Assembled:
         else:
             kind = block.kind
         current = sections[-1] if sections else None
-        if block.kind == "heading" or section_ended or current is None or current.kind != kind:
-            open_span(kind, start)
+        if block.kind == "heading" or section_ended or current is None or current.kind != kind or \
+                (block.label and not current.path.endswith(block.label)):
+            open_span(kind, start, block.label)
             section_ended = False
         if block.page is not None and (not page_starts or page_starts[-1][1] != block.page):
             page_starts.append((start, block.page))
