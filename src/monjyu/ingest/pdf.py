@@ -368,6 +368,8 @@ def _join(lines: list[Line], vocabulary: set[str]) -> tuple[str, list[tuple[int,
                 text += "-" if keep else ""
             elif lines[k - 1].hyphen:
                 text += "-"  # PDFium marked a hyphen but the next line is not a word's continuation
+            elif abs(lines[k - 1].size - ln.size) > 0.5:  # a title and the byline under it: two lines
+                text += " "
             else:
                 text += line_separator(text, piece)
         spans.append((len(text), len(text) + len(piece), ln.page, (round(ln.x0, 1), round(ln.y0, 1),
@@ -440,8 +442,9 @@ def _front_matter(lines: list[Line], body: float, page_height: float,
         last += 1
     byline_end = end
     if end == len(lines):  # no abstract or introduction marker: front matter ends at the first body line
-        byline_end = next((i for i in range(last + 1, len(lines))
-                           if len(lines[i].text) > 80 and abs(lines[i].size - body) < 1), len(lines))
+        text_width = max(ln.x1 for ln in lines) - min(ln.x0 for ln in lines)
+        byline_end = next((i for i in range(last + 1, len(lines)) if abs(lines[i].size - body) < 1 and
+                           (len(lines[i].text) > 80 or lines[i].x1 - lines[i].x0 > 0.6 * text_width)), len(lines))
         end = byline_end if byline_end < len(lines) else last + 1
     title = " ".join(normalize(lines[i].text) for i in range(first, last + 1))
     title = re.sub(r"\s*[∗*†‡§¶]+\s*$", "", title).strip()
@@ -494,9 +497,12 @@ def _authors(lines: list[Line]) -> list[str]:
         kinds.append((ln, "other" if other else "name"))
         if other:
             continue
-        for piece in _SEPARATORS.split(re.sub(r"^\s*by\s+", "", text, flags=re.IGNORECASE)):
-            piece = re.sub(r"^[\d\s,.]+|[\d\s,]+$|[´`¨ˇ˜ˆ¯˘˙˚¸]|\s[\u0300-\u036f]", "", piece).strip()
-            if (_is_name(piece) or _is_japanese_name(piece)) and piece not in names:
+        pieces = [re.sub(r"^[\d\s,.]+|[\d\s,]+$|[´`¨ˇ˜ˆ¯˘˙˚¸]|\s[\u0300-\u036f]", "", piece).strip()
+                  for piece in _SEPARATORS.split(re.sub(r"^\s*by\s+", "", text, flags=re.IGNORECASE))]
+        pieces = [p for p in pieces if p]
+        japanese = bool(pieces) and all(map(_is_japanese_name, pieces))  # a line of names only, or no names
+        for piece in pieces:
+            if (_is_name(piece) or japanese) and piece not in names:
                 names.append(piece)
     return names
 

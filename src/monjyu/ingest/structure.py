@@ -53,10 +53,10 @@ _CJK_START = re.compile(f"^[{_CJK}]")
 
 
 def line_separator(left: str, right: str) -> str:
-    """What joins two lines (or OCR words) of one paragraph: nothing between two Japanese or
-    Chinese characters (those scripts write no spaces, and one would split a word for the
-    tokenizer), a space otherwise."""
-    return "" if _CJK_END.search(left) and _CJK_START.search(right) else " "
+    """What joins two lines (or OCR words) of one paragraph: nothing where either side is a
+    Japanese or Chinese character (those scripts write no spaces, not even before "5" or "GPU" at
+    a line's end, and a space would split a word for the tokenizer), a space otherwise."""
+    return "" if _CJK_END.search(left) or _CJK_START.search(right) else " "
 
 
 def join_words(words: list[str]) -> str:
