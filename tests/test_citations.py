@@ -186,3 +186,17 @@ def test_papers_through_mcp(cited_papers):
     assert {c["document_id"] for c in payload(paper)["cited_by_contexts"]} == {PONDER, VIT}
     assert any(w["count"] == 2 for w in payload(missing)["works"])
     assert "2010.11929" in bib.content[0].text
+
+
+def test_what_other_papers_say_is_answered_from_their_citing_sentences(cited_papers):
+    assert cited_papers.paper_asked_about("What do other papers say about ResNet?") == RESNET
+    assert cited_papers.paper_asked_about("What is ResNet?") is None  # a question about the paper itself
+    contexts = {(c["document_id"], " ".join(c["sentence"].split())) for c in cited_papers.citation_contexts(RESNET)}
+    for question in ("What do other papers say about ResNet?", "他の論文はResNetについて何と述べていますか？",
+                     "Which papers cite Deep Residual Learning for Image Recognition?"):
+        result = cited_papers.search(question)
+        assert result.answer.kind == "extractive" and "cite" in result.answer.note
+        quoted = [(c.document_id, " ".join(c.snippet.split())) for c in result.answer.citations]
+        assert quoted and set(quoted) <= contexts, question
+        assert {d for d, _ in quoted} == {PONDER, VIT}
+        assert {h.document_id for h in result.hits} == {PONDER, VIT}

@@ -468,8 +468,8 @@ def papers(
 def _print_works(works: list[dict]) -> None:
     table = Table("cited by", "title", "first author", "year", "citing papers")
     for w in works:
-        table.add_row(str(w["count"]), w["title"][:80], w["authors"][0] if w["authors"] else "", str(w["year"] or ""),
-                      ", ".join(w["cited_by"]))
+        table.add_row(str(w["count"]), w["title"], w["authors"][0] if w["authors"] else "", str(w["year"] or ""),
+                      ", ".join(Path(d).name for d in w["cited_by"]))
     out.print(table)
 
 

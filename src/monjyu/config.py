@@ -20,7 +20,7 @@ from .errors import ConfigError
 CONFIG_FILE_NAME = "monjyu.yaml"
 # Bumped when loaders or chunking change what they produce from the same file, so an index built
 # by an earlier MONJYU re-reads its sources instead of keeping stale units.
-INGEST_PIPELINE_VERSION = 5
+INGEST_PIPELINE_VERSION = 6
 
 
 class UnknownSetting(ValueError):

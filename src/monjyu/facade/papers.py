@@ -8,12 +8,19 @@ import re
 from typing import Any
 
 from ..errors import MonjyuError
+from ..types import Answer, Citation, SearchHit, SearchResults
 from ..index.citations import read_citation_graph
 from ..ingest.references import name_key, surname
 from ..ingest.sentences import split_sentences
 from ..store.lancedb_store import DOCUMENTS
 
-PAPER_FIELDS = ["id", "title", "source_path", "authors", "year", "metadata", "structure"]
+# A question about what the collection's other papers write about one of its papers: "what do
+# other papers say about ResNet?", "how is PaLM cited?", "ResNetを引用している論文は何と述べているか".
+ASKS_WHAT_OTHERS_SAY = re.compile(
+    r"\b(?:other|others|later|citing|subsequent|follow-up)\b[^?]{0,60}\b(?:papers?|works?|authors?|studies|articles|say|said|"
+    r"write|wrote)\b|\b(?:which|what|who)\b[^?]{0,50}\bcit(?:e|es|ed|ing)\b|\bhow\b[^?]{0,60}\b(?:cited|received)\b|"
+    r"(?:他の|ほかの|別の)(?:論文|研究)|引用(?:して|する|した)", re.IGNORECASE)
+QUOTED_CONTEXTS = 8  # citing sentences an answer quotes, spread over the citing papers
 
 
 class PapersMixin:
@@ -122,6 +129,79 @@ class PapersMixin:
                             "page": unit.page if unit else None, "section": unit.section if unit else "",
                             "entry": e["entry"]})
         return out
+
+    def paper_asked_about(self, query: str) -> str | None:
+        """The collection paper a question asks other papers' view of ("what do other papers say
+        about ResNet?"): named by its title, what comes before its title's colon ("PaLM"), or a
+        name its citing sentences give it ("ResNet (He et al., 2016)"); None for other questions.
+
+        Args:
+            query: the question.
+        """
+        if not ASKS_WHAT_OTHERS_SAY.search(query):
+            return None
+        graph = self._citation_graph()
+        cited = {e["cited"] for e in graph["edges"]}
+        if not cited:
+            return None
+        asked = f" {name_key(query)} "
+        best: tuple[int, str] | None = None
+        for row in self._paper_rows(sorted(cited), ["id", "title"]):
+            title = row["title"] or ""
+            names = set(graph.get("aliases", {}).get(row["id"], []))
+            if ":" in title:  # "PaLM: Scaling ...", "An Image is Worth 16x16 Words: Transformers ..."
+                names.add(title.split(":")[0])
+            if len(name_key(title).split()) >= 3:
+                names.add(title)
+            for name in names:
+                key = name_key(name)
+                if key and f" {key} " in asked and (best is None or len(key) > best[0]):
+                    best = (len(key), row["id"])
+        return best[1] if best else None
+
+    def citation_results(self, query: str, document_id: str, mode: str, language: str) -> SearchResults:
+        """What other papers say about a paper, as a search result: the units holding the citing
+        sentences as hits, and an extractive answer quoting those sentences (a few per citing
+        paper, in turn), each cited to its unit.
+
+        Args:
+            query: the question (kept in the result).
+            document_id: the paper asked about (`paper_asked_about` finds it).
+            mode: the search mode the result reports.
+            language: the answer's language ("en", "ja").
+        """
+        contexts = self.citation_contexts(document_id)
+        [row] = self._paper_rows([document_id], ["id", "title"])
+        by_paper: dict[str, list[dict[str, Any]]] = {}
+        for c in contexts:
+            if c["text_unit_id"] and all(c["sentence"] != o["sentence"] for o in by_paper.get(c["document_id"], [])):
+                by_paper.setdefault(c["document_id"], []).append(c)
+        chosen: list[dict[str, Any]] = []
+        while len(chosen) < QUOTED_CONTEXTS and any(by_paper.values()):
+            for doc in sorted(by_paper):
+                if by_paper[doc] and len(chosen) < QUOTED_CONTEXTS:
+                    chosen.append(by_paper[doc].pop(0))
+        _, searcher = self._searcher()
+        hits: list[SearchHit] = []
+        numbers: dict[str, int] = {}
+        for c in chosen:
+            if c["text_unit_id"] not in numbers:
+                hit = searcher.hit(searcher.row_of(c["text_unit_id"]), 1.0, len(hits) + 1, None, None)
+                hits.append(hit)
+                numbers[c["text_unit_id"]] = len(hits)
+        lines, citations = [], []
+        for c in chosen:
+            n = numbers[c["text_unit_id"]]
+            lines.append(f"{' '.join(c['sentence'].split())} [{n}]")
+            h = hits[n - 1]
+            citations.append(Citation(number=n, text_unit_id=h.text_unit_id, document_id=h.document_id,
+                                      document_title=h.document_title, source_path=h.source_path, page=c["page"],
+                                      snippet=c["sentence"], start_char=c["start_char"], end_char=c["end_char"],
+                                      section=h.section, authors=h.authors, year=h.year))
+        title = row["title"] or document_id
+        answer = Answer(text="\n".join(lines), kind="extractive", citations=citations, language=language,
+                        note=f"extractive: the sentences of other papers of the collection that cite \"{title}\"")
+        return SearchResults(query=query, mode=mode, hits=hits, total_count=len(hits), answer=answer)
 
     def missing_works(self, min_citing: int = 2, limit: int = 50) -> list[dict[str, Any]]:
         """Works that at least `min_citing` papers of the collection cite but the collection does

@@ -355,7 +355,7 @@ class IndexBuilder:
         """Which reference entries are papers of the collection (index.citations), linked anew
         from every document's stored entries, so adds and removals update both directions."""
         t_cite = time.perf_counter()
-        graph = build_citation_graph(run.store.documents(["id", "title", "authors", "year", "metadata", "references"]))
+        graph = build_citation_graph(run.store.documents(["id", "title", "text", "authors", "year", "metadata", "references"]))
         write_citation_graph(run.gen_dir, graph)
         run.report.seconds["citations"] = time.perf_counter() - t_cite
 

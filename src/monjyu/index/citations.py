@@ -11,6 +11,7 @@ in every store backend (the generation directory travels whole).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,7 +127,8 @@ def build_citation_graph(docs: pa.Table) -> dict[str, Any]:
     edges: list[dict[str, Any]] = []
     outside: list[tuple[str, dict[str, Any]]] = []  # (citing doc, entry) of works not in the collection
     references: dict[str, int] = {}
-    for batch in docs.select(["id", "references"]).to_batches(256):
+    named: dict[str, Counter[str]] = {}  # cited paper -> the words citing sentences name it by
+    for batch in docs.select(["id", "text", "references"]).to_batches(256):
         for row in batch.to_pylist():
             data = json.loads(row["references"] or "{}")
             entries = data.get("entries", [])
@@ -145,7 +147,25 @@ def build_citation_graph(docs: pa.Table) -> dict[str, Any]:
                     continue
                 edges.append({"citing": row["id"], "cited": paper.id, "entry": entry["index"], "how": how,
                               "marks": marks.get(entry["index"], [])})
-    return {"references": references, "edges": edges, "missing": _shared_works(outside)}
+                for start, _ in marks.get(entry["index"], []):
+                    if word := _name_before(row["text"], start):
+                        named.setdefault(paper.id, Counter())[word] += 1
+    aliases = {doc: sorted(w for w, n in words.items() if n >= 2) for doc, words in named.items()}
+    return {"references": references, "edges": edges, "missing": _shared_works(outside),
+            "aliases": {doc: names for doc, names in aliases.items() if names}}
+
+
+_NOT_A_NAME = {"in", "the", "we", "our", "and", "of", "as", "to", "see", "e.g", "i.e", "by", "from", "with", "al", "et",
+               "work", "works", "method", "methods", "model", "models", "paper", "papers", "approach", "study"}
+
+
+def _name_before(text: str, start: int) -> str:
+    """The name a citing sentence gives the cited work: the word right before its citation, when
+    it is written with a capital ("ResNet (He et al., 2016)", "the Transformer [1]")."""
+    m = re.search(r"([A-Za-z][\w\-]*[A-Z][\w\-]*|[A-Z][\w\-]+)[\s~]*$", text[max(0, start - 40):start])
+    if not m or m.group(1).lower() in _NOT_A_NAME or len(m.group(1)) < 2:
+        return ""
+    return m.group(1)
 
 
 def _shared_works(outside: list[tuple[str, dict[str, Any]]], min_citing: int = 2) -> list[dict[str, Any]]:
@@ -195,5 +215,5 @@ def write_citation_graph(gen_dir: Path, graph: dict[str, Any]) -> None:
 def read_citation_graph(gen_dir: Path) -> dict[str, Any]:
     path = gen_dir / CITATIONS_FILE
     if not path.exists():
-        return {"references": {}, "edges": [], "missing": []}
+        return {"references": {}, "edges": [], "missing": [], "aliases": {}}
     return json.loads(path.read_text(encoding="utf-8"))
