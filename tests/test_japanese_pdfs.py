@@ -50,3 +50,24 @@ def test_search_over_japanese_pdfs_equals_the_same_text_as_plain_text(tmp_path, 
     assert abs(figures["pdf"][0] - figures["txt"][0]) <= 0.01 and abs(figures["pdf"][1] - figures["txt"][1]) <= 0.01, \
         figures
     assert figures["pdf"][1] >= 0.9, figures
+
+
+def test_ocr_of_a_scanned_japanese_page_joins_its_lines_without_spaces(tmp_path, japanese_font):
+    """A Japanese page as pixels only (rendered from the typeset PDF), read by tesseract's jpn model."""
+    import shutil
+
+    import pypdfium2 as pdfium
+
+    from monjyu.config import IngestConfig
+
+    if not shutil.which("tesseract"):
+        pytest.fail("tesseract is not installed: `make test` installs tesseract-ocr-jpn")
+    pdf = pdfium.PdfDocument(str(make_pdf(ARTICLES[0], tmp_path / "typeset.pdf")))
+    image = pdf[0].render(scale=300 / 72).to_pil().convert("L")
+    pdf.close()
+    scanned = tmp_path / "scanned.pdf"
+    image.save(scanned, "PDF", resolution=300)
+    [doc] = load_file(scanned, "scanned", IngestConfig(ocr=True, ocr_languages="jpn"))
+    body = doc.text.split("\n\n", 2)[-1]  # after the title and the byline
+    assert len(body) > 300 and "梅雨" in body
+    assert not JA_PAIR.search(body), JA_PAIR.findall(body)[:5]

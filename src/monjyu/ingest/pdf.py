@@ -89,9 +89,12 @@ def _font(raw, textpage, index: int, buf) -> tuple[float, bool]:
     name = buf.value.decode("latin-1", "replace") if n else ""
     weight = raw.FPDFText_GetFontWeight(textpage, index)
     bold = bool(_BOLD_NAME.search(name)) or (weight is not None and weight >= 600) or bool(flags.value & (1 << 18))
-    matrix = raw.FS_MATRIX()
-    scale = abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5 if raw.FPDFText_GetMatrix(textpage, index, ctypes.byref(matrix)) else 1.0
-    return float(raw.FPDFText_GetFontSize(textpage, index)) * (scale or 1.0), bold
+    size = float(raw.FPDFText_GetFontSize(textpage, index))
+    if size < 2:  # set at size 1 and scaled by the text matrix
+        matrix = raw.FS_MATRIX()
+        if raw.FPDFText_GetMatrix(textpage, index, ctypes.byref(matrix)):
+            size *= abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5 or 1.0
+    return size, bold
 
 
 def page_lines(page, number: int, split_gaps: bool = False, gap: float = 1.5) -> list[Line]:

@@ -48,15 +48,14 @@ def normalize(text: str) -> str:
 
 
 _CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff01-\uff60々"
-_CJK_END = re.compile(f"[{_CJK}]$")
-_CJK_START = re.compile(f"^[{_CJK}]")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
 
 
 def line_separator(left: str, right: str) -> str:
     """What joins two lines (or OCR words) of one paragraph: nothing where either side is a
     Japanese or Chinese character (those scripts write no spaces, not even before "5" or "GPU" at
     a line's end, and a space would split a word for the tokenizer), a space otherwise."""
-    return "" if _CJK_END.search(left) or _CJK_START.search(right) else " "
+    return "" if _CJK_CHAR.match(left[-1:]) or _CJK_CHAR.match(right[:1]) else " "
 
 
 def join_words(words: list[str]) -> str:
