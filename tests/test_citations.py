@@ -200,3 +200,23 @@ def test_what_other_papers_say_is_answered_from_their_citing_sentences(cited_pap
         assert quoted and set(quoted) <= contexts, question
         assert {d for d, _ in quoted} == {PONDER, VIT}
         assert {h.document_id for h in result.hits} == {PONDER, VIT}
+
+
+def test_citation_links_join_the_graph_walk_when_asked(cited_papers):
+    """search.citation_links (off by default): the walk from a citing passage reaches the cited
+    paper's opening units through the citation, with no phrase in common needed."""
+    from monjyu.index.builder import generation_dir
+    from monjyu.retrieval.searcher import LoadedIndex
+
+    m = cited_papers.manifest()
+    gen = generation_dir(cited_papers.index_dir, m.generation)
+    plain = LoadedIndex.load(gen, m.embedder_dim)
+    linked = LoadedIndex.load(gen, m.embedder_dim, citation_links=5.0)
+    assert linked.graph.walk_nodes > plain.graph.walk_nodes == plain.graph.incidence.shape[1]
+    c = plain.columns
+    context = cited_papers.citation_contexts(RESNET)[0]
+    seed = list(c["id"]).index(context["text_unit_id"])
+    opening = [r for r, (d, i) in enumerate(zip(c["document_id"], c["chunk_index"])) if d == RESNET and i < 3]
+    before = plain.graph.personalized_pagerank({}, {seed: 1.0})[opening].sum()
+    after = linked.graph.personalized_pagerank({}, {seed: 1.0})[opening].sum()
+    assert after > 2 * before

@@ -170,7 +170,8 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
             m = self.manifest()
             if self._loaded is None or self._loaded[0] != m.generation:
                 loaded = LoadedIndex.load(generation_dir(self.index_dir, m.generation), m.embedder_dim,
-                                          self.config.search.graph_title_boost, m.named_entities)
+                                          self.config.search.graph_title_boost, m.named_entities,
+                                          self.config.search.citation_links)
                 if self.remote:
                     self._attach_store_search(loaded, m.generation)
                 self._loaded = (m.generation, Searcher(loaded, self.config.search,

@@ -127,6 +127,7 @@ class SearchConfig(Section):
     community_title_weight: float = Field(0.0, ge=0.0, le=1.0, description="share of representative-phrase similarity in community ranking (lazy, global queries); the rest is the query's top units they hold")
     graph_phrase_similarity: float = Field(0.9, ge=0.0, le=1.0, description="cosine at which a query phrase that names no node seeds the most similar embedded phrase; 1: exact names only")
     graph_title_boost: float = Field(20.0, ge=1.0, le=1000.0, description="walk from a phrase to the units titled by it this many times as often")
+    citation_links: float = Field(0.0, ge=0.0, le=100.0, description="graph walk: join each citing passage to the opening units of the collection paper it cites, this strong against a phrase's link (0: off)")
     feedback: bool = True  # runs when the best passages link to other units by title (a second hop to follow)
     rerank_candidates: int = Field(60, ge=0, le=1000, description="hybrid: the first round's best N reordered by their evidence (retrieval/evidence.py); 0: off")
     # ANN: from this many text units a build adds an IVF_HNSW_SQ index, and unfiltered vector

@@ -94,6 +94,8 @@ class PhraseGraph:
 
     def _set_transitions(self, unit_to_phrase: sp.csr_matrix, phrase_to_unit: sp.csr_matrix) -> None:
         """Column-stochastic walks: unit -> its phrases (uniform), phrase -> its units (by weight)."""
+        self._walk = (unit_to_phrase, phrase_to_unit)  # kept for link_citations to extend
+        self.walk_nodes = unit_to_phrase.shape[1]  # phrases, and the citation nodes link_citations adds
         unit_deg = np.asarray(unit_to_phrase.sum(axis=1)).ravel()
         phrase_deg = np.asarray(phrase_to_unit.sum(axis=0)).ravel()
         self._u2p = _RowBlocks((sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr())  # phrases x units
@@ -129,6 +131,20 @@ class PhraseGraph:
                     self._comma_titles.setdefault(node, []).append((row, " ".join(base.lower().split())))
         about = sp.csr_matrix((np.full(len(rows), boost - 1.0, np.float32), (rows, cols)), shape=self._links.shape)
         self._set_transitions(self._links, (self._links.maximum(about > 0) + about).tocsr())
+
+    def link_citations(self, groups: list[list[int]], weight: float) -> None:
+        """Citations join the walk (search.citation_links): one node per citation, linking the
+        unit that cites a paper of the collection to that paper's opening units, `weight` times
+        as strong as a phrase's link. A walk can then go from a passage to the paper it cites,
+        or from a paper to the passages that cite it, with no phrase in common."""
+        if weight <= 0 or not groups:
+            return
+        rows = [u for group in groups for u in group]
+        cols = [j for j, group in enumerate(groups) for _ in group]
+        extra = sp.csr_matrix((np.full(len(rows), weight, np.float32), (rows, cols)),
+                              shape=(self.incidence.shape[0], len(groups)))
+        unit_to_phrase, phrase_to_unit = self._walk
+        self._set_transitions(sp.hstack([unit_to_phrase, extra]).tocsr(), sp.hstack([phrase_to_unit, extra]).tocsr())
 
     @classmethod
     def load(cls, generation_dir: Path) -> "PhraseGraph | None":
@@ -257,7 +273,7 @@ class PhraseGraph:
         incidence per step, half the work of updating both sides every step, with the very
         same units at every even step. It stops once a two-step cycle moves less than
         `tolerance` of the mass (L1): with damping 0.5, about six cycles."""
-        n_units, n_phr = self.incidence.shape
+        n_units, n_phr = self.incidence.shape[0], self.walk_nodes
         restart_p = np.zeros(n_phr, np.float32)
         restart_u = np.zeros(n_units, np.float32)
         for node, w in phrase_seeds.items():

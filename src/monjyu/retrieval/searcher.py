@@ -29,7 +29,7 @@ from ..store.bm25 import BM25Index
 from ..store.lancedb_store import TEXT_UNITS
 from ..store.unit_vectors import load_unit_vectors, release_pages, scores_of_all
 from ..store.base import KeywordRanker, VectorCandidates
-from ..types import SearchHit, SearchResults
+from ..types import DEFAULT_KINDS, SearchHit, SearchResults
 from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
 from .communities import CommunityHit, CommunityIndex
@@ -88,6 +88,26 @@ def _read_units(store: LanceStore, dim: int,
     return columns, vectors, sentences
 
 
+OPENING_UNITS = 3  # a cited paper is reached at its first units (title, abstract, introduction)
+
+
+def _citation_groups(columns: dict[str, np.ndarray], edges: list[dict]) -> list[list[int]]:
+    """For each citation between papers of the collection: the units holding its citing sentences
+    and the cited paper's opening units (default kinds), as rows of the text_units table."""
+    rows_of: dict[str, list[int]] = {}
+    for row, doc in enumerate(columns["document_id"]):
+        rows_of.setdefault(doc, []).append(row)
+    groups = []
+    for e in edges:
+        citing = {row for row in rows_of.get(e["citing"], []) for start, _ in e["marks"]
+                  if columns["start_char"][row] <= start < columns["end_char"][row] and columns["kind"][row] in DEFAULT_KINDS}
+        opening = [row for row in rows_of.get(e["cited"], [])
+                   if columns["chunk_index"][row] < OPENING_UNITS and columns["kind"][row] in DEFAULT_KINDS]
+        if citing and opening:
+            groups.append(sorted(citing) + opening)
+    return groups
+
+
 @dataclass
 class LoadedIndex:
     """Columns of the text_units table as arrays, row-aligned with the vectors and BM25."""
@@ -109,7 +129,7 @@ class LoadedIndex:
 
     @classmethod
     def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0,
-             named_entities: bool = False) -> "LoadedIndex":
+             named_entities: bool = False, citation_links: float = 0.0) -> "LoadedIndex":
         store = LanceStore(generation_dir / "lancedb")
         mapped = load_unit_vectors(generation_dir)
         columns, in_memory, spans = _read_units(store, dim, with_vectors=mapped is None)
@@ -117,6 +137,9 @@ class LoadedIndex:
         graph = PhraseGraph.load(generation_dir)
         if graph is not None and title_boost != 1.0:
             graph.link_titles(columns["title"].tolist(), title_boost, columns["text"])
+        citations = read_citation_graph(generation_dir)
+        if graph is not None and citation_links > 0:
+            graph.link_citations(_citation_groups(columns, citations["edges"]), citation_links)
         communities = None
         if graph is not None:
             communities = CommunityIndex.load(generation_dir, {u: i for i, u in enumerate(columns["id"])})
@@ -127,7 +150,7 @@ class LoadedIndex:
                      graph=graph, communities=communities, ann=ann, named_entities=named_entities,
                      sentence_offsets=spans.offsets.to_numpy(),
                      sentence_values=spans.values.to_numpy(zero_copy_only=False),
-                     citation_edges=[(e["citing"], e["cited"]) for e in read_citation_graph(generation_dir)["edges"]])
+                     citation_edges=[(e["citing"], e["cited"]) for e in citations["edges"]])
         release_freed_memory()
         return loaded
 
