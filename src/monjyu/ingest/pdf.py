@@ -690,7 +690,13 @@ _FUNCTION_WORDS = frozenset(
     "an the of and or in on at to for with by from as is are was were be been that this these those it its we our "
     "they their which who than then not no can will may also but if into over under between each per such when while "
     "has have had do does via".split())
-_NUMERIC = re.compile(r"^[(\[]?[-–+±~<>=$]?\.?\d[\d.,%×x/:]*[)\]%]?[,;]?$")
+_WORD_RUN = re.compile(r"[^\W\d_]{3}")
+
+
+def _numberish(token: str) -> bool:
+    """A number as tables and plots print them: digits, maybe with a unit or label ("17.3K",
+    "8b", "64-d", "0.2e-4", "(R50x1)", "S5"), and no word in it."""
+    return any(c.isdigit() for c in token) and not _WORD_RUN.search(token)
 _CJK_TEXT = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 
@@ -701,9 +707,9 @@ def is_figure_text(text: str, lines: list[Line]) -> bool:
     tokens = text.split()
     if not tokens or is_caption(text) or _CJK_TEXT.search(text):
         return False
-    words = [t.lower().strip(".,;:()[]\"'") for t in tokens]
-    function = sum(w in _FUNCTION_WORDS for w in words) / len(tokens)
-    numeric = sum(bool(_NUMERIC.match(t)) for t in tokens) / len(tokens)
+    words = [t.strip(".,;:()[]\"'") for t in tokens]
+    function = sum(w.lower() in _FUNCTION_WORDS and not (w.isupper() and len(w) > 1) for w in words) / len(tokens)
+    numeric = sum(map(_numberish, tokens)) / len(tokens)
     if numeric >= 0.5 and function < 0.25:  # a row of numbers with its label ("Number of Shots 0% 20% ...")
         return True
     if function >= 0.1:
@@ -732,7 +738,7 @@ def _file_figures(blocks: list[Block]) -> list[Block]:
             near = min((c for c in captions if c[1].page == b.page), key=lambda c: abs(c[0] - i), default=None)
             label = normalize(near[1].text)[:120] if near else ""
             is_table = label.lower().startswith(("table", "表")) if near else \
-                sum(bool(_NUMERIC.match(t)) for t in b.text.split()) >= 0.5 * max(len(b.text.split()), 1)
+                sum(map(_numberish, b.text.split())) >= 0.5 * max(len(b.text.split()), 1)
             b = Block(b.text, TABLE if is_table else FIGURE, page=b.page, lines=b.lines, label=label)
         out.append(b)
     return out
