@@ -95,6 +95,25 @@ def test_eval_on_a_tiny_beir_set(tmp_path, cache_dir):
     refused = run(["eval", "--beir", str(beir), "--index", str(tmp_path / "idx"), "--mode", "hybrid", "--preset", "z100"],
                   tmp_path, cache_dir, check=False)
     assert refused.returncode == 2 and "--preset only with lazy" in " ".join(refused.stderr.split())
+    (beir / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
+        {"_id": "q1", "text": "Which city was Japan's capital for a millennium?", "metadata": {"multihop": False}},
+        {"_id": "q2", "text": "Where is the snow festival held?", "metadata": {"multihop": False}},
+        {"_id": "q3", "text": "capital cities", "metadata": {"multihop": True}},
+    ]))
+    per_query = tmp_path / "ranks.jsonl"
+    res = json.loads(run(["eval", "--beir", str(beir), "--index", str(tmp_path / "idx"), "--json", "--mode",
+                          "vector,hybrid", "--by", "multihop", "--per-query", str(per_query)], tmp_path, cache_dir).stdout)
+    assert res["hybrid"]["by"]["true"]["queries"] == 1 and res["hybrid"]["by"]["false"]["queries"] == 2
+    records = [json.loads(line) for line in per_query.read_text().splitlines()]
+    assert [r["multihop"] for r in records] == ["false", "false", "true"]
+    assert records[2]["relevant"] == ["d1", "d4"] and set(records[2]["modes"]) == {"vector", "hybrid"}
+    assert records[2]["modes"]["hybrid"]["ranks"]["d1"] in range(1, 11)
+    table = run(["eval", "--beir", str(beir), "--index", str(tmp_path / "idx"), "--mode", "hybrid", "--by", "multihop"],
+                tmp_path, cache_dir).stdout
+    assert "multihop = true" in table and "multihop = false" in table
+    refused = run(["eval", "--beir", str(beir), "--index", str(tmp_path / "idx"), "--mode", "hybrid", "--by", "nope"],
+                  tmp_path, cache_dir, check=False)
+    assert refused.returncode == 2 and "has the field 'nope'" in " ".join(refused.stderr.split())
 
 
 def test_init_writes_a_config_that_loads(tmp_path, cache_dir):

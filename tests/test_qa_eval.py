@@ -104,3 +104,21 @@ def test_evaluate_qa_without_cite_has_no_cite_metric(tmp_path):
     assert set(out) == {"a", "b"}
     assert "answer_cites_answer" not in out["a"]
     assert out["a"]["doc@1"] == 0.0 and out["a"]["mean_unit_words"] == 0.0
+
+
+def test_evaluate_qa_by_a_field_and_per_query(tmp_path):
+    ds = QADataset.load(_dataset(tmp_path, [
+        {"id": "1", "question": "q1", "answers": ["the cat sat"], "doc": "a.txt", "type": "what"},
+        {"id": "2", "question": "q2", "answers": ["blue sky"], "doc": "b.txt", "metadata": {"type": "why"}},
+        {"id": "3", "question": "q3", "answers": ["green tea"], "doc": "c.txt", "type": "what"},
+    ]))
+    results = {"q1": [("a.txt", "The cat sat down.")], "q2": [("x.txt", "nothing")], "q3": [("y.txt", "hot green tea")]}
+    records: list[dict] = []
+    out = evaluate_qa(ds, lambda q, m, k: results[q], ["m"], ks=(1, 5), by="type", per_query=records)["m"]
+    assert out["ans@1"] == pytest.approx(2 / 3)
+    assert out["by"]["what"] == {"doc@1": 0.5, "doc@5": 0.5, "ans@1": 1.0, "ans@5": 1.0, "questions": 2}
+    assert out["by"]["why"]["ans@1"] == 0.0 and out["by"]["why"]["questions"] == 1
+    assert records[1] == {"id": "2", "question": "q2", "doc": "b.txt", "type": "why",
+                          "modes": {"m": {"doc_rank": None, "answer_rank": None}}}
+    with pytest.raises(MonjyuError, match="no query .* has the field 'kind'; its queries have: type"):
+        evaluate_qa(ds, lambda q, m, k: results[q], ["m"], by="kind")

@@ -339,6 +339,8 @@ def eval_(
     top_k: Annotated[int, typer.Option("--top-k", help="documents ranked per query (BEIR)")] = 10,
     split: Annotated[str, typer.Option(help="qrels split (BEIR)")] = "test",
     answers: Annotated[bool, typer.Option("--answers", help="with --qa: also answer each question and report how often the answer cites a passage holding the gold answer")] = False,
+    by: Annotated[Optional[str], typer.Option("--by", help="also every figure per value of this query field (2wiki: multihop)")] = None,
+    per_query: Annotated[Optional[Path], typer.Option("--per-query", help="write each query's ranks per mode to this JSONL file")] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -356,6 +358,7 @@ def eval_(
 
     def fixed(mode: str) -> dict:  # --preset goes to lazy only
         return {"preset": preset} if preset and mode == "lazy" else {}
+    records: list[dict] | None = [] if per_query is not None else None
     try:
         if beir is not None:
             dataset = BeirDataset.load(beir, split)
@@ -380,7 +383,10 @@ def eval_(
             def run(query: str, mode: str, n: int) -> list[str]:
                 return [h.document_id for h in m.passages(query, mode, n, **fixed(mode))]
 
-            results = evaluate_beir(dataset, run, modes, top_k)
+            results = evaluate_beir(dataset, run, modes, top_k, by=by, per_query=records)
+            if per_query is not None:
+                per_query.parent.mkdir(parents=True, exist_ok=True)
+                per_query.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
         else:
             def passages(question: str, mode: str, k: int) -> list[tuple[str, str]]:
                 return [(h.source_path, h.text) for h in m.passages(question, mode, k, **fixed(mode))]
@@ -390,17 +396,26 @@ def eval_(
                 texts = {h.text_unit_id: h.text for h in result.hits}
                 return [texts[c.text_unit_id] for c in result.citations if c.text_unit_id in texts]
 
-            results = evaluate_qa(dataset, passages, modes, cite=cited if answers else None)
+            results = evaluate_qa(dataset, passages, modes, cite=cited if answers else None, by=by, per_query=records)
+        if per_query is not None:
+            per_query.parent.mkdir(parents=True, exist_ok=True)
+            per_query.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     except MonjyuError as exc:
         _fail(exc)
         return
     if as_json:
         print(json.dumps(results, indent=1))
         return
+    _print_eval(results, name, "queries" if beir is not None else "questions")
+    for value in next(iter(results.values())).get("by", {}):
+        _print_eval({m_: r["by"][value] for m_, r in results.items()}, f"{name}, {by} = {value}",
+                    "queries" if beir is not None else "questions")
+
+
+def _print_eval(results: dict[str, dict], title: str, unit: str) -> None:
     first = next(iter(results.values()))
-    keys = [k for k in first if k not in ("queries", "questions")]
-    count = first.get("queries", first.get("questions"))
-    table = Table(title=f"{name}: {count} {'queries' if beir is not None else 'questions'}")
+    keys = [k for k in first if k not in ("queries", "questions", "by")]
+    table = Table(title=f"{title}: {first.get(unit)} {unit}")
     table.add_column("metric")
     for m_ in results:
         table.add_column(m_, justify="right")

@@ -6,11 +6,11 @@ import csv
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MonjyuError
-from .metrics import retrieval_metrics
+from .metrics import check_field, field_value, retrieval_metrics
 
 
 @dataclass
@@ -18,6 +18,7 @@ class BeirDataset:
     root: Path
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    metadata: dict[str, dict] = field(default_factory=dict)  # query id -> its record's metadata (and other fields)
 
     @property
     def corpus(self) -> Path:
@@ -31,12 +32,14 @@ class BeirDataset:
             if not f.exists():
                 raise MonjyuError(f"{root} is not a BEIR dataset: {f.name} is missing "
                                   "(expected corpus.jsonl, queries.jsonl, qrels/<split>.tsv)")
-        queries = {}
+        queries, metadata = {}, {}
         with open(queries_file, encoding="utf-8") as fh:
             for line in fh:
                 if line.strip():
                     q = json.loads(line)
                     queries[str(q["_id"])] = q["text"]
+                    meta = q.get("metadata") if isinstance(q.get("metadata"), dict) else {}
+                    metadata[str(q["_id"])] = {**{k: v for k, v in q.items() if k not in ("_id", "text", "metadata")}, **meta}
         qrels: dict[str, dict[str, int]] = {}
         with open(qrels_file, encoding="utf-8") as fh:
             reader = csv.reader(fh, delimiter="\t")
@@ -47,7 +50,7 @@ class BeirDataset:
                 if len(row) >= 3:
                     qrels.setdefault(row[0], {})[row[1]] = int(row[2])
         qrels = {q: rel for q, rel in qrels.items() if q in queries}
-        return cls(root=root, queries=queries, qrels=qrels)
+        return cls(root=root, queries=queries, qrels=qrels, metadata=metadata)
 
 
 def rank_documents(hit_document_ids: list[str], k: int) -> list[str]:
@@ -62,9 +65,16 @@ def rank_documents(hit_document_ids: list[str], k: int) -> list[str]:
 
 
 def evaluate_beir(dataset: BeirDataset, search: Callable[[str, str, int], list[str]], modes: list[str],
-                  top_k: int = 10, progress: Callable[[int], None] | None = None) -> dict[str, dict[str, float]]:
-    """`search(query, mode, n_units)` returns the document ids of the hits, best first."""
-    results: dict[str, dict[str, float]] = {}
+                  top_k: int = 10, progress: Callable[[int], None] | None = None, by: str | None = None,
+                  per_query: list[dict] | None = None) -> dict[str, dict]:
+    """`search(query, mode, n_units)` returns the document ids of the hits, best first. With `by`,
+    every figure also per value of that query field (results[mode]["by"][value]); `per_query`,
+    when given, receives one record per query: its field value, relevant documents and, per mode,
+    the documents ranked and the rank of each relevant one."""
+    if by:
+        check_field([dataset.metadata.get(q, {}) for q in dataset.qrels], by, str(dataset.root))
+    results: dict[str, dict] = {}
+    rankings_of: dict[str, dict[str, list[str]]] = {}
     for mode in modes:
         rankings: dict[str, list[str]] = {}
         latencies = []
@@ -75,8 +85,26 @@ def evaluate_beir(dataset: BeirDataset, search: Callable[[str, str, int], list[s
             rankings[qid] = rank_documents(doc_ids, top_k)
             if progress:
                 progress(1)
-        metrics = retrieval_metrics(dataset.qrels, rankings)
+        metrics: dict = retrieval_metrics(dataset.qrels, rankings)
         latencies.sort()
         metrics["latency_ms_p50"] = latencies[len(latencies) // 2] if latencies else 0.0
+        if by:
+            groups: dict[str, list[str]] = {}
+            for qid in dataset.qrels:
+                groups.setdefault(field_value(dataset.metadata.get(qid, {}), by), []).append(qid)
+            metrics["by"] = {value: retrieval_metrics({q: dataset.qrels[q] for q in qids}, rankings)
+                             for value, qids in sorted(groups.items())}
         results[mode] = metrics
+        rankings_of[mode] = rankings
+    if per_query is not None:
+        for qid, rel in dataset.qrels.items():
+            relevant = [d for d, r in rel.items() if r > 0]
+            record = {"id": qid, "query": dataset.queries[qid], "relevant": relevant, "modes": {}}
+            if by:
+                record[by] = field_value(dataset.metadata.get(qid, {}), by)
+            for mode in modes:
+                ranked = rankings_of[mode].get(qid, [])
+                record["modes"][mode] = {"ranking": ranked,
+                                         "ranks": {d: (ranked.index(d) + 1 if d in ranked else None) for d in relevant}}
+            per_query.append(record)
     return results

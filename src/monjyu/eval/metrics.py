@@ -6,9 +6,30 @@ from __future__ import annotations
 import ir_measures
 from ir_measures import RR, R, P, nDCG
 
+from ..errors import MonjyuError
+
 STANDARD = {"recall@2": R @ 2, "recall@5": R @ 5, "recall@10": R @ 10, "ndcg@10": nDCG @ 10,
             "mrr@10": RR @ 10, "precision@5": P @ 5}
 COMPLETE_AT = (2, 5, 8, 10)
+
+
+def field_value(metadata: dict, field: str) -> str:
+    """A query's value of a metadata field, as a group name ("true", "false", "why", ...); a
+    dotted field reads into nested objects. Missing: "(none)"."""
+    value: object = metadata
+    for part in field.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if value is None:
+        return "(none)"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def check_field(metadata: list[dict], field: str, where: str) -> None:
+    """Refuse a --by field no query has, naming the fields they do have."""
+    if any(field_value(m, field) != "(none)" for m in metadata):
+        return
+    names = sorted({k for m in metadata for k in m})
+    raise MonjyuError(f"no query of {where} has the field {field!r}; its queries have: {', '.join(names) or 'no fields'}")
 
 
 def retrieval_metrics(qrels: dict[str, dict[str, int]], rankings: dict[str, list[str]]) -> dict[str, float]:

@@ -37,6 +37,7 @@ class QAQuestion:
     question: str
     answers: list[str]
     doc: str  # gold file name
+    metadata: dict = field(default_factory=dict)  # the record's other fields (type, language, ...)
 
 
 @dataclass
@@ -90,7 +91,10 @@ def _parse_record(line: str, path: Path, n: int) -> QAQuestion:
         raise MonjyuError(f"{where}: answers must be a non-empty list of strings with words in them")
     if not isinstance(rec["doc"], str) or not rec["doc"].strip():
         raise MonjyuError(f"{where}: doc must name the gold file")
-    return QAQuestion(id=str(rec["id"]), question=rec["question"], answers=list(answers), doc=rec["doc"])
+    meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+    others = {k: v for k, v in rec.items() if k not in ("id", "question", "answers", "doc", "metadata")}
+    return QAQuestion(id=str(rec["id"]), question=rec["question"], answers=list(answers), doc=rec["doc"],
+                      metadata={**others, **meta})
 
 
 def answer_words(text: str) -> list[str]:
@@ -131,7 +135,8 @@ def _same_doc(a: str, b: str) -> bool:
 
 def evaluate_qa(dataset: QADataset, search: SearchFn, modes: Sequence[str], ks: Sequence[int] = (1, 5, 10),
                 progress: Callable[[int], None] | None = None,
-                cite: CiteFn | None = None) -> dict[str, dict[str, float]]:
+                cite: CiteFn | None = None, by: str | None = None,
+                per_query: list[dict] | None = None) -> dict[str, dict]:
     """Score each mode over all questions.
 
     `search(question, mode, k)` returns up to k `(doc file name or id, passage text)` pairs, best
@@ -144,16 +149,24 @@ def evaluate_qa(dataset: QADataset, search: SearchFn, modes: Sequence[str], ks: 
     `cite(question, mode)`, when given, returns the passage texts an answer cited (None: no
     answer); `answer_cites_answer` is then the share of questions whose answer cites a passage
     holding the gold answer, measuring the answer step and not only retrieval.
+
+    With `by`, doc@k and ans@k also per value of that question field (results[mode]["by"]);
+    `per_query`, when given, receives one record per question with the first rank of the gold
+    document and of a passage holding the answer, per mode.
     """
+    from .metrics import check_field, field_value
+
+    if by:
+        check_field([q.metadata for q in dataset.questions], by, str(dataset.path))
     ks = sorted(set(ks))
     depth = ks[-1]
-    results: dict[str, dict[str, float]] = {}
+    results: dict[str, dict] = {}
+    firsts: dict[str, list[tuple[int | None, int | None]]] = {}
     for mode in modes:
-        doc_hits = dict.fromkeys(ks, 0)
-        ans_hits = dict.fromkeys(ks, 0)
         cited_ok = 0
         latencies: list[float] = []
         unit_words: list[int] = []
+        ranks: list[tuple[int | None, int | None]] = []
         for q in dataset.questions:
             t0 = time.perf_counter()
             hits = list(search(q.question, mode, depth))[:depth]
@@ -162,25 +175,41 @@ def evaluate_qa(dataset: QADataset, search: SearchFn, modes: Sequence[str], ks: 
             # first rank (1-based) at which the gold doc / an answer shows up
             first_doc = next((r for r, (d, _) in enumerate(hits, 1) if _same_doc(d, q.doc)), None)
             first_ans = next((r for r, (_, t) in enumerate(hits, 1) if holds_answer(t, q.answers)), None)
-            for k in ks:
-                doc_hits[k] += first_doc is not None and first_doc <= k
-                ans_hits[k] += first_ans is not None and first_ans <= k
+            ranks.append((first_doc, first_ans))
             if cite is not None:
                 cited = cite(q.question, mode) or []
                 cited_ok += any(holds_answer(t, q.answers) for t in cited)
             if progress:
                 progress(1)
-        n = max(len(dataset.questions), 1)
-        m: dict[str, float] = {}
-        for k in ks:
-            m[f"doc@{k}"] = doc_hits[k] / n
-        for k in ks:
-            m[f"ans@{k}"] = ans_hits[k] / n
+        m = _rank_figures(ranks, ks)
         if cite is not None:
-            m["answer_cites_answer"] = cited_ok / n
+            m["answer_cites_answer"] = cited_ok / max(len(dataset.questions), 1)
         m["questions"] = len(dataset.questions)
         latencies.sort()
         m["latency_ms_p50"] = latencies[len(latencies) // 2] if latencies else 0.0
         m["mean_unit_words"] = sum(unit_words) / len(unit_words) if unit_words else 0.0
+        if by:
+            groups: dict[str, list[int]] = {}
+            for n, q in enumerate(dataset.questions):
+                groups.setdefault(field_value(q.metadata, by), []).append(n)
+            m["by"] = {value: {**_rank_figures([ranks[n] for n in rows], ks), "questions": len(rows)}
+                       for value, rows in sorted(groups.items())}
         results[mode] = m
+        firsts[mode] = ranks
+    if per_query is not None:
+        for n, q in enumerate(dataset.questions):
+            record = {"id": q.id, "question": q.question, "doc": q.doc,
+                      "modes": {mode: {"doc_rank": firsts[mode][n][0], "answer_rank": firsts[mode][n][1]}
+                                for mode in modes}}
+            if by:
+                record[by] = field_value(q.metadata, by)
+            per_query.append(record)
     return results
+
+
+def _rank_figures(ranks: list[tuple[int | None, int | None]], ks: Sequence[int]) -> dict[str, float]:
+    """doc@k and ans@k from each question's first rank of the gold document and of an answer."""
+    n = max(len(ranks), 1)
+    out = {f"doc@{k}": sum(d is not None and d <= k for d, _ in ranks) / n for k in ks}
+    out.update({f"ans@{k}": sum(a is not None and a <= k for _, a in ranks) / n for k in ks})
+    return out
