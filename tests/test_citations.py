@@ -160,6 +160,11 @@ def test_papers_on_the_command_line(cited_papers):
     missing = runner.invoke(app, ["papers", "--missing", *index, "--format", "bibtex"])
     assert missing.exit_code == 0 and "@" in missing.stdout
     assert bibtexparser.parse_string(missing.stdout).entries
+    cited = runner.invoke(app, ["search", "What do other papers say about ResNet?", *index, "--format", "bibtex"])
+    keys = {e.key for e in bibtexparser.parse_string(cited.stdout).entries}
+    assert cited.exit_code == 0 and keys == {"banino2021pondernet", "dosovitskiy2020image"}, cited.stdout
+    refused = runner.invoke(app, ["search", "x", *index, "--format", "bibtex", "--json"])
+    assert refused.exit_code == 2 and "BibTeX only" in refused.output
     refused = runner.invoke(app, ["papers", PONDER, "--missing", *index])
     assert refused.exit_code == 2 and "one or the other" in refused.output
     refused = runner.invoke(app, ["papers", *index, "--format", "ris"])

@@ -160,6 +160,7 @@ def search(
     weights: Annotated[Optional[str], typer.Option(help="hybridrag: keyword,semantic,graph weights summing to 1, e.g. 0.2,0.3,0.5")] = None,
     rerank: Annotated[Optional[bool], typer.Option("--rerank/--no-rerank", help="hybridrag: rerank stage on/off")] = None,
     crag: Annotated[Optional[bool], typer.Option("--crag/--no-crag", help="hybridrag: grade results, abstain when the context is insufficient")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text, or bibtex: the BibTeX of the papers the answer cites (of the hits without an answer)")] = "text",
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
@@ -167,6 +168,10 @@ def search(
     """Search the index: an answer citing its sources (LLM, or extractive without one), then the
     ranked passages. --mode lazy runs LazyGraphRAG search, --mode hybridrag the HybridRAG pipeline,
     --mode auto picks by the question's type."""
+    if fmt not in ("text", "bibtex"):
+        _fail(MonjyuError(f"--format {fmt!r} is not known; use text or bibtex"))
+    if fmt == "bibtex" and (as_json or stream or trace):
+        _fail(MonjyuError("--format bibtex prints BibTeX only: it takes no --json, --stream or --trace"))
     streamed = stream and answer and not as_json
 
     def on_token(delta: str) -> None:
@@ -185,6 +190,11 @@ def search(
                        on_token=on_token if streamed else None,
                        option_names=CLI_OPTION_NAMES)
         engine = result.mode
+        if fmt == "bibtex":
+            cited = [c.document_id for c in result.answer.citations] if result.answer and result.answer.citations \
+                else [h.document_id for h in result.hits]
+            print(m.bibtex(list(dict.fromkeys(cited))) if cited else "", end="")
+            return
     except MonjyuError as exc:
         _fail(exc)
         return
