@@ -253,6 +253,9 @@ def test_an_answer_citation_opens_its_paper_page_and_cited_by_links_back(page, c
         assert back.count() == 1
         back.click()
         page.wait_for_url("**/?paper=papers%2Fresnet.pdf")
+        page.wait_for_selector("#paper-references li")
+        assert page.locator("#paper-title").inner_text() == "Deep Residual Learning for Image Recognition"
+        page.goto("about:blank")  # nothing of the app still loading when its server stops
 
 
 def test_an_llm_answer_arrives_in_pieces(browser, web_index, llm_server):  # noqa: F811

@@ -289,10 +289,19 @@ async function openReader(ref, start, end) {
 const paperHref = (id) => "?" + new URLSearchParams({ paper: id });
 const paperLink = (id, text) => el("a", { class: "paper-link", href: paperHref(id) }, text);
 
+let leaving = false;  // a link to another paper page was followed: its fetches end, and that is no error
+window.addEventListener("pagehide", () => { leaving = true; });
+
 async function showPaper(id) {
   // One paper: metadata, who in the collection cites it (with the citing sentences), its references
-  const response = await fetch("/api/paper?" + new URLSearchParams({ id }));
-  const p = await response.json();
+  let response, p;
+  try {
+    response = await fetch("/api/paper?" + new URLSearchParams({ id }));
+    p = await response.json();
+  } catch (error) {
+    if (!leaving) showError(String(error));
+    return;
+  }
   if (!response.ok) { showError(p.error); return; }
   showView("paper");
   $("paper-title").textContent = p.title || p.id;
