@@ -296,11 +296,12 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
                               "(llm.provider: none); configure one or leave expand out")
         engine = self._answer_engine() if (answer or expand) else None
         cited = self.paper_asked_about(query) if (answer and not (filters and filters.active) and offset == 0) else None
-        if cited and self.citation_contexts(cited):  # "what do other papers say about X?": their citing sentences
+        if cited:  # "what do other papers say about X?": the sentences that cite it, if any do
             t0 = time.perf_counter()
             results = await asyncio.to_thread(self.citation_results, query, cited, mode, engine.language(query))
-            results.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
-            return results
+            if results is not None:
+                results.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
+                return results
         with UsageScope() as usage:
             t0 = time.perf_counter()
             queries = await engine.aexpand(query) if (expand and engine) else [query]

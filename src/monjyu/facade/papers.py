@@ -26,13 +26,28 @@ QUOTED_CONTEXTS = 8  # citing sentences an answer quotes, spread over the citing
 class PapersMixin:
     """Reads the documents table's reference entries and the generation's citation graph."""
 
-    _citations_cache: tuple[str, dict[str, Any]] | None = None
+    # (generation, citations.json, what each paper cites, what cites each paper)
+    _citations_cache: tuple[str, dict[str, Any], dict[str, set[str]], dict[str, set[str]]] | None = None
 
     def _citation_graph(self) -> dict[str, Any]:
         generation = self.manifest().generation
         if self._citations_cache is None or self._citations_cache[0] != generation:
-            self._citations_cache = (generation, read_citation_graph(self.generation_dir()))
+            graph = read_citation_graph(self.generation_dir())
+            cites: dict[str, set[str]] = {}
+            cited_by: dict[str, set[str]] = {}
+            for e in graph["edges"]:
+                cites.setdefault(e["citing"], set()).add(e["cited"])
+                cited_by.setdefault(e["cited"], set()).add(e["citing"])
+            self._citations_cache = (generation, graph, cites, cited_by)
         return self._citations_cache[1]
+
+    def _cites(self, document_id: str) -> set[str]:
+        self._citation_graph()
+        return self._citations_cache[2].get(document_id, set())
+
+    def _cited_by(self, document_id: str) -> set[str]:
+        self._citation_graph()
+        return self._citations_cache[3].get(document_id, set())
 
     def _paper_rows(self, ids: list[str], columns: list[str]) -> list[dict[str, Any]]:
         store, rows = self._document_rows()
@@ -51,8 +66,7 @@ class PapersMixin:
                 "source_path": row.get("source_path", ""), "pages": meta.get("pages"),
                 "doi": meta.get("doi", ""), "arxiv_id": meta.get("arxiv_id", ""),
                 "references": graph["references"].get(doc, 0),
-                "cites": sorted({e["cited"] for e in graph["edges"] if e["citing"] == doc}),
-                "cited_by": sorted({e["citing"] for e in graph["edges"] if e["cited"] == doc})}
+                "cites": sorted(self._cites(doc)), "cited_by": sorted(self._cited_by(doc))}
 
     def papers(self, cites: str | None = None, cited_by: str | None = None, limit: int = 100,
                offset: int = 0) -> dict[str, Any]:
@@ -74,9 +88,9 @@ class PapersMixin:
             if doc is not None and doc not in rows:
                 raise MonjyuError(f"{name}: no document with id {doc!r} in the index; list them with `monjyu papers`")
         if cites is not None:
-            ids = [d for d in ids if any(e["citing"] == d and e["cited"] == cites for e in graph["edges"])]
+            ids = [d for d in ids if d in self._cited_by(cites)]
         if cited_by is not None:
-            ids = [d for d in ids if any(e["citing"] == cited_by and e["cited"] == d for e in graph["edges"])]
+            ids = [d for d in ids if d in self._cites(cited_by)]
         page = ids[offset:offset + limit]
         rows_ = self._paper_rows(page, ["id", "title", "source_path", "authors", "year", "metadata"])
         return {"total": len(ids), "offset": offset, "limit": limit,
@@ -141,7 +155,7 @@ class PapersMixin:
         if not ASKS_WHAT_OTHERS_SAY.search(query):
             return None
         graph = self._citation_graph()
-        cited = {e["cited"] for e in graph["edges"]}
+        cited = set(self._citations_cache[3])
         if not cited:
             return None
         asked = f" {name_key(query)} "
@@ -159,10 +173,10 @@ class PapersMixin:
                     best = (len(key), row["id"])
         return best[1] if best else None
 
-    def citation_results(self, query: str, document_id: str, mode: str, language: str) -> SearchResults:
+    def citation_results(self, query: str, document_id: str, mode: str, language: str) -> SearchResults | None:
         """What other papers say about a paper, as a search result: the units holding the citing
         sentences as hits, and an extractive answer quoting those sentences (a few per citing
-        paper, in turn), each cited to its unit.
+        paper, in turn), each cited to its unit. None when no sentence cites it.
 
         Args:
             query: the question (kept in the result).
@@ -171,6 +185,8 @@ class PapersMixin:
             language: the answer's language ("en", "ja").
         """
         contexts = self.citation_contexts(document_id)
+        if not contexts:
+            return None
         [row] = self._paper_rows([document_id], ["id", "title"])
         by_paper: dict[str, list[dict[str, Any]]] = {}
         for c in contexts:

@@ -90,12 +90,28 @@ class PhraseGraph:
         self._comma_titles: dict[int, list[tuple[int, str]]] = {}  # a part of a title -> (unit, full title)
         self._named_within: dict[int, list[int]] = {}  # phrase -> title phrases inside it (memo)
         self._vector_languages: np.ndarray | None = None
+        self._title_links: sp.csr_matrix | None = None  # link_titles: extra weight, phrase -> the units titled by it
+        self._citation_nodes: sp.csr_matrix | None = None  # link_citations: units x citations
         self._set_transitions(inc, inc)
+
+    @property
+    def walk_nodes(self) -> int:
+        """Nodes the walk has beside units: the phrases, and a node per citation (link_citations)."""
+        return self.incidence.shape[1] + (0 if self._citation_nodes is None else self._citation_nodes.shape[1])
+
+    def _relink(self) -> None:
+        """The walk from the phrase links with what link_titles and link_citations add; both are
+        kept small (one entry per titled unit, per citing or cited unit), never the whole walk."""
+        unit_to_phrase = self._links
+        phrase_to_unit = self._links if self._title_links is None else \
+            (self._links.maximum(self._title_links > 0) + self._title_links).tocsr()
+        if self._citation_nodes is not None:
+            unit_to_phrase = sp.hstack([unit_to_phrase, self._citation_nodes]).tocsr()
+            phrase_to_unit = sp.hstack([phrase_to_unit, self._citation_nodes]).tocsr()
+        self._set_transitions(unit_to_phrase, phrase_to_unit)
 
     def _set_transitions(self, unit_to_phrase: sp.csr_matrix, phrase_to_unit: sp.csr_matrix) -> None:
         """Column-stochastic walks: unit -> its phrases (uniform), phrase -> its units (by weight)."""
-        self._walk = (unit_to_phrase, phrase_to_unit)  # kept for link_citations to extend
-        self.walk_nodes = unit_to_phrase.shape[1]  # phrases, and the citation nodes link_citations adds
         unit_deg = np.asarray(unit_to_phrase.sum(axis=1)).ravel()
         phrase_deg = np.asarray(phrase_to_unit.sum(axis=0)).ravel()
         self._u2p = _RowBlocks((sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr())  # phrases x units
@@ -129,8 +145,9 @@ class PhraseGraph:
                 node = self.vocab.get(normalize_phrase([w.lower() for w in _WORDS.findall(part)]))
                 if node is not None and not self.is_hub[node]:
                     self._comma_titles.setdefault(node, []).append((row, " ".join(base.lower().split())))
-        about = sp.csr_matrix((np.full(len(rows), boost - 1.0, np.float32), (rows, cols)), shape=self._links.shape)
-        self._set_transitions(self._links, (self._links.maximum(about > 0) + about).tocsr())
+        self._title_links = sp.csr_matrix((np.full(len(rows), boost - 1.0, np.float32), (rows, cols)),
+                                          shape=self._links.shape)
+        self._relink()
 
     def link_citations(self, groups: list[list[int]], weight: float) -> None:
         """Citations join the walk (search.citation_links): one node per citation, linking the
@@ -141,10 +158,9 @@ class PhraseGraph:
             return
         rows = [u for group in groups for u in group]
         cols = [j for j, group in enumerate(groups) for _ in group]
-        extra = sp.csr_matrix((np.full(len(rows), weight, np.float32), (rows, cols)),
-                              shape=(self.incidence.shape[0], len(groups)))
-        unit_to_phrase, phrase_to_unit = self._walk
-        self._set_transitions(sp.hstack([unit_to_phrase, extra]).tocsr(), sp.hstack([phrase_to_unit, extra]).tocsr())
+        self._citation_nodes = sp.csr_matrix((np.full(len(rows), weight, np.float32), (rows, cols)),
+                                             shape=(self.incidence.shape[0], len(groups)))
+        self._relink()
 
     @classmethod
     def load(cls, generation_dir: Path) -> "PhraseGraph | None":
