@@ -108,6 +108,10 @@ def test_eval_on_a_tiny_beir_set(tmp_path, cache_dir):
     assert [r["multihop"] for r in records] == ["false", "false", "true"]
     assert records[2]["relevant"] == ["d1", "d4"] and set(records[2]["modes"]) == {"vector", "hybrid"}
     assert records[2]["modes"]["hybrid"]["ranks"]["d1"] in range(1, 11)
+    for r in records:  # the per-query fusion decision of hybrid; vector decides nothing
+        decision = r["modes"]["hybrid"]["decision"]
+        assert 0.0 <= decision["lexical"] <= 1.0 and decision["graph"] in (0.0, 1.0) and "feedback" in decision
+        assert "decision" not in r["modes"]["vector"]
     table = run(["eval", "--beir", str(beir), "--index", str(tmp_path / "idx"), "--mode", "hybrid", "--by", "multihop"],
                 tmp_path, cache_dir).stdout
     assert "multihop = true" in table and "multihop = false" in table

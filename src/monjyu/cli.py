@@ -389,24 +389,32 @@ def eval_(
         for path, reason in report.failures:
             err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True, markup=True)
 
+        taken: dict[str, dict] = {}  # the last search's per-query decision (hybrid fusion), for --per-query
+
+        def hits_of(query: str, mode: str, n: int) -> list:
+            result = m.eval_search(query, mode, n, **fixed(mode))
+            taken["last"] = getattr(result, "fusion", None) or {}
+            return result.hits
+
+        def decision(query: str, mode: str) -> dict:
+            return taken.pop("last", {})
+
         if beir is not None:
             def run(query: str, mode: str, n: int) -> list[str]:
-                return [h.document_id for h in m.passages(query, mode, n, **fixed(mode))]
+                return [h.document_id for h in hits_of(query, mode, n)]
 
-            results = evaluate_beir(dataset, run, modes, top_k, by=by, per_query=records)
-            if per_query is not None:
-                per_query.parent.mkdir(parents=True, exist_ok=True)
-                per_query.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+            results = evaluate_beir(dataset, run, modes, top_k, by=by, per_query=records, decision=decision)
         else:
             def passages(question: str, mode: str, k: int) -> list[tuple[str, str]]:
-                return [(h.source_path, h.text) for h in m.passages(question, mode, k, **fixed(mode))]
+                return [(h.source_path, h.text) for h in hits_of(question, mode, k)]
 
             def cited(question: str, mode: str) -> list[str] | None:
                 result = m.eval_search(question, mode, 10, answer=True, **fixed(mode))
                 texts = {h.text_unit_id: h.text for h in result.hits}
                 return [texts[c.text_unit_id] for c in result.citations if c.text_unit_id in texts]
 
-            results = evaluate_qa(dataset, passages, modes, cite=cited if answers else None, by=by, per_query=records)
+            results = evaluate_qa(dataset, passages, modes, cite=cited if answers else None, by=by, per_query=records,
+                                  decision=decision)
         if per_query is not None:
             per_query.parent.mkdir(parents=True, exist_ok=True)
             per_query.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")

@@ -130,6 +130,10 @@ class SearchConfig(Section):
     citation_links: float = Field(0.0, ge=0.0, le=100.0, description="graph walk: join each citing passage to the opening units of the collection paper it cites, this strong against a phrase's link (0: off)")
     feedback: bool = True  # runs when the best passages link to other units by title (a second hop to follow)
     rerank_candidates: int = Field(60, ge=0, le=1000, description="hybrid: the first round's best N reordered by their evidence (retrieval/evidence.py); 0: off")
+    term_trust: bool = Field(True, description="evidence rerank: the term signals weigh as much of the question's term weight as its "
+                             "best keyword hits hold (decided per query); false: as much as the meaning signals")
+    graph_evidence: bool = Field(True, description="evidence rerank: the graph list's ranks are a signal too when the question "
+                                 "names a page of the collection (a phrase that titles units); false: never")
     # ANN: from this many text units a build adds an IVF_HNSW_SQ index, and unfiltered vector
     # searches take their candidates from it, re-scored exactly from the vectors in memory
     # (filtered searches stay exact); the benchmarks page gives their recall against exact search.

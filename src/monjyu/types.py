@@ -194,6 +194,8 @@ class SearchResults:
     answer: Answer | None = None
     usage: dict[str, Any] = field(default_factory=dict)  # LLM calls and tokens spent on this result
     expanded_queries: list[str] = field(default_factory=list)  # the query and its rewrites, when expanded
+    # Hybrid: what this query's fusion decided (evidence weights, whether the feedback round ran).
+    fusion: dict[str, Any] = field(default_factory=dict)
 
     @property
     def citations(self) -> list[Citation]:
@@ -207,6 +209,7 @@ class SearchResults:
             "answer": self.answer.to_dict() if self.answer else None,
             "usage": self.usage,
             "expanded_queries": self.expanded_queries,
+            "fusion": self.fusion,
             "timings_ms": self.timings_ms,
             "hits": [h.to_dict() for h in self.hits],
         }

@@ -66,15 +66,18 @@ def rank_documents(hit_document_ids: list[str], k: int) -> list[str]:
 
 def evaluate_beir(dataset: BeirDataset, search: Callable[[str, str, int], list[str]], modes: list[str],
                   top_k: int = 10, progress: Callable[[int], None] | None = None, by: str | None = None,
-                  per_query: list[dict] | None = None) -> dict[str, dict]:
+                  per_query: list[dict] | None = None,
+                  decision: Callable[[str, str], dict] | None = None) -> dict[str, dict]:
     """`search(query, mode, n_units)` returns the document ids of the hits, best first. With `by`,
     every figure also per value of that query field (results[mode]["by"][value]); `per_query`,
     when given, receives one record per query: its field value, relevant documents and, per mode,
-    the documents ranked and the rank of each relevant one."""
+    the documents ranked, the rank of each relevant one and, with `decision(query, mode)` (called
+    right after that search), what the engine decided for it (hybrid: its fusion weights)."""
     if by:
         check_field([dataset.metadata.get(q, {}) for q in dataset.qrels], by, str(dataset.root))
     results: dict[str, dict] = {}
     rankings_of: dict[str, dict[str, list[str]]] = {}
+    decided: dict[tuple[str, str], dict] = {}
     for mode in modes:
         rankings: dict[str, list[str]] = {}
         latencies = []
@@ -82,6 +85,8 @@ def evaluate_beir(dataset: BeirDataset, search: Callable[[str, str, int], list[s
             t0 = time.perf_counter()
             doc_ids = search(dataset.queries[qid], mode, top_k * 3)
             latencies.append((time.perf_counter() - t0) * 1000)
+            if decision is not None:
+                decided[qid, mode] = decision(dataset.queries[qid], mode)
             rankings[qid] = rank_documents(doc_ids, top_k)
             if progress:
                 progress(1)
@@ -106,5 +111,7 @@ def evaluate_beir(dataset: BeirDataset, search: Callable[[str, str, int], list[s
                 ranked = rankings_of[mode].get(qid, [])
                 record["modes"][mode] = {"ranking": ranked,
                                          "ranks": {d: (ranked.index(d) + 1 if d in ranked else None) for d in relevant}}
+                if decided.get((qid, mode)):
+                    record["modes"][mode]["decision"] = decided[qid, mode]
             per_query.append(record)
     return results

@@ -136,7 +136,8 @@ def _same_doc(a: str, b: str) -> bool:
 def evaluate_qa(dataset: QADataset, search: SearchFn, modes: Sequence[str], ks: Sequence[int] = (1, 5, 10),
                 progress: Callable[[int], None] | None = None,
                 cite: CiteFn | None = None, by: str | None = None,
-                per_query: list[dict] | None = None) -> dict[str, dict]:
+                per_query: list[dict] | None = None,
+                decision: Callable[[str, str], dict] | None = None) -> dict[str, dict]:
     """Score each mode over all questions.
 
     `search(question, mode, k)` returns up to k `(doc file name or id, passage text)` pairs, best
@@ -152,7 +153,8 @@ def evaluate_qa(dataset: QADataset, search: SearchFn, modes: Sequence[str], ks: 
 
     With `by`, doc@k and ans@k also per value of that question field (results[mode]["by"]);
     `per_query`, when given, receives one record per question with the first rank of the gold
-    document and of a passage holding the answer, per mode.
+    document and of a passage holding the answer, per mode, and with `decision(question, mode)`
+    (called right after that search) what the engine decided for it.
     """
     from .metrics import check_field, field_value
 
@@ -162,15 +164,18 @@ def evaluate_qa(dataset: QADataset, search: SearchFn, modes: Sequence[str], ks: 
     depth = ks[-1]
     results: dict[str, dict] = {}
     firsts: dict[str, list[tuple[int | None, int | None]]] = {}
+    decided: dict[tuple[int, str], dict] = {}
     for mode in modes:
         cited_ok = 0
         latencies: list[float] = []
         unit_words: list[int] = []
         ranks: list[tuple[int | None, int | None]] = []
-        for q in dataset.questions:
+        for n, q in enumerate(dataset.questions):
             t0 = time.perf_counter()
             hits = list(search(q.question, mode, depth))[:depth]
             latencies.append((time.perf_counter() - t0) * 1000)
+            if decision is not None:
+                decided[n, mode] = decision(q.question, mode)
             unit_words.extend(len(text.split()) for _, text in hits)
             # first rank (1-based) at which the gold doc / an answer shows up
             first_doc = next((r for r, (d, _) in enumerate(hits, 1) if _same_doc(d, q.doc)), None)
@@ -199,7 +204,8 @@ def evaluate_qa(dataset: QADataset, search: SearchFn, modes: Sequence[str], ks: 
     if per_query is not None:
         for n, q in enumerate(dataset.questions):
             record = {"id": q.id, "question": q.question, "doc": q.doc,
-                      "modes": {mode: {"doc_rank": firsts[mode][n][0], "answer_rank": firsts[mode][n][1]}
+                      "modes": {mode: {"doc_rank": firsts[mode][n][0], "answer_rank": firsts[mode][n][1],
+                                       **({"decision": decided[n, mode]} if decided.get((n, mode)) else {})}
                                 for mode in modes}}
             if by:
                 record[by] = field_value(q.metadata, by)

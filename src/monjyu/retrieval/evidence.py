@@ -2,7 +2,7 @@
 
 First-round fusion (vector, BM25, graph) finds the right neighbourhood; a reader wants the passage
 whose sentence answers. Four signals per candidate, each min-max scaled over the candidates and
-averaged with equal weights (no weight tuned to a collection):
+averaged (no weight tuned to a collection; the two term signals weighed per query, below):
 
 - the unit's embedding against the query (stored in the index);
 - the unit's BM25 score;
@@ -15,11 +15,19 @@ averaged with equal weights (no weight tuned to a collection):
 It is what full-text papers need most (the answer passage first among its paper's units); on
 multi-hop questions it changes little, because the second hop is added after it by the feedback
 round. The fusion ablation on the benchmarks page measures both.
+
+How much the term signals and the graph count is decided per query (`EvidenceWeights`, chosen by
+`Searcher.evidence_weights` from the lists and the collection): the term signals count as much
+of the question's term weight as its best keyword hit holds, and the graph list's ranks join as a
+fifth signal when the question names a page of the collection. On a multi-hop set cut into
+paragraphs of papers (bench/data/covid2hop) equal weights had let one paper's passages push the
+other paper's out of the top 8.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,6 +42,17 @@ if TYPE_CHECKING:
 def _scaled(values: np.ndarray) -> np.ndarray:
     lo, hi = float(values.min()), float(values.max())
     return (values - lo) / (hi - lo) if hi > lo else np.ones_like(values)
+
+
+@dataclass(frozen=True)
+class EvidenceWeights:
+    """One query's weights of the evidence signals against the meaning signals (1 each)."""
+
+    lexical: float = 1.0  # the unit's BM25 and its best sentence by terms
+    graph: float = 0.0  # the graph list's reciprocal rank (0: not a signal)
+
+    def to_dict(self) -> dict[str, float]:
+        return {k: round(v, 4) for k, v in asdict(self).items()}
 
 
 class EvidenceReranker:
@@ -61,9 +80,26 @@ class EvidenceReranker:
         cached; "" when none does."""
         return next((s for s in self.sentences(row)[0] if phrase in s.lower()), "")
 
+    def term_coverage(self, query_terms: list[str], rows: list[int]) -> float:
+        """The largest share of the query's term weight (IDF) that one of `rows` holds: near 1
+        when some passage repeats the question's words, low when the question paraphrases its
+        passages or spans several of them (then terms are weak evidence of an answer)."""
+        idf = self.bm25.idf(set(query_terms))
+        total = sum(idf.values())
+        if not total:
+            return 0.0
+        best = 0.0
+        for row in rows:
+            held = set().union(*self.sentences(row)[1])
+            best = max(best, sum(w for t, w in idf.items() if t in held) / total)
+        return best
+
     def rerank(self, query_terms: list[str], query_vector: np.ndarray, rows: list[int],
-               links: list[tuple[int, int, str]] = ()) -> list[tuple[int, float]]:
-        """(row, score in 0..1) best first; ties keep the given order.
+               links: list[tuple[int, int, str]] = (), weights: EvidenceWeights = EvidenceWeights(),
+               graph_ranks: dict[int, int] | None = None) -> list[tuple[int, float]]:
+        """(row, score in 0..1) best first; ties keep the given order. `weights` scale the term
+        signals and add the graph's: 1 / rank in the graph list (`graph_ranks`, from 1; 0 when
+        absent).
 
         `links` (linked row, linking row, linking sentence): a passage another candidate links to
         by title (the director's page, from the film's) shares few words with a multi-hop
@@ -91,11 +127,16 @@ class EvidenceReranker:
         bounds = np.cumsum([0] + sizes)
         lexical_s = np.asarray(per_sentence, dtype=np.float64)
         signals.append(np.array([lexical_s[a:b].max() for a, b in zip(bounds[:-1], bounds[1:])]))
+        weight = [1.0, weights.lexical, weights.lexical]
         if self.embed_texts is not None:
             cosine_s = (self.embed_texts([s for g, _ in groups for s in g]) @ q).astype(np.float64)
             signals.append(np.array([cosine_s[a:b].max() for a, b in zip(bounds[:-1], bounds[1:])]))
+            weight.append(1.0)
+        if weights.graph > 0 and graph_ranks:
+            signals.append(np.array([1.0 / graph_ranks[u] if u in graph_ranks else 0.0 for u in units]))
+            weight.append(weights.graph)
 
-        scores = np.mean([_scaled(np.asarray(s, dtype=np.float64)) for s in signals], axis=0)
+        scores = np.average([_scaled(np.asarray(s, dtype=np.float64)) for s in signals], axis=0, weights=weight)
         score = scores[:len(rows)].copy()
         position = {row: i for i, row in enumerate(rows)}
         for (linked, _, _), value in zip(links, scores[len(rows):]):

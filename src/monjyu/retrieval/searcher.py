@@ -33,7 +33,7 @@ from ..types import DEFAULT_KINDS, SearchHit, SearchResults
 from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
 from .communities import CommunityHit, CommunityIndex
-from .evidence import EvidenceReranker
+from .evidence import EvidenceReranker, EvidenceWeights
 from .graph import PhraseGraph
 
 # A long query ("find passages like this abstract") is served in bounded time: its first
@@ -531,6 +531,7 @@ class Searcher:
         timings: dict[str, float] = {}
         vec: dict[int, float] = {}
         kw: dict[int, float] = {}
+        decision: dict[str, float | bool] = {}
         if mode == "vector":
             ranked, total = self.vector_ranking(query_vector, need, mask)
             vec = dict(ranked)
@@ -560,15 +561,23 @@ class Searcher:
                 ranked = weighted_rrf([[r for r, _ in lst] for lst in lists], weights, cfg.rrf_k)
             else:
                 ranked = linear_fusion(lists, weights)
-            if cfg.rerank_candidates and query_vector is not None and len(ranked) > 1:
+            # Per query: how much the evidence rerank trusts terms and the graph (evidence_weights),
+            # and whether the feedback round found title links to follow; kept in the results.
+            rerank = bool(cfg.rerank_candidates) and query_vector is not None and len(ranked) > 1
+            graph_ranks = {r: i for i, (r, _) in enumerate(lists[2], start=1)} if len(lists) > 2 else {}
+            evidence = self.evidence_weights(query, k_ranked, bool(graph_ranks)) if rerank else EvidenceWeights()
+            if rerank:
                 t = time.perf_counter()
-                ranked = self.evidence_round(query, query_vector, ranked, lists)
+                decision.update(evidence.to_dict())
+                ranked = self.evidence_round(query, query_vector, ranked, lists, evidence, graph_ranks)
                 timings["rerank_ms"] = (time.perf_counter() - t) * 1000
             if cfg.feedback and ranked:
                 t = time.perf_counter()
+                first = ranked
                 ranked = self.feedback_round(query, query_vector, ranked, n, mask)
-                if cfg.link_evidence and cfg.rerank_candidates and query_vector is not None:
-                    ranked = self.link_evidence_round(query, query_vector, ranked, mask)
+                decision["feedback"] = ranked is not first
+                if cfg.link_evidence and rerank:
+                    ranked = self.link_evidence_round(query, query_vector, ranked, mask, evidence, graph_ranks)
                 timings["feedback_ms"] = (time.perf_counter() - t) * 1000
             total = len(ranked)
         else:
@@ -580,10 +589,26 @@ class Searcher:
         page = ranked[offset:need]
         hits = [self.hit(row, score, offset + i + 1, vec.get(row), kw.get(row)) for i, (row, score) in enumerate(page)]
         timings["search_ms"] = (time.perf_counter() - t0) * 1000
-        return SearchResults(query=query, mode=mode, hits=hits, total_count=total, timings_ms=timings)
+        return SearchResults(query=query, mode=mode, hits=hits, total_count=total, timings_ms=timings, fusion=decision)
+
+    def evidence_weights(self, query: str, keyword_list: list[tuple[int, float]], with_graph: bool) -> EvidenceWeights:
+        """This query's trust in the evidence signals, from its lists and the collection, no
+        constant fitted: the term signals weigh as much as the share of the question's term
+        weight that its best keyword hits hold (a paraphrased question, or one whose parts lie
+        in several passages, matches no passage's words); the graph list's ranks count as much as
+        the meaning signals when the question names a page of the collection (a phrase that
+        titles units, whose links the walk follows), and not at all otherwise (paper titles are
+        rarely phrases, so in a paper collection the graph never outvotes meaning)."""
+        cfg, graph = self.config, self.index.graph
+        lexical = self.evidence.term_coverage(self.query_terms(query), [r for r, _ in keyword_list[:LIST_TOP]]) \
+            if cfg.term_trust else 1.0
+        names_page = cfg.graph_evidence and with_graph and graph is not None and \
+            any(node in graph.about for node in self.phrase_seeds(query))
+        return EvidenceWeights(lexical=lexical, graph=1.0 if names_page else 0.0)
 
     def evidence_round(self, query: str, query_vector: np.ndarray, fused: list[tuple[int, float]],
-                       lists: list[list[tuple[int, float]]] = ()) -> list[tuple[int, float]]:
+                       lists: list[list[tuple[int, float]]] = (), weights: EvidenceWeights = EvidenceWeights(),
+                       graph_ranks: dict[int, int] | None = None) -> list[tuple[int, float]]:
         """The fused list's best `rerank_candidates`, and every list's own top 10 (fusion never
         hides what one list is sure of), reordered by their evidence. Scores are spread evenly
         between the head's best fused score and the rest's, so they still fall with rank."""
@@ -591,11 +616,13 @@ class Searcher:
         wanted = {r for r, _ in fused[:n]} | {r for lst in lists for r, _ in lst[:LIST_TOP]}
         head = [(r, sc) for r, sc in fused if r in wanted]
         rest = [(r, sc) for r, sc in fused if r not in wanted]
-        reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head])
+        reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head],
+                                        weights=weights, graph_ranks=graph_ranks)
         return _spread(reranked, head, rest)
 
     def link_evidence_round(self, query: str, query_vector: np.ndarray, ranked: list[tuple[int, float]],
-                            mask: np.ndarray | None) -> list[tuple[int, float]]:
+                            mask: np.ndarray | None, weights: EvidenceWeights = EvidenceWeights(),
+                            graph_ranks: dict[int, int] | None = None) -> list[tuple[int, float]]:
         """After the feedback round: the head and the units its best passages link to by title,
         reordered by evidence, a linked unit scoring at least as its linking sentence does
         (EvidenceReranker.rerank's links). Nothing to do without title links."""
@@ -611,7 +638,8 @@ class Searcher:
         wanted = {r for r, _ in ranked[:cfg.rerank_candidates]} | {unit for unit, _, _ in links}
         head = [(r, sc) for r, sc in ranked if r in wanted]
         rest = [(r, sc) for r, sc in ranked if r not in wanted]
-        reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head], links)
+        reranked = self.evidence.rerank(self.query_terms(query), query_vector, [r for r, _ in head], links,
+                                        weights, graph_ranks)
         return _spread(reranked, head, rest)
 
     def feedback_round(self, query: str, query_vector: np.ndarray, first: list[tuple[int, float]], n: int,
