@@ -19,9 +19,9 @@ round. The fusion ablation on the benchmarks page measures both.
 How much the term signals and the graph count is decided per query (`EvidenceWeights`, chosen by
 `Searcher.evidence_weights` from the lists and the collection): the term signals count as much
 of the question's term weight as its best keyword hit holds, and the graph list's ranks join as a
-fifth signal when the question names a page of the collection. On a multi-hop set cut into
-paragraphs of papers (bench/data/covid2hop) equal weights had let one paper's passages push the
-other paper's out of the top 8.
+fifth signal when the question names a page of the collection. With equal weights, on questions
+that need two papers, the paper whose passages repeat the question's words had pushed the other
+paper's passage (found only by meaning) out of the top 8.
 """
 
 from __future__ import annotations
