@@ -1,5 +1,6 @@
-"""Distributed indexing on a real local Ray cluster (ray.init(num_cpus=2)): the index equals a
-local build of the same files, and a worker that dies mid-task is replaced and its task re-run.
+"""Distributed indexing on a real Ray cluster of two nodes started on this machine (two raylets of
+one CPU each, object stores capped): the index equals a local build of the same files, tasks run
+on both nodes, and a worker that dies mid-task is replaced and its task re-run.
 Loading in spawned worker processes of this machine: the same index, and calls whose worker died
 run in the build process."""
 
@@ -36,9 +37,16 @@ def test_the_cli_builds_on_a_local_ray_cluster(tmp_path, cache_dir):
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=256 << 20)
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 128 << 20,
+                                                             "include_dashboard": False})
+    cluster.add_node(num_cpus=1, object_store_memory=128 << 20)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
     yield ray
     ray.shutdown()
+    cluster.shutdown()
 
 
 def tables(m: Monjyu):
@@ -60,9 +68,20 @@ def test_a_ray_build_equals_a_local_build_even_when_a_worker_dies(ray_cluster, t
         return real_embed(config, texts)
 
     monkeypatch.setattr(distributed, "_embed_task", embed_but_die_the_first_time)
+    real_load = builder.load_source
+
+    def load_and_say_where(path, doc_id, config):  # each file's task leaves the id of the node it ran on
+        import ray
+
+        (tmp_path / f"ran-on-{ray.get_runtime_context().get_node_id()}").touch()
+        return real_load(path, doc_id, config)
+
+    monkeypatch.setattr(builder, "load_source", load_and_say_where)
+    assert len([n for n in ray_cluster.nodes() if n["Alive"]]) == 2
     cold = MonjyuConfig(cache_dir=str(tmp_path / "cold-cache"))  # every passage and phrase computed on the cluster
     report = Monjyu(tmp_path / "ray-index", cold).index([samples_copy], executor="ray")
     assert died.exists() and not report.failures and report.embedded == report.text_units
+    assert len(list(tmp_path.glob("ran-on-*"))) == 2  # both nodes loaded files
 
     units, communities = tables(Monjyu(tmp_path / "ray-index", cold))
     local_units, local_communities = tables(sample_index)
