@@ -309,3 +309,24 @@ def test_named_entities_setting_through_the_index(tmp_path, make_config):
                          filters=SearchFilters(entity_types=["MISC"])).hits
     with pytest.raises(MonjyuError, match="graph.named_entities: true"):
         tagged.search("Marie Curie", mode="graph", top_k=5, answer=False, filters=SearchFilters(entity_types=["PERSON"]))
+
+
+def test_a_bounded_walk_reads_less_and_ranks_as_the_exact_one(sample_index, make_config):
+    """search.walk_epsilon: each step only from nodes whose mass reaches epsilon times their
+    links; with a small epsilon the top of the ranking is the exact walk's, and graph mode
+    takes the setting."""
+    _, searcher = sample_index._searcher()
+    graph = searcher.index.graph
+    seeds = searcher.phrase_seeds("leiden algorithm communities")
+    assert seeds
+    exact = graph.personalized_pagerank(seeds)
+    bounded = graph.personalized_pagerank(seeds, epsilon=1e-7)
+    top = np.argsort(-exact, kind="stable")[:5]
+    assert set(np.argsort(-bounded, kind="stable")[:5]) == set(top)
+    assert (bounded <= exact + 1e-6).all()  # mass is only ever held back, never added
+    coarse = graph.personalized_pagerank(seeds, epsilon=1e-2)
+    assert np.count_nonzero(coarse) < np.count_nonzero(exact)  # a coarse bar reaches fewer units
+    m = Monjyu(sample_index.index_dir, make_config(search={"walk_epsilon": 1e-7}))
+    hits = m.search("leiden algorithm communities", mode="graph", top_k=3).hits
+    assert [h.text_unit_id for h in hits] == \
+        [h.text_unit_id for h in sample_index.search("leiden algorithm communities", mode="graph", top_k=3).hits]

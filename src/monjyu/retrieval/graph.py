@@ -42,6 +42,10 @@ class _RowBlocks:
             self.blocks = [matrix[a:b] for a, b in zip(edges, edges[1:]) if b > a]
             self.matrix = None  # the blocks hold it (no second copy in memory)
 
+    def csr(self) -> sp.csr_matrix:
+        """The whole matrix (the blocks stacked back when it was split)."""
+        return self.matrix if self.matrix is not None else sp.vstack(self.blocks).tocsr()
+
     def __matmul__(self, vector: np.ndarray) -> np.ndarray:
         global _pool
         if not self.blocks:
@@ -92,6 +96,7 @@ class PhraseGraph:
         self._vector_languages: np.ndarray | None = None
         self._title_links: sp.csr_matrix | None = None  # link_titles: extra weight, phrase -> the units titled by it
         self._citation_nodes: sp.csr_matrix | None = None  # link_citations: units x citations
+        self._by_column: tuple | None = None  # the walk by column and each node's links, for bounded walks
         self._set_transitions(inc, inc)
 
     @property
@@ -116,6 +121,7 @@ class PhraseGraph:
         phrase_deg = np.asarray(phrase_to_unit.sum(axis=0)).ravel()
         self._u2p = _RowBlocks((sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr())  # phrases x units
         self._p2u = _RowBlocks((phrase_to_unit @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr())  # units x phrases
+        self._by_column = None
 
     def link_titles(self, titles: list[str], boost: float, texts: list[str] | None = None) -> None:
         """A unit whose title names a phrase is *about* it ("Frank Lloyd" is the page of the phrase
@@ -281,14 +287,16 @@ class PhraseGraph:
         return found
 
     def personalized_pagerank(self, phrase_seeds: dict[int, float], unit_seeds: dict[int, float] | None = None,
-                              damping: float = 0.5, iterations: int = 20, tolerance: float = 1e-4) -> np.ndarray:
+                              damping: float = 0.5, iterations: int = 20, tolerance: float = 1e-4,
+                              epsilon: float = 0.0) -> np.ndarray:
         """Scores of every text unit after `iterations` steps of the walk (fewer once it has
         converged). The walk alternates units and phrases; restarts go to the seeds. The units at
         step k depend only on the phrases at step k-1, and those only on the units at k-2, so
         the walk is followed along that one chain from the unit seeds: one pass over the
         incidence per step, half the work of updating both sides every step, with the very
         same units at every even step. It stops once a two-step cycle moves less than
-        `tolerance` of the mass (L1): with damping 0.5, about six cycles."""
+        `tolerance` of the mass (L1): with damping 0.5, about six cycles. With `epsilon` > 0 each
+        step is taken only from the nodes whose mass reaches epsilon times their links (bounded_walk)."""
         n_units, n_phr = self.incidence.shape[0], self.walk_nodes
         restart_p = np.zeros(n_phr, np.float32)
         restart_u = np.zeros(n_units, np.float32)
@@ -301,6 +309,8 @@ class PhraseGraph:
             return np.zeros(n_units, np.float32)
         restart_p /= total
         restart_u /= total
+        if epsilon > 0:
+            return self.bounded_walk(restart_p, restart_u, damping, iterations, tolerance, epsilon)
         p, u = restart_p, restart_u.copy()
         for _ in range((iterations + 1) // 2):
             p_next = damping * (self._u2p @ u) + (1 - damping) * restart_p
@@ -310,3 +320,28 @@ class PhraseGraph:
             if moved < tolerance:
                 break
         return u
+
+    def bounded_walk(self, restart_p: np.ndarray, restart_u: np.ndarray, damping: float, iterations: int,
+                     tolerance: float, epsilon: float) -> np.ndarray:
+        """The walk of personalized_pagerank with each step taken only from the nodes whose mass
+        reaches `epsilon` times their number of links (as in Andersen, Chung and Lang's local
+        PageRank): a step then reads at most 1/epsilon links, so the work follows the seeds'
+        neighbourhood and not the graph's size (search.walk_epsilon). A node below its bar passes
+        nothing on (that mass is dropped), so a generic phrase reached by little mass is not
+        spread over its thousands of units. The walk's matrices are kept by column for it (built on the
+        first bounded walk)."""
+        if self._by_column is None:
+            u2p, p2u = self._u2p.csr().tocsc(), self._p2u.csr().tocsc()
+            self._by_column = (u2p, p2u, np.diff(u2p.indptr).astype(np.float32), np.diff(p2u.indptr).astype(np.float32))
+        u2p, p2u, unit_links, phrase_links = self._by_column
+        p, u = restart_p, restart_u.copy()
+        for _ in range((iterations + 1) // 2):
+            from_units = np.flatnonzero(u >= epsilon * unit_links)
+            p_next = damping * (u2p[:, from_units] @ u[from_units]) + (1 - damping) * restart_p
+            from_phrases = np.flatnonzero(p_next >= epsilon * phrase_links)
+            u_next = damping * (p2u[:, from_phrases] @ p_next[from_phrases]) + (1 - damping) * restart_u
+            moved = float(np.abs(p_next - p).sum() + np.abs(u_next - u).sum())
+            p, u = p_next, u_next
+            if moved < tolerance:
+                break
+        return u.astype(np.float32)

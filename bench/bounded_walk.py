@@ -1,0 +1,100 @@
+"""Bounded graph walks (search.walk_epsilon) against the exact walk over the whole graph, on the
+real phrase graph of an index and on graphs grown from it to 100k and 1M units, in the same run.
+
+    python bench/bounded_walk.py --real-index IDX --beir ../shared/bench-data/2wiki [--sizes 100000,1000000]
+
+Synthetic unit i joins two real units a and b: its phrases are the union of theirs (so the graph
+keeps the real phrase frequencies) and its title is a's, linked as a build links titles. Each
+BEIR question seeds the walk as graph mode does (its phrases as Searcher.phrase_seeds finds them,
+and the units of its 5 best real vector hits, through a synthetic unit made from each). Printed
+per size and epsilon: the walk's p50 / p95 time, and how much of the exact walk's top 10 the
+bounded walk's top 10 holds (mean over the questions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).parent))
+from level0_latency import pct  # noqa: E402
+
+from monjyu import Monjyu  # noqa: E402
+from monjyu.config import load_config  # noqa: E402
+from monjyu.eval import BeirDataset  # noqa: E402
+from monjyu.retrieval.graph import PhraseGraph  # noqa: E402
+
+
+def grow(real: PhraseGraph, titles: np.ndarray, n: int, rng: np.random.Generator) -> tuple[PhraseGraph, np.ndarray]:
+    """A graph of n synthetic units, and for each its first real unit (a)."""
+    m = real.incidence.shape[0]
+    a, b = rng.integers(0, m, n), rng.integers(0, m, n)
+    graph = PhraseGraph(incidence=sp.csr_matrix((real.incidence[a] + real.incidence[b]).tocsr()),
+                        phrases=real.phrases, is_hub=real.is_hub, types=real.types)
+    graph.link_titles(titles[a].tolist(), load_config().search.graph_title_boost)
+    return graph, a
+
+
+def top10(scores: np.ndarray) -> set[int]:
+    return set(np.argsort(-scores, kind="stable")[:10].tolist())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--real-index", required=True, type=Path)
+    ap.add_argument("--beir", required=True, type=Path)
+    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--epsilons", default="1e-6,1e-5")
+    ap.add_argument("--queries", type=int, default=101)
+    args = ap.parse_args()
+    m = Monjyu(args.real_index)
+    manifest, searcher = m._searcher()
+    real = searcher.index.graph
+    damping = m.config.search.graph_damping
+    queries = list(BeirDataset.load(args.beir).queries.values())[:args.queries]
+    seeds = []
+    for q in queries:
+        vector = m._embed_query(manifest, q)
+        dense, _ = searcher.vector_ranking(vector, 5, None)
+        seeds.append((searcher.phrase_seeds(q), [row for row, _ in dense]))
+    epsilons = [float(e) for e in args.epsilons.split(",")]
+    rng = np.random.default_rng(7)
+    sizes = [0] + [int(s) for s in args.sizes.split(",") if s]
+    for n in sizes:
+        t0 = time.perf_counter()
+        if n:
+            graph, first_of = grow(real, searcher.index.columns["title"], n, rng)
+            synthetic_of = {}
+            for row, real_row in enumerate(first_of.tolist()):
+                synthetic_of.setdefault(real_row, row)
+        else:
+            graph, synthetic_of = real, None
+        grown_s = time.perf_counter() - t0
+        runs = {}
+        for eps in [0.0] + epsilons:
+            times, tops = [], []
+            for phrase_seeds, dense in seeds:
+                rows = dense if synthetic_of is None else [synthetic_of[r] for r in dense if r in synthetic_of]
+                scale = sum(phrase_seeds.values()) or 1.0
+                unit_seeds = {row: scale / rank for rank, row in enumerate(rows, start=1)}
+                t = time.perf_counter()
+                scores = graph.personalized_pagerank(phrase_seeds, unit_seeds, damping=damping, epsilon=eps)
+                times.append((time.perf_counter() - t) * 1000)
+                tops.append(top10(scores))
+            runs[eps] = (times, tops)
+        exact = runs[0.0][1]
+        label = f"{graph.incidence.shape[0]:,} units, {graph.incidence.nnz:,} links" + (f" (grown in {grown_s:.0f} s)" if n else "")
+        print(label)
+        for eps, (times, tops) in runs.items():
+            overlap = np.mean([len(a & b) / 10 for a, b in zip(tops, exact)])
+            print(f"  epsilon {eps:g}: walk p50 {pct(times, 50):.1f} ms, p95 {pct(times, 95):.1f} ms; "
+                  f"top-10 overlap with the exact walk {overlap:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
