@@ -328,8 +328,8 @@ class PhraseGraph:
         PageRank): a step then reads at most 1/epsilon links, so the work follows the seeds'
         neighbourhood and not the graph's size (search.walk_epsilon). A node below its bar passes
         nothing on (that mass is dropped), so a generic phrase reached by little mass is not
-        spread over its thousands of units. The walk's matrices are kept by column for it (built on the
-        first bounded walk)."""
+        spread over its thousands of units. The walk's matrices are kept by column for it (built
+        on the first bounded walk)."""
         if self._by_column is None:
             u2p, p2u = self._u2p.csr().tocsc(), self._p2u.csr().tocsc()
             self._by_column = (u2p, p2u, np.diff(u2p.indptr).astype(np.float32), np.diff(p2u.indptr).astype(np.float32))

@@ -254,6 +254,8 @@ class Searcher:
         self._terms_of = functools.lru_cache(maxsize=16)(lambda q: tuple(self._query_terms(q)))
         self._phrases_of = functools.lru_cache(maxsize=16)(
             lambda q: tuple(self.phrase_extractor().extract([q[:QUERY_TEXT_CHARS]])[0]))
+        # The walk, its second hop and the evidence weights all read the query's seeds.
+        self._seeds_of = functools.lru_cache(maxsize=16)(lambda q: tuple(self._phrase_seeds(q).items()))
 
     # -- single strategies: (row, score) best first ---------------------------------
     def restrict(self, filters: SearchFilters | None, query_vector: np.ndarray | None = None,
@@ -342,6 +344,10 @@ class Searcher:
         return [(r, float(scores[r])) for r in rows], int(valid.sum())
 
     def phrase_seeds(self, query: str) -> dict[int, float]:
+        """The query's seed phrases and their weights (_phrase_seeds), worked out once per query."""
+        return dict(self._seeds_of(query))
+
+    def _phrase_seeds(self, query: str) -> dict[int, float]:
         """Phrase nodes the query names, plus, for each of its noun phrases that names none, the
         nearest embedded phrase in another language at cosine >= search.graph_phrase_similarity:
         a Japanese question reaches the English graph this way. Within one language a phrase is
