@@ -104,7 +104,7 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
 
     # ------------------------------------------------------------------ indexing
     def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None, executor: str = "local",
-              address: str | None = None) -> BuildReport:
+              address: str | None = None, recluster: bool = False) -> BuildReport:
         """Build or update the index from files and folders: only new and changed files are read, and
         the new generation replaces the old one atomically.
 
@@ -114,10 +114,17 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
             executor: "local", or "ray": loading, embedding and noun phrases run on a Ray cluster,
                 the rest here; the result is the same index.
             address: the Ray cluster ("auto", "ray://host:10001"); none starts a local cluster.
+            recluster: cluster the noun-phrase graph from scratch; otherwise a build updates the
+                current communities where the graph changed, until graph.recluster_drift says
+                to start again.
 
         Returns:
-            What was added, changed, removed and failed, with counts and seconds per stage.
+            What was added, changed, removed and failed, with counts and seconds per stage, and
+            how the communities were built (`clustering`).
         """
+        if recluster and not self.config.graph.enabled:
+            raise MonjyuError("recluster applies to the noun-phrase graph, which this build does not make "
+                              "(graph.enabled is false, or --level 0)")
         if executor not in ("local", "ray"):
             raise MonjyuError(f"unknown executor '{executor}'; use local or ray")
         if address and executor != "ray":
@@ -132,7 +139,7 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
         before = self._generation_or_none()
         cluster = RayExecutor(address) if executor == "ray" else None
         try:
-            report = IndexBuilder(self.index_dir, self.config, progress, cluster).build(paths)
+            report = IndexBuilder(self.index_dir, self.config, progress, cluster).build(paths, recluster)
         finally:
             if cluster:
                 cluster.close()
@@ -157,7 +164,7 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
             "index_dir": str(self.index_dir), "store": self.remote.url if self.remote else None, "generation": m.generation,
             "built_at": m.built_at,
             "embedder": {"id": m.embedder_id, "dim": m.embedder_dim}, "token_counter": m.token_counter,
-            "counts": m.counts, "build_seconds": m.build_seconds, "failures": m.failures,
+            "counts": m.counts, "build_seconds": m.build_seconds, "failures": m.failures, "clustering": m.clustering,
         }
 
     def generation_dir(self) -> Path:

@@ -114,6 +114,7 @@ def index(
     verbose: Annotated[bool, typer.Option("--verbose", help="also show library warnings (always in <index>/logs/build.log)")] = False,
     executor: Annotated[str, typer.Option(help="local, or ray: loading, embedding and noun phrases on a Ray cluster")] = "local",
     address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster (auto, ray://host:10001); default a local one")] = None,
+    recluster: Annotated[bool, typer.Option("--recluster", help="cluster the noun-phrase graph from scratch instead of updating the communities where it changed")] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -124,7 +125,7 @@ def index(
             raise MonjyuError("--level must be 0 or 1")
         m.config.graph.enabled = level >= 1
         with _build_log(index, verbose), _progress(not as_json) as progress:
-            report = m.index(paths, progress=progress, executor=executor, address=address)
+            report = m.index(paths, progress=progress, executor=executor, address=address, recluster=recluster)
     except MonjyuError as exc:
         _fail(exc)
         return
@@ -136,6 +137,12 @@ def index(
         out.print(f"{len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed, "
                   f"{report.unchanged} unchanged; {report.documents} documents, {report.text_units} text units "
                   f"({report.embedded} embedded now) in {report.seconds.get('total', 0):.1f}s -> {index}")
+        if report.clustering:
+            c = report.clustering
+            how = ("clustered from scratch" if c["mode"] == "full" else
+                   f"updated where the graph changed ({c['reclustered']} phrases re-clustered)")
+            out.print(f"communities {how}; drift since the last full clustering {c['drift']:.3f} "
+                      f"(bound graph.recluster_drift {m.config.graph.recluster_drift})")
         if report.failures:
             err.print(f"[bold yellow]{len(report.failures)} file(s) failed[/]; the rest is indexed", markup=True)
     if report.failures:

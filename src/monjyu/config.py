@@ -160,6 +160,10 @@ class GraphConfig(Section):
     embed_communities: bool = Field(False, description="embed each community's representative phrases, which search.community_title_weight > 0 "
                                     "ranks communities by (at 0.3 no gain in lazy evidence on 2wiki, so both are off by default)")
     min_hub_units: int = Field(50, ge=1, description="never prune phrases found in fewer units than this")
+    recluster_drift: float = Field(0.2, ge=0, le=1, description="an update re-clusters only the communities whose phrases "
+                                   "changed, until the phrases changed since the last full clustering pass this share of "
+                                   "the graph; then the build clusters from scratch (0: every build does; 1: only "
+                                   "`monjyu index --recluster`)")
     processes: int = Field(0, ge=0, le=64, description="noun-phrase worker processes (spawned); 0: one per core, up to 4")
     named_entities: bool = Field(False, description="English phrases from spaCy's full pipeline, with NER labels (PERSON, ORG, "
                                  "GPE, ...) for entity-type filters; false: from part-of-speech tags (about 3x faster, graph "
@@ -407,7 +411,7 @@ class MonjyuConfig(BaseSettings):
     def graph_hash(self) -> str:
         """Hash of the settings that change what Level 1 contains: a build whose files did not change
         still rebuilds Level 1 (from the cached phrases) when one of them did."""
-        return _digest(self.graph.model_dump(exclude={"processes", "enabled"}))
+        return _digest(self.graph.model_dump(exclude={"processes", "enabled", "recluster_drift"}))
 
 
 def _digest(settings: dict) -> str:

@@ -45,7 +45,8 @@ from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHI
                                    units_to_table)
 from .citations import build_citation_graph, write_citation_graph
 from .distributed import ClusterEmbedder, ClusterPhraseExtractor, LoadFailure, RayExecutor, load_source, run_all
-from .level1 import Level1Result, PhraseCache, PhrasesAhead, build_level1, phrase_input
+from .communities import PreviousClustering
+from .level1 import Level1Result, PhraseCache, PhrasesAhead, build_level1, phrase_input, previous_clustering
 from ..types import DEFAULT_KINDS, Document, TextUnit
 from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
 
@@ -69,6 +70,7 @@ class BuildReport:
     seconds: dict[str, float] = field(default_factory=dict)
     generation: str = ""
     level1: dict[str, int] = field(default_factory=dict)  # phrases, hubs, edges, communities
+    clustering: dict = field(default_factory=dict)  # how the communities were built (Manifest.clustering)
 
     @property
     def nothing_changed(self) -> bool:
@@ -93,6 +95,7 @@ class _BuildRun:
     sources: dict[str, SourceRecord] = field(default_factory=dict)  # the next generation's files
     to_load: list[str] = field(default_factory=list)
     levels: list[int] = field(default_factory=list)
+    recluster: bool = False  # communities from scratch, not updated
     # load, embed
     new_docs: list[Document] = field(default_factory=list)
     new_units: list[TextUnit] = field(default_factory=list)
@@ -164,19 +167,21 @@ class IndexBuilder:
         return self._embedder
 
     # ------------------------------------------------------------------ build
-    def build(self, paths: Iterable[str | Path]) -> BuildReport:
+    def build(self, paths: Iterable[str | Path], recluster: bool = False) -> BuildReport:
+        """`recluster`: cluster the phrase graph from scratch instead of updating the current
+        communities where the graph changed (a build with nothing else to do still runs)."""
         self.index_dir.mkdir(parents=True, exist_ok=True)
         with _BuildLock(self.index_dir):
             try:
-                return self._build([Path(p) for p in paths])
+                return self._build([Path(p) for p in paths], recluster)
             finally:
                 if self._phrases is not None:
                     self._phrases.close()
                     self._phrases = None
 
-    def _build(self, roots: list[Path]) -> BuildReport:
+    def _build(self, roots: list[Path], recluster: bool) -> BuildReport:
         """The build's named stages in order; each reads and fills one `_BuildRun`."""
-        run = _BuildRun(t0=time.perf_counter(), report=BuildReport())
+        run = _BuildRun(t0=time.perf_counter(), report=BuildReport(), recluster=recluster)
         self._scan(run, roots)
         if self._up_to_date(run):
             return run.report
@@ -260,6 +265,8 @@ class IndexBuilder:
         the report names it and no new generation is written."""
         previous, report = run.previous, run.report
         same_graph = run.levels == [0] or previous is None or previous.graph_hash == self.config.graph_hash()
+        if run.recluster and 1 in run.levels:
+            return False
         if not (previous and report.nothing_changed and not report.failures and run.reuse
                 and previous.levels == run.levels and same_graph):
             return False
@@ -383,7 +390,7 @@ class IndexBuilder:
         """The noun-phrase graph, its communities and their vectors (when graph.enabled)."""
         if not self.config.graph.enabled:
             return
-        level1 = self._build_level1(run.units_table)
+        level1 = self._build_level1(run.units_table, self._previous_clustering(run))
         run.store.write({ENTITIES: level1.entities, RELATIONSHIPS: level1.relationships,
                          COMMUNITIES: level1.communities})
         save_incidence(run.gen_dir, level1.incidence)
@@ -392,6 +399,21 @@ class IndexBuilder:
         level1.seconds["embedding"] = time.perf_counter() - t_embed
         run.report.seconds.update({f"level1_{k}": v for k, v in level1.seconds.items()})
         run.report.level1 = level1.stats
+        run.report.clustering = level1.clustering
+
+    def _previous_clustering(self, run: _BuildRun) -> PreviousClustering | None:
+        """The current generation's communities, for the update to start from: None when asked to
+        re-cluster or when that generation's graph was built otherwise (other settings, another
+        embedder or chunking, no Level 1)."""
+        previous = run.previous
+        if (run.recluster or previous is None or not run.reuse or 1 not in previous.levels
+                or previous.graph_hash != self.config.graph_hash()):
+            return None
+        old = LanceStore(generation_dir(self.index_dir, previous.generation) / "lancedb")
+        if not old.has(COMMUNITIES):
+            return None
+        return previous_clustering(old.read(ENTITIES, ["title"]), old.read(RELATIONSHIPS, ["source", "target", "weight"]),
+                                   old.read(COMMUNITIES, ["id", "level", "parent", "entity_ids"]), previous.clustering)
 
     def _commit(self, run: _BuildRun) -> None:
         """Flush the generation, then atomically point the manifest at it."""
@@ -408,7 +430,7 @@ class IndexBuilder:
                     **report.level1},
             levels=run.levels, failures=[{"path": path, "reason": reason} for path, reason in report.failures],
             named_entities=self.config.graph.named_entities,
-            graph_hash=self.config.graph_hash() if 1 in run.levels else "",
+            graph_hash=self.config.graph_hash() if 1 in run.levels else "", clustering=report.clustering,
             built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             build_seconds={k: round(v, 3) for k, v in report.seconds.items()}, sources=run.sources,
         )
@@ -427,7 +449,7 @@ class IndexBuilder:
         for start in range(0, len(sentences), batch):
             embedder.embed_passages(sentences[start:start + batch], progress=lambda n: self.progress("sentences", n, None))
 
-    def _build_level1(self, units_table: pa.Table) -> Level1Result:
+    def _build_level1(self, units_table: pa.Table, previous: PreviousClustering | None = None) -> Level1Result:
         """Noun phrases are read as a stream from the phrase cache (a large build never holds
         all of them): extracted ahead while embedding, or here."""
         t0 = time.perf_counter()
@@ -449,7 +471,7 @@ class IndexBuilder:
         t1 = time.perf_counter()
         try:
             with self._step("graph"):
-                result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph)
+                result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph, previous)
         finally:
             if extractor is not None:
                 extractor.close()

@@ -2,9 +2,10 @@
 
 Tables (GraphRAG vocabulary): `entities` (noun phrases), `relationships` (co-occurrence edges),
 `communities` (hierarchy with level/parent/children). Noun phrases are cached by content hash,
-so a rebuild after adding documents only runs NLP on new text; graph and communities are then
-recomputed over the whole collection (cheap next to noun-phrase extraction), which keeps
-communities consistent instead of appending new ones.
+so a rebuild after adding documents only runs NLP on new text; the graph is then recomputed over
+the whole collection from the cached phrases (exact: the same graph as a build from scratch),
+and the communities are updated where the graph changed (index/communities.py) or clustered
+from scratch.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import scipy.sparse as sp
 from ..config import GraphConfig
 from ..nlp.noun_phrases import CONCEPT, NounPhraseExtractor
 from ..store.kv import SqliteKV
+from .communities import Graph, PreviousClustering, cluster, modularity
 
 log = logging.getLogger(__name__)
 LOOKUP = 16_384  # texts whose phrases are looked up (and extracted) at a time
@@ -52,6 +54,7 @@ class Level1Result:
     incidence: sp.csr_matrix  # text units x phrases, rows in text_units table order
     seconds: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)
+    clustering: dict = field(default_factory=dict)  # for the manifest (Manifest.clustering)
 
 
 class PhraseCache:
@@ -146,10 +149,12 @@ class PhrasesAhead:
 
 
 def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | Iterable[list[str]],
-                 cfg: GraphConfig) -> Level1Result:
+                 cfg: GraphConfig, previous: PreviousClustering | None = None, recluster: bool = False) -> Level1Result:
     """`unit_phrases`: per text unit, its phrases with their types (NounPhraseExtractor.extract),
     or plain phrase lists (all CONCEPT). Read once: given an iterator over a list nothing else
-    holds, the list is freed as soon as it is read."""
+    holds, the list is freed as soon as it is read. `previous`: the current generation's
+    communities, updated rather than clustered anew (unless `recluster` or the drift bound says
+    otherwise)."""
     t0 = time.perf_counter()
     vocab: dict[str, int] = {}
     kind_ids: dict[str, int] = {}
@@ -182,12 +187,15 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
     degree = np.bincount(np.concatenate([src, dst]), minlength=n_phr) if len(src) else np.zeros(n_phr, np.int64)
     t_graph = time.perf_counter()
 
-    communities = _communities(src, dst, cnt, npmi, cfg)
-    t_leiden = time.perf_counter()
-
     phrases = [None] * n_phr
     for p, i in vocab.items():
         phrases[i] = p
+    # Edge weight: co-occurrence count scaled by positive NPMI, so chance co-occurrence of common
+    # phrases weighs less than specific pairs.
+    graph = Graph(n_phr, src, dst, cnt, cnt * np.clip(npmi, 0.05, 1.0))
+    clustering = cluster(graph, cfg, phrases, previous, recluster)
+    communities = clustering.assignments
+    t_leiden = time.perf_counter()
     # Each phrase's type: the one most of its units gave it; ties go to the first type by name.
     names = sorted(kind_ids)
     width = max(len(names), 1)
@@ -218,28 +226,23 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
         seconds={"graph": t_graph - t0, "leiden": t_leiden - t_graph, "tables": t_end - t_leiden},
         stats={"phrases": n_phr, "hubs": int(is_hub.sum()), "edges": int(len(src)),
                "communities": community_table.num_rows},
+        clustering={"mode": clustering.mode, "changed": clustering.changed, "reclustered": clustering.reclustered,
+                    "drift": round(clustering.drift, 4), "modularity": round(modularity(graph, communities), 4),
+                    **clustering.state},
     )
 
 
-def _communities(src: np.ndarray, dst: np.ndarray, cnt: np.ndarray, npmi: np.ndarray,
-                 cfg: GraphConfig) -> list[tuple[int, int, int, int | None]]:
-    """(node, cluster, level, parent_cluster) from hierarchical Leiden, deterministic for a seed.
-    Edge weight: co-occurrence count scaled by positive NPMI, so chance co-occurrence of common
-    phrases weighs less than specific pairs."""
-    if len(src) == 0:
-        return []
-    from graspologic_native import hierarchical_leiden
-
-    weights = cnt * np.clip(npmi, 0.05, 1.0)
-    order = np.lexsort((dst, src))  # a fixed edge order: same input, same communities
-    # The native Leiden takes (name, name, weight) tuples: one name string per node, shared by its
-    # edges (a string per edge end doubled the largest allocation of a 100k-unit build).
-    names = [str(n) for n in range(int(max(src.max(), dst.max())) + 1)]
-    edges = [(names[a], names[b], w) for a, b, w in zip(src[order].tolist(), dst[order].tolist(),
-                                                       weights[order].tolist())]
-    clusters = hierarchical_leiden(edges, max_cluster_size=cfg.max_cluster_size, seed=cfg.seed)
-    return [(int(c.node), int(c.cluster), int(c.level),
-             int(c.parent_cluster) if c.parent_cluster is not None else None) for c in clusters]
+def previous_clustering(entities: pa.Table, relationships: pa.Table, communities: pa.Table,
+                        state: dict) -> PreviousClustering:
+    """The current generation's Level 1 tables as an update starts from them."""
+    return PreviousClustering(
+        titles=entities["title"].to_pylist(), src=relationships["source"].to_numpy().astype(np.int64),
+        dst=relationships["target"].to_numpy().astype(np.int64),
+        count=relationships["weight"].to_numpy().astype(np.int64), ids=communities["id"].to_pylist(),
+        levels=communities["level"].to_pylist(), parents=communities["parent"].to_pylist(),
+        members=communities["entity_ids"].to_pylist(),
+        changed_since_full=int(state.get("changed_since_full", 0)),
+        links_at_full=int(state.get("links_at_full", 0)))
 
 
 def _community_table(assignments, inc_csc: sp.csc_matrix, unit_ids: list[str], phrases: list[str],
@@ -247,11 +250,11 @@ def _community_table(assignments, inc_csc: sp.csc_matrix, unit_ids: list[str], p
     members: dict[int, list[int]] = {}
     level: dict[int, int] = {}
     parent: dict[int, int] = {}
-    for node, cluster, lvl, par in assignments:
-        members.setdefault(cluster, []).append(node)
-        level[cluster] = lvl
+    for node, community, lvl, par in assignments:
+        members.setdefault(community, []).append(node)
+        level[community] = lvl
         if par is not None:
-            parent[cluster] = par
+            parent[community] = par
     children: dict[int, list[int]] = {}
     for c, p in parent.items():
         children.setdefault(p, []).append(c)

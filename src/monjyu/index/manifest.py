@@ -42,6 +42,9 @@ class Manifest:
     # before the setting existed were built with the full pipeline.
     named_entities: bool = True
     graph_hash: str = ""  # MonjyuConfig.graph_hash() of the build's Level 1 ("" before it was recorded)
+    # How the communities were built: mode (full / update), drift since the last full clustering,
+    # links_at_full, changed_since_full, modularity (index/communities.py)
+    clustering: dict[str, Any] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:

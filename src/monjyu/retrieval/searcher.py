@@ -529,6 +529,13 @@ class Searcher:
             self._rows = {u: i for i, u in enumerate(self.index.columns["id"])}
         return self._rows[text_unit_id]
 
+    def has_unit(self, text_unit_id: str) -> bool:
+        try:
+            self.row_of(text_unit_id)
+        except KeyError:
+            return False
+        return True
+
     # -- the public entry point --------------------------------------------------------
     def search(self, query: str, query_vector: np.ndarray | None, mode: str, top_k: int, offset: int = 0,
                filters: SearchFilters | None = None, threshold: float | None = None) -> SearchResults:

@@ -65,6 +65,12 @@ class LazyConversation:
                 "claims": [{"statement": c.statement, "score": c.score, "text_unit_ids": c.text_unit_ids,
                             "sentences": c.sentences} for c in self.claims]}
 
+    def follow(self, has_unit: Callable[[str], bool], has_community: Callable[[int], bool]) -> None:
+        """Forget what the index no longer holds: earlier claims citing a removed document's units,
+        and communities a later build re-clustered away (their ids are not reused)."""
+        self.claims = [c for c in self.claims if all(map(has_unit, c.text_unit_ids))]
+        self.productive_communities = [c for c in self.productive_communities if has_community(c)]
+
     @classmethod
     def from_dict(cls, data: dict) -> "LazyConversation":
         return cls(turns=[(q, a) for q, a in data.get("turns", [])],
@@ -479,6 +485,10 @@ class LazySearchEngine:
         phase = on_phase or (lambda name, info: None)
         lang = detect_language(query)
         budget, enough = cfg.resolved()
+        if conversation is not None:
+            communities = self.searcher.index.communities
+            conversation.follow(self.searcher.has_unit,
+                                lambda c: communities is not None and c in communities.by_id)
         if self.llm is None and self.searcher.index.communities is not None and \
                 rule_classify(query, []).type == "global":
             result = await asyncio.to_thread(self._themes, query, lang, budget, filters, threshold, top_k, offset,

@@ -1,0 +1,322 @@
+"""Hierarchical communities of the noun-phrase graph: a full Leiden clustering, or an update of
+the previous generation's hierarchy that re-clusters only where the graph changed.
+
+Why an update: adding one paper to a large collection changes the links of a few hundred
+phrases, but a full hierarchical Leiden re-clusters every phrase of the collection. The update
+keeps every community whose phrases kept their links, places each new phrase in the smallest
+community its links point to, and re-runs Leiden only inside the parents of the smallest
+communities that changed (tens to hundreds of phrases each). Communities left as they were keep
+their ids, so what refers to them (conversations, links in the web app) still holds.
+
+What an update cannot do is move a phrase between the large communities near the top of the
+hierarchy. How far the graph moved since the last full clustering is kept as the drift: the
+co-occurrence counts added and removed since then, as a share of the links the full clustering
+saw (one paper added to a thousand moves about a thousandth of them, though it touches the links
+of every phrase it mentions). Past `graph.recluster_drift` the build clusters from scratch (and
+`monjyu index --recluster` asks for it).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..config import GraphConfig
+
+# (phrase, community, level, parent community or None): one row per level a phrase belongs to.
+Assignment = tuple[int, int, int, "int | None"]
+
+
+@dataclass
+class Graph:
+    """The co-occurrence graph as Leiden sees it: edges (src < dst) and their weights."""
+
+    n_nodes: int
+    src: np.ndarray
+    dst: np.ndarray
+    count: np.ndarray  # units the two phrases share
+    weight: np.ndarray  # what Leiden maximises modularity over
+
+    def nodes(self) -> np.ndarray:
+        return np.unique(np.concatenate([self.src, self.dst]))
+
+    def adjacency(self) -> sp.csr_matrix:
+        n = self.n_nodes
+        a = sp.coo_matrix((self.weight, (self.src, self.dst)), shape=(n, n)).tocsr()
+        return (a + a.T).tocsr()
+
+
+@dataclass
+class PreviousClustering:
+    """The current generation's hierarchy and links, with phrases named by their text (a new
+    build numbers phrases anew)."""
+
+    titles: list[str]  # old phrase id -> text
+    src: np.ndarray  # old edges, old phrase ids
+    dst: np.ndarray
+    count: np.ndarray
+    ids: list[int]  # communities
+    levels: list[int]
+    parents: list[int]  # -1: a top community
+    members: list[list[int]]  # old phrase ids
+    changed_since_full: int = 0  # co-occurrence counts added and removed since the last full clustering
+    links_at_full: int = 0  # the sum of the co-occurrence counts that clustering saw
+
+
+@dataclass
+class Clustering:
+    assignments: list[Assignment]
+    mode: str  # "full" or "update"
+    changed: int = 0  # phrases added, removed or with changed links
+    reclustered: int = 0  # phrases Leiden ran over
+    drift: float = 0.0  # counts changed since the last full clustering / the counts it saw
+    state: dict[str, int] = field(default_factory=dict)  # what the manifest keeps for the next build
+
+
+def full_clustering(graph: Graph, cfg: GraphConfig) -> Clustering:
+    return Clustering(leiden_hierarchy(graph.src, graph.dst, graph.weight, cfg), "full",
+                      reclustered=len(graph.nodes()),
+                      state={"links_at_full": int(graph.count.sum()), "changed_since_full": 0})
+
+
+def cluster(graph: Graph, cfg: GraphConfig, titles: list[str], previous: PreviousClustering | None,
+            recluster: bool = False) -> Clustering:
+    """A full clustering when asked, when there is nothing to update, or when the drift since the
+    last full one would pass `cfg.recluster_drift`; else an update of `previous`."""
+    if previous is None or recluster or not previous.ids or cfg.recluster_drift <= 0:
+        return full_clustering(graph, cfg)
+    update = _Update(graph, cfg, titles, previous)
+    total = previous.changed_since_full + update.moved
+    drift = total / max(previous.links_at_full, 1)
+    if drift > cfg.recluster_drift:
+        result = full_clustering(graph, cfg)
+        result.changed, result.drift = len(update.changed), drift
+        return result
+    assignments, reclustered = update.run()
+    return Clustering(assignments, "update", changed=len(update.changed), reclustered=reclustered, drift=drift,
+                      state={"links_at_full": previous.links_at_full, "changed_since_full": total})
+
+
+def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: GraphConfig) -> list[Assignment]:
+    """Hierarchical Leiden, deterministic for a seed: communities larger than
+    cfg.max_cluster_size are split again."""
+    if len(src) == 0:
+        return []
+    from graspologic_native import hierarchical_leiden
+
+    order = np.lexsort((dst, src))  # a fixed edge order: same input, same communities
+    # The native Leiden takes (name, name, weight) tuples: one name string per node, shared by its
+    # edges (a string per edge end doubled the largest allocation of a 100k-unit build).
+    names = [str(n) for n in range(int(max(src.max(), dst.max())) + 1)]
+    edges = [(names[a], names[b], w) for a, b, w in zip(src[order].tolist(), dst[order].tolist(),
+                                                       weight[order].tolist())]
+    clusters = hierarchical_leiden(edges, max_cluster_size=cfg.max_cluster_size, seed=cfg.seed)
+    return [(int(c.node), int(c.cluster), int(c.level),
+             int(c.parent_cluster) if c.parent_cluster is not None else None) for c in clusters]
+
+
+def modularity(graph: Graph, assignments: list[Assignment], level: int = 0) -> float:
+    """Modularity of the partition at `level` (the top one by default): how much more weight
+    lies inside communities than chance would put there. Phrases without a community at that
+    level count as their own."""
+    if len(graph.src) == 0:
+        return 0.0
+    label = np.arange(graph.n_nodes, dtype=np.int64) + (1 << 40)
+    for node, community, lvl, _ in assignments:
+        if lvl == level:
+            label[node] = community
+    m = float(graph.weight.sum())
+    degree = np.bincount(graph.src, graph.weight, graph.n_nodes) + np.bincount(graph.dst, graph.weight, graph.n_nodes)
+    inside = float(graph.weight[label[graph.src] == label[graph.dst]].sum())
+    _, groups = np.unique(label, return_inverse=True)
+    strength = np.bincount(groups, degree)
+    return inside / m - float((strength ** 2).sum()) / (4 * m * m)
+
+
+class _Update:
+    """One update of a previous hierarchy to a new graph (see the module docstring)."""
+
+    def __init__(self, graph: Graph, cfg: GraphConfig, titles: list[str], previous: PreviousClustering):
+        self.graph, self.cfg = graph, cfg
+        new_id = {t: i for i, t in enumerate(titles)}
+        # Old phrase ids in the new numbering; a phrase no unit has any more gets an id past the end.
+        gone_base = graph.n_nodes
+        remap = np.array([new_id.get(t, -1) for t in previous.titles], dtype=np.int64)
+        missing = remap < 0
+        remap[missing] = gone_base + np.arange(int(missing.sum()))
+        self.in_graph = np.zeros(graph.n_nodes, bool)
+        self.in_graph[graph.nodes()] = True
+
+        # The previous tree, in new ids, without phrases that left the graph.
+        self.level = dict(zip(previous.ids, previous.levels))
+        self.parent = {c: (p if p >= 0 else None) for c, p in zip(previous.ids, previous.parents)}
+        self.children: dict[int, list[int]] = defaultdict(list)
+        for c, p in self.parent.items():
+            if p is not None:
+                self.children[p].append(c)
+        n_ids = gone_base + int(missing.sum())
+        present = np.zeros(n_ids, bool)
+        present[:gone_base] = self.in_graph
+        self.members: dict[int, set[int]] = {}
+        self.left_leaves: set[int] = set()  # communities a phrase left
+        was_clustered = np.zeros(n_ids, bool)
+        for c, level, nodes in zip(previous.ids, previous.levels, previous.members):
+            ids = remap[np.asarray(nodes, dtype=np.int64)]
+            if level == 0:  # the top level holds every clustered phrase
+                was_clustered[ids] = True
+            kept = present[ids]
+            self.members[c] = set(ids[kept].tolist())
+            if not kept.all():
+                self.left_leaves.add(c)
+        self.next_id = max(previous.ids) + 1
+
+        # Which phrases changed: the ends of every link added, dropped or recounted, phrases new to
+        # the graph and those that left it.
+        old = _pair_counts(remap[previous.src], remap[previous.dst], previous.count, n_ids)
+        new = _pair_counts(graph.src, graph.dst, graph.count, n_ids)
+        diff = (new - old).tocoo()
+        self.moved = int(np.abs(diff.data).sum())  # co-occurrence counts added and removed
+        touched = np.zeros(n_ids, bool)
+        touched[diff.row[diff.data != 0]] = True
+        touched[diff.col[diff.data != 0]] = True
+        self.fresh = set(np.flatnonzero(present & ~was_clustered).tolist())
+        left = was_clustered & ~present
+        self.changed = set(np.flatnonzero((touched & present) | left).tolist()) | self.fresh
+
+    # ------------------------------------------------------------------ the update
+    def run(self) -> tuple[list[Assignment], int]:
+        adjacency = self.graph.adjacency()
+        leaf = self._leaves()
+        unplaced = self._place_fresh(adjacency, leaf)
+        scopes = {self._scope(leaf[n]) for n in self.changed if n in leaf}
+        scopes |= {self._scope(c) for c in self.left_leaves if c in self.members}
+        scopes = {s for s in scopes if not any(a in scopes for a in self._ancestors(s))}
+        reclustered = 0
+        for scope in sorted(scopes):
+            reclustered += len(self.members[scope])
+            self._recluster(scope)
+        if unplaced:
+            reclustered += len(unplaced)
+            self._new_tops(sorted(unplaced))
+        self._drop_empty()
+        return self._assignments(), reclustered
+
+    def _leaves(self) -> dict[int, int]:
+        """Each clustered phrase's smallest community."""
+        leaf: dict[int, int] = {}
+        for c in sorted(self.members, key=lambda c: self.level[c]):
+            for n in self.members[c]:
+                leaf[n] = c
+        return leaf
+
+    def _place_fresh(self, adjacency: sp.csr_matrix, leaf: dict[int, int]) -> set[int]:
+        """Each new phrase joins the smallest community holding most of its link weight (phrases
+        linked only to other new phrases wait for those); what links to no community is left."""
+        waiting = set(self.fresh)
+        while waiting:
+            placed = []
+            for n in sorted(waiting):
+                row = slice(adjacency.indptr[n], adjacency.indptr[n + 1])
+                weight: dict[int, float] = defaultdict(float)
+                for m, w in zip(adjacency.indices[row].tolist(), adjacency.data[row].tolist()):
+                    if m in leaf and m not in waiting:
+                        weight[leaf[m]] += w
+                if weight:
+                    best = max(weight.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+                    placed.append((n, best))
+            if not placed:
+                break
+            for n, c in placed:
+                leaf[n] = c
+                waiting.discard(n)
+                for a in [c, *self._ancestors(c)]:
+                    self.members[a].add(n)
+        return waiting
+
+    def _scope(self, community: int) -> int:
+        """Where a change is re-clustered: the parent of the smallest community it touched (so
+        phrases may move between siblings), or that community when it is a top one."""
+        p = self.parent.get(community)
+        return community if p is None else p
+
+    def _ancestors(self, community: int) -> list[int]:
+        out, p = [], self.parent.get(community)
+        while p is not None:
+            out.append(p)
+            p = self.parent.get(p)
+        return out
+
+    def _recluster(self, scope: int) -> None:
+        """Leiden over the phrases of `scope` and the links among them, replacing its subtree."""
+        for c in self._descendants(scope):
+            del self.members[c], self.level[c], self.parent[c]
+            self.children.pop(c, None)
+        self.children[scope] = []
+        nodes = np.array(sorted(self.members[scope]), dtype=np.int64)
+        if len(nodes) < self.cfg.max_cluster_size:
+            return
+        src, dst, weight = self._induced(nodes)
+        self._graft(leiden_hierarchy(src, dst, weight, self.cfg), scope, whole=set(nodes.tolist()))
+
+    def _new_tops(self, nodes: list[int]) -> None:
+        """New phrases linked only among themselves: communities of their own at the top."""
+        src, dst, weight = self._induced(np.array(nodes, dtype=np.int64))
+        self._graft(leiden_hierarchy(src, dst, weight, self.cfg), None, whole=set())
+
+    def _graft(self, assignments: list[Assignment], parent: int | None, whole: set[int]) -> None:
+        """Leiden's communities of a subgraph under `parent` (None: at the top), with fresh ids.
+        A single community holding all of the parent's phrases adds nothing."""
+        base = 0 if parent is None else self.level[parent] + 1
+        groups: dict[int, set[int]] = defaultdict(set)
+        info: dict[int, tuple[int, int | None]] = {}
+        for node, c, lvl, par in assignments:
+            groups[c].add(node)
+            info[c] = (lvl, par)
+        if parent is not None and [g for c, g in groups.items() if info[c][0] == 0] == [whole]:
+            return
+        fresh = {c: self.next_id + i for i, c in enumerate(sorted(groups))}
+        self.next_id += len(fresh)
+        for c in sorted(groups):
+            lvl, par = info[c]
+            cid = fresh[c]
+            up = fresh[par] if par is not None else parent
+            self.members[cid] = groups[c]
+            self.level[cid] = base + lvl
+            self.parent[cid] = up
+            if up is not None:
+                self.children[up].append(cid)
+
+    def _descendants(self, community: int) -> list[int]:
+        out, todo = [], list(self.children.get(community, []))
+        while todo:
+            c = todo.pop()
+            out.append(c)
+            todo.extend(self.children.get(c, []))
+        return out
+
+    def _induced(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        inside = np.zeros(self.graph.n_nodes, bool)
+        inside[nodes] = True
+        keep = inside[self.graph.src] & inside[self.graph.dst]
+        return self.graph.src[keep], self.graph.dst[keep], self.graph.weight[keep]
+
+    def _drop_empty(self) -> None:
+        for c in [c for c, m in self.members.items() if not m]:
+            for d in [c, *self._descendants(c)]:
+                self.members.pop(d, None)
+                self.level.pop(d, None)
+                self.parent.pop(d, None)
+                self.children.pop(d, None)
+        for c, kids in self.children.items():
+            self.children[c] = [k for k in kids if k in self.members]
+
+    def _assignments(self) -> list[Assignment]:
+        return [(n, c, self.level[c], self.parent[c]) for c in sorted(self.members) for n in sorted(self.members[c])]
+
+
+def _pair_counts(src: np.ndarray, dst: np.ndarray, count: np.ndarray, n: int) -> sp.csr_matrix:
+    a, b = np.minimum(src, dst), np.maximum(src, dst)
+    return sp.csr_matrix((np.asarray(count, np.int64), (a, b)), shape=(n, n))

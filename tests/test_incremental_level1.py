@@ -1,0 +1,149 @@
+"""Incremental Level 1: communities updated where the graph changed, the drift bound, --recluster,
+and an add and a remove through the real index giving what a full rebuild of the same files gives."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from monjyu import Monjyu
+from monjyu.cli import app
+from monjyu.config import GraphConfig
+from monjyu.index.level1 import build_level1, previous_clustering
+
+TOPICS = [["neural network", "gradient descent", "loss function", "training data", "learning rate"],
+          ["protein folding", "amino acid", "molecular dynamics", "binding site", "crystal structure"],
+          ["tokyo", "kyoto", "osaka", "nagoya", "sapporo"]]
+NEW_TOPIC = ["coral reef", "ocean acidity", "sea temperature", "bleaching event", "marine algae"]
+
+
+def topic_units(topics, n: int, seed: int) -> list[list[str]]:
+    rng = np.random.default_rng(seed)
+    return [list(rng.choice(topics[i % len(topics)], size=3, replace=False)) for i in range(n)]
+
+
+def check_hierarchy(result) -> dict[int, dict]:
+    """Every linked phrase sits in one top community; children lie one level below their parent
+    and within it; sizes are member counts."""
+    by_id = {c["id"]: c for c in result.communities.to_pylist()}
+    linked = set(result.relationships["source"].to_pylist()) | set(result.relationships["target"].to_pylist())
+    tops = [c for c in by_id.values() if c["level"] == 0]
+    placed = [e for c in tops for e in c["entity_ids"]]
+    assert sorted(placed) == sorted(set(placed)) and set(placed) == linked
+    for c in by_id.values():
+        assert c["size"] == len(c["entity_ids"]) and c["text_unit_ids"]
+        for child in c["children"]:
+            assert by_id[child]["parent"] == c["id"] and by_id[child]["level"] == c["level"] + 1
+            assert set(by_id[child]["entity_ids"]) <= set(c["entity_ids"])
+    return by_id
+
+
+def previous_of(result):
+    return previous_clustering(result.entities, result.relationships, result.communities, result.clustering)
+
+
+def titles_of(result, community) -> set[str]:
+    titles = result.entities["title"].to_pylist()
+    return {titles[e] for e in community["entity_ids"]}
+
+
+def test_an_update_keeps_untouched_communities_and_places_new_phrases():
+    cfg = GraphConfig(max_cluster_size=4, seed=7)
+    units = topic_units(TOPICS, 60, 1)
+    base = build_level1([f"u{i}" for i in range(60)], units, cfg)
+    assert base.clustering["mode"] == "full" and base.clustering["changed_since_full"] == 0
+    # A few units of a topic the collection did not have.
+    more = units + topic_units([NEW_TOPIC], 4, 2)
+    updated = build_level1([f"u{i}" for i in range(64)], more, cfg, previous_of(base))
+    assert updated.clustering["mode"] == "update" and 0 < updated.clustering["drift"] < cfg.recluster_drift
+    by_id = check_hierarchy(updated)
+    # Communities whose phrases kept their links are there as they were, under their ids.
+    before = {c["id"]: titles_of(base, c) for c in base.communities.to_pylist()}
+    after = {c["id"]: titles_of(updated, c) for c in by_id.values()}
+    assert before.items() <= after.items()
+    # The new topic's phrases form a community of their own at the top.
+    new_tops = [titles_of(updated, c) for c in by_id.values() if c["level"] == 0 and c["id"] not in before]
+    assert any(set(NEW_TOPIC) & t for t in new_tops) and all(t <= set(NEW_TOPIC) for t in new_tops)
+    # Asked to, or with no room for drift, the same graph is clustered from scratch.
+    again = build_level1([f"u{i}" for i in range(64)], more, cfg, previous_of(base), recluster=True)
+    assert again.clustering["mode"] == "full"
+    tight = build_level1([f"u{i}" for i in range(64)], more, GraphConfig(max_cluster_size=4, seed=7, recluster_drift=0.01),
+                         previous_of(base))
+    assert tight.clustering["mode"] == "full" and tight.clustering["drift"] > 0.01
+    assert again.communities.equals(tight.communities)
+
+
+def test_an_update_after_units_are_removed_drops_their_phrases():
+    cfg = GraphConfig(max_cluster_size=4, seed=7)
+    units = topic_units(TOPICS, 60, 1) + topic_units([NEW_TOPIC], 6, 2)
+    base = build_level1([f"u{i}" for i in range(66)], units, cfg)
+    updated = build_level1([f"u{i}" for i in range(60)], units[:60], cfg, previous_of(base))
+    assert updated.clustering["mode"] == "update"
+    by_id = check_hierarchy(updated)
+    assert not any(set(NEW_TOPIC) & titles_of(updated, c) for c in by_id.values())
+    assert all(u in {f"u{i}" for i in range(60)} for c in by_id.values() for u in c["text_unit_ids"])
+
+
+QUERIES = ["How does Leiden find communities in a graph?", "What does lazy search do with its budget?",
+           "検索拡張生成とは何ですか"]
+MODES = ["vector", "keyword", "hybrid", "graph", "lazy", "hybridrag"]
+
+
+def results(m: Monjyu) -> dict:
+    out = {}
+    for q in QUERIES:
+        for mode in MODES:
+            r = m.ask(q, mode=mode, top_k=5)
+            out[q, mode] = ([h.text_unit_id for h in r.hits], r.answer.text if r.answer else None)
+    return out
+
+
+@pytest.mark.parametrize("change", ["add", "remove"])
+def test_an_add_or_a_remove_searches_like_a_full_rebuild(tmp_path, samples_copy, make_config, change):
+    held = samples_copy.parent / "held"
+    held.mkdir()
+    moving = samples_copy / "lazygraphrag.md"
+    if change == "add":
+        shutil.move(moving, held / moving.name)
+    # One file of seven moves more than the default drift bound allows: no bound, to test the update.
+    m = Monjyu(tmp_path / "idx", make_config(graph={"recluster_drift": 1.0}))
+    m.index([samples_copy])
+    if change == "add":
+        shutil.move(held / moving.name, moving)
+    else:
+        moving.unlink()
+    report = m.index([samples_copy])
+    assert (report.added if change == "add" else report.removed) and report.clustering["mode"] == "update"
+    fresh = Monjyu(tmp_path / "fresh", make_config())
+    fresh.index([samples_copy])
+    assert results(m) == results(fresh)
+    # `monjyu index --recluster` clusters the same graph from scratch, even with nothing else to do.
+    out = CliRunner().invoke(app, ["index", str(samples_copy), "--index", str(tmp_path / "idx"), "--recluster",
+                                   "--json"], env={"MONJYU_CACHE_DIR": str(make_config().cache_dir)})
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["clustering"]["mode"] == "full"
+
+
+def test_recluster_is_refused_without_the_graph(tmp_path, samples_copy, make_config):
+    out = CliRunner().invoke(app, ["index", str(samples_copy), "--index", str(tmp_path / "idx"), "--level", "0",
+                                   "--recluster"])
+    assert out.exit_code == 2 and "recluster" in out.output
+
+
+def test_a_conversation_forgets_a_removed_documents_claims(tmp_path, samples_copy, make_config):
+    m = Monjyu(tmp_path / "idx", make_config())
+    m.index([samples_copy])
+    conversation = m.conversation("c1")
+    m.lazy_search("What does lazy search do with its budget?", conversation=conversation)
+    removed = {h.text_unit_id for h in m.search("lazy search budget", mode="keyword", top_k=50).hits
+               if h.document_id == "papers/lazygraphrag.md"}
+    assert any(set(c.text_unit_ids) & removed for c in conversation.claims)
+    (samples_copy / "lazygraphrag.md").unlink()
+    m.index([samples_copy])
+    result = m.lazy_search("And how does it stop?", conversation=conversation)
+    assert result.answer is not None and len(conversation.turns) == 2
+    assert not any(set(c.text_unit_ids) & removed for c in conversation.claims)
