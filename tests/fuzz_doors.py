@@ -134,7 +134,7 @@ def api_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
     option_values = {
         "top_k": SMALL_INT, "offset": SMALL_INT, "threshold": st.floats(allow_nan=True, allow_infinity=True),
         "answer": st.booleans(), "expand": st.booleans(), "preset": st.sampled_from(["z100", "z500", "z9", ""]),
-        "budget": SMALL_INT, "weights": st.dictionaries(st.sampled_from(["keyword", "semantic", "graph", "x"]),
+        "budget": SMALL_INT, "level": st.integers(-1, 5), "weights": st.dictionaries(st.sampled_from(["keyword", "semantic", "graph", "x"]),
                                                         st.floats(-1, 2), max_size=3),
         "rerank": st.booleans(), "crag": st.booleans(),
         "session": st.one_of(st.just("fuzz"), TEXT.filter(lambda s: len(s) < 80)),
@@ -145,7 +145,7 @@ def api_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
         if mode == "lazy" and "budget" not in chosen:
             chosen = {**chosen, "budget": 5}
         classify(tally, "api", "options", case, lambda: m.ask("Leiden communities", mode, **chosen),
-                 list(chosen) + ["query", "weights", "expand", "no llm"])
+                 list(chosen) + ["query", "weights", "expand", "no llm", "llm.provider"])
 
     run(st.tuples(st.sampled_from(ALL_MODES),
                   st.fixed_dictionaries({}, optional={k: v for k, v in option_values.items() if k in OPTION_MODES})),
@@ -297,11 +297,11 @@ def mcp_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
                       st.dictionaries(st.sampled_from(["file_types", "kinds", "year_range", "authors", "x"]),
                                       st.one_of(TEXT, st.lists(TEXT, max_size=2)), max_size=2))
     tools = {"search": ["query", "mode", "limit", "offset", "filters", "answer", "threshold", "preset", "budget",
-                        "weights", "rerank", "crag"],
-             "lazy_search": ["query", "preset", "budget"], "get_document": ["document_id", "text_unit_id",
+                        "level", "weights", "rerank", "crag"],
+             "lazy_search": ["query", "preset", "budget", "level"], "get_document": ["document_id", "text_unit_id",
                                                                              "context_units", "max_chars"],
              "list_documents": ["limit", "offset"], "index_status": [], "index": ["paths"],
-             "converse": ["query", "session", "preset", "budget"]}
+             "converse": ["query", "session", "preset", "budget", "level"]}
     loop = asyncio.new_event_loop()
 
     def call(case: tuple[str, dict]) -> None:
@@ -322,7 +322,8 @@ def mcp_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
     # then anything under any name.
     typed = {"query": st.one_of(TEXT, MIXED), "mode": st.sampled_from([*ALL_MODES, "x"]), "limit": SMALL_INT,
              "offset": SMALL_INT, "answer": st.booleans(), "threshold": st.floats(-2, 2),
-             "preset": st.sampled_from(["z100", "z9"]), "budget": st.integers(-1, 8), "rerank": st.booleans(),
+             "preset": st.sampled_from(["z100", "z9"]), "budget": st.integers(-1, 8), "level": st.integers(0, 3),
+             "rerank": st.booleans(),
              "crag": st.booleans(), "weights": st.fixed_dictionaries({"keyword": st.floats(0, 1),
                                                                       "semantic": st.floats(0, 1),
                                                                       "graph": st.floats(0, 1)}),

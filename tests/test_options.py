@@ -60,6 +60,7 @@ OPTION_CASES = [
     Case("preset", {"preset": "z100"}, ["--preset", "z100"], {"preset": "z100"}, lambda r: r["budget_total"] == 100),
     Case("budget", {"budget": 7}, ["--budget", "7"], {"budget": 7},
          lambda r: r["budget_total"] == 7 and r["budget_used"] <= 7),
+    Case("level", {"level": 1}, ["--level", "1"], {"level": 1}, lambda r: r["levels_reached"] == [0, 1]),
     Case("weights", {"weights": {"keyword": 0.2, "semantic": 0.3, "graph": 0.5}}, ["--weights", "0.2,0.3,0.5"],
          {"weights": {"keyword": 0.2, "semantic": 0.3, "graph": 0.5}},
          lambda r: r["weights"] == {"keyword": 0.2, "semantic": 0.3, "graph": 0.5}),

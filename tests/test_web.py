@@ -166,6 +166,7 @@ def test_lazy_search_shows_its_trace(page, app_url):
     page.locator("#trace").wait_for(state="visible")
     assert page.locator("#trace-table tbody tr").count() >= 1
     assert "budget" in page.locator("#trace-summary").inner_text()
+    assert "levels 0, 1" in page.locator("#trace-summary").inner_text()
     assert page.locator("#answer-text .cite").count() >= 1
 
 

@@ -24,12 +24,14 @@ from .engines.relevance import LocalRelevanceScorer
 from .errors import ConfigError, EmbedderMismatchError, MonjyuError
 from .facade.documents import DocumentsMixin
 from .facade.graph import GraphMixin
+from .facade.levels import LevelsMixin
 from .facade.papers import PapersMixin
 from .facade.sessions import SessionsMixin
 from .index import BuildReport, IndexBuilder, read_manifest
 from .index.builder import ProgressFn, generation_dir
 from .index.distributed import RayExecutor
 from .index.manifest import Manifest, manifest_path
+from .levels import LevelTwo
 from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
 from .retrieval import LoadedIndex, SearchFilters, Searcher
@@ -49,7 +51,7 @@ ALL_MODES = MODES + ("hybridrag", "lazy", "auto")  # what `ask` runs (auto route
 # these names, never dropped; under auto only the options every engine applies are taken.
 OPTION_MODES: dict[str, tuple[str, ...]] = {
     "filters": ALL_MODES, "top_k": ALL_MODES, "offset": ALL_MODES, "threshold": ALL_MODES, "answer": ALL_MODES,
-    "expand": MODES, "preset": ("lazy",), "budget": ("lazy",), "session": ("lazy",),
+    "expand": MODES, "preset": ("lazy",), "budget": ("lazy",), "session": ("lazy",), "level": ("lazy",),
     "weights": ("hybridrag",), "rerank": ("hybridrag",), "crag": ("hybridrag",),
 }
 
@@ -72,7 +74,7 @@ def check_options(mode: str, given: Iterable[str], names: dict[str, str] | None 
                               f"{', '.join(OPTION_MODES[option])}")
 
 
-class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
+class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin):
     """Index a folder of documents and search it: the one facade the CLI, MCP server and web app call.
 
     Documents and pages, the concept graph and conversations are its parts in `monjyu.facade`.
@@ -96,6 +98,7 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
         self._loaded: tuple[str, Searcher] | None = None
         self._query_embedder: Embedder | None = None
         self._llm: LLM | None = None
+        self._level2: LevelTwo | None = None
         self._answers: AnswerEngine | None = None
         self._doc_rows: tuple[str, dict[str, int]] | None = None
         self._reranker: Reranker | None = None
@@ -158,14 +161,27 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
         return read_manifest(self.index_dir)
 
     def status(self) -> dict[str, Any]:
-        """Generation, embedder, counts, build seconds and failures of the current index."""
+        """Generation, embedder, counts, build seconds and failures of the current index, and how
+        much of it each level covers (`levels`)."""
         m = self.manifest()
+        return {"levels": self.levels(), **self._status(m)}
+
+    def _status(self, m: Manifest) -> dict[str, Any]:
         return {
             "index_dir": str(self.index_dir), "store": self.remote.url if self.remote else None, "generation": m.generation,
             "built_at": m.built_at,
             "embedder": {"id": m.embedder_id, "dim": m.embedder_dim}, "token_counter": m.token_counter,
             "counts": m.counts, "build_seconds": m.build_seconds, "failures": m.failures, "clustering": m.clustering,
         }
+
+    def _level_two(self) -> LevelTwo | None:
+        """Entity extraction with the configured LLM, kept in the index directory (None offline)."""
+        llm = self._answer_engine().llm
+        if llm is None:
+            return None
+        if self._level2 is None or self._level2.llm is not llm:
+            self._level2 = LevelTwo(llm, self.index_dir, self.config.answer.prompts_dir or None)
+        return self._level2
 
     def generation_dir(self) -> Path:
         """The directory of the current generation's files."""
@@ -337,8 +353,8 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
         Args:
             query: the question.
             mode: one of ALL_MODES; default `search.mode`.
-            **options: top_k, offset, filters, threshold, answer, expand, preset, budget, weights,
-                rerank, crag, session, on_token, as the engine's own call takes them. An option
+            **options: top_k, offset, filters, threshold, answer, expand, preset, budget, level,
+                weights, rerank, crag, session, on_token, as the engine's own call takes them. An option
                 the mode cannot apply is refused (OPTION_MODES), never dropped.
 
         Returns:
@@ -349,7 +365,7 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
     async def aask(self, query: str, mode: str | None = None, *, top_k: int | None = None, offset: int = 0,
                    filters: SearchFilters | None = None, threshold: float | None = None, answer: bool = True,
                    expand: bool = False, preset: str | None = None, budget: int | None = None,
-                   weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
+                   level: int | None = None, weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
                    session: str | None = None, on_token: Callable[[str], None] | None = None,
                    option_names: dict[str, str] | None = None) -> SearchResults | LazySearchResult | HybridSearchResult:
         """The async twin of `ask`, with its options as keyword arguments (see `search`,
@@ -366,7 +382,7 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
             raise MonjyuError(f"unknown search mode '{mode}'; choose one of {', '.join(ALL_MODES)}")
         given = {"top_k": top_k, "offset": offset or None, "filters": filters, "threshold": threshold,
                  "answer": None if answer else False, "expand": expand or None, "preset": preset, "budget": budget,
-                 "weights": weights, "rerank": rerank, "crag": crag, "session": session}
+                 "level": level, "weights": weights, "rerank": rerank, "crag": crag, "session": session}
         check_options(mode, [k for k, v in given.items() if v is not None], option_names)
         self._check_query(query)
         engine = mode
@@ -377,7 +393,8 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
                   "on_token": on_token}
         if engine == "lazy":
             conversation = self.conversation(session) if session else None
-            result = await self.alazy_search(query, preset=preset, budget=budget, conversation=conversation, **common)
+            result = await self.alazy_search(query, preset=preset, budget=budget, conversation=conversation,
+                                             level=level, **common)
             if session:
                 self.save_conversation(session, conversation)
             return result
@@ -448,7 +465,7 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
                     conversation: LazyConversation | None = None, on_phase: PhaseCallback | None = None,
                     on_token: Callable[[str], None] | None = None, top_k: int | None = None, offset: int = 0,
                     filters: SearchFilters | None = None, threshold: float | None = None,
-                    answer: bool = True) -> LazySearchResult:
+                    answer: bool = True, level: int | None = None) -> LazySearchResult:
         """LazyGraphRAG: relevance tests over communities within a budget, claims, and an answer
         citing them. Runs with the configured LLM, or fully offline with the local relevance scorer
         and an extractive answer.
@@ -466,28 +483,35 @@ class Monjyu(DocumentsMixin, GraphMixin, PapersMixin, SessionsMixin):
             filters: bound the units it matches and tests.
             threshold: keep only units whose cosine similarity to the query reaches it.
             answer: False stops before claims and answer.
+            level: the highest index level it may build and use (1 or 2; default
+                `lazy.max_level`); 2 needs an LLM.
         """
         return run_sync(self.alazy_search(query, preset, budget, conversation, on_phase, on_token, top_k, offset,
-                                          filters, threshold, answer))
+                                          filters, threshold, answer, level))
 
     async def alazy_search(self, query: str, preset: str | None = None, budget: int | None = None,
                            conversation: LazyConversation | None = None, on_phase: PhaseCallback | None = None,
                            on_token: Callable[[str], None] | None = None, top_k: int | None = None, offset: int = 0,
                            filters: SearchFilters | None = None, threshold: float | None = None,
-                           answer: bool = True) -> LazySearchResult:
+                           answer: bool = True, level: int | None = None) -> LazySearchResult:
         """The async twin of `lazy_search`."""
         self._check_query(query)
         top_k = self._check_page(top_k, offset, threshold)
-        overrides = {k: v for k, v in {"preset": preset, "budget": budget}.items() if v is not None}
+        if level is not None and level > 1 and self.config.llm.provider == "none":
+            raise MonjyuError(f"level {level} is built by an LLM, and none is configured (llm.provider: none); "
+                              "configure one, or search at level 1")
+        overrides = {k: v for k, v in {"preset": preset, "budget": budget, "max_level": level}.items() if v is not None}
         try:
             cfg = LazyConfig.model_validate({**self.config.lazy.model_dump(), **overrides})
         except ValidationError as exc:
-            raise ConfigError(f"lazy search settings: {exc.errors()[0]['msg']} (preset z100|z500|z1500, budget >= 1)") from None
+            raise ConfigError(f"lazy search settings: {exc.errors()[0]['msg']} (preset z100|z500|z1500, budget >= 1, "
+                              "level 1 or 2)") from None
         manifest, searcher = self._searcher()
         answers = self._answer_engine()
         engine = LazySearchEngine(cfg, searcher, lambda q: self._embed_query(manifest, q), answers.scorer, self._llm,
                                   answers.count_tokens, self.config.answer.prompts_dir or None,
-                                  self.config.answer.min_sentence_score, check_answer=answers.checked)
+                                  self.config.answer.min_sentence_score, check_answer=answers.checked,
+                                  level2=self._level_two())
         t0 = time.perf_counter()
         with UsageScope() as usage:
             result = await engine.asearch(query, conversation, on_phase, on_token, filters, threshold, top_k, offset,

@@ -37,7 +37,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for
 
 STAGES = {"load": "Loading and chunking files", "embed": "Embedding text units", "sentences": "Embedding sentences",
           "phrases": "Extracting noun phrases", "ann": "Building the vector (ANN) index", "bm25": "Building the BM25 index",
-          "graph": "Graph and communities", "phrase vectors": "Embedding phrases and communities"}
+          "graph": "Graph and communities", "phrase vectors": "Embedding phrases and communities",
+          "entities": "Extracting entities and relations (level 2)"}
 
 
 def _facade(index: Path, config: Optional[Path]) -> Monjyu:
@@ -110,7 +111,8 @@ def _fail(exc: MonjyuError) -> None:
 def index(
     paths: Annotated[list[Path], typer.Argument(help="files and folders to index")],
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
-    level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph")] = 1,
+    level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph; 2: also entities and relations the configured LLM extracts from every passage (a cost estimate first; --yes to go ahead)")] = 1,
+    yes: Annotated[bool, typer.Option("--yes", help="with --level 2: extract without stopping at the cost estimate")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="also show library warnings (always in <index>/logs/build.log)")] = False,
     executor: Annotated[str, typer.Option(help="local, or ray: loading, embedding and noun phrases on a Ray cluster")] = "local",
     address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster (auto, ray://host:10001); default a local one")] = None,
@@ -121,16 +123,21 @@ def index(
     """Index files and folders; runs again process only added, changed and removed files."""
     try:
         m = _facade(index, config)
-        if level not in (0, 1):
-            raise MonjyuError("--level must be 0 or 1")
+        if level not in (0, 1, 2):
+            raise MonjyuError("--level must be 0, 1 or 2")
+        if yes and level != 2:
+            raise MonjyuError("--yes answers the cost estimate of --level 2; other levels have none")
+        if level == 2:
+            m._require_level(2)  # no LLM: say so before building anything
         m.config.graph.enabled = level >= 1
         with _build_log(index, verbose), _progress(not as_json) as progress:
             report = m.index(paths, progress=progress, executor=executor, address=address, recluster=recluster)
+        level2 = _level2_build(m, yes, as_json) if level == 2 else None
     except MonjyuError as exc:
         _fail(exc)
         return
     if as_json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
+        print(json.dumps({**report.to_dict(), **({"level2": level2} if level2 else {})}, ensure_ascii=False, indent=1))
     else:
         for path, reason in report.failures:
             err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True, markup=True)
@@ -149,6 +156,27 @@ def index(
         raise typer.Exit(1)
 
 
+def _level2_build(m, yes: bool, as_json: bool) -> dict:
+    """--level 2: the estimate, then (with --yes) the extraction, each passage kept as it arrives."""
+    estimate = m.level_estimate(2)
+    if not as_json:
+        out.print(f"level 2 with {estimate['model']}: {estimate['units']} passages to extract "
+                  f"({estimate['already_extracted']} already), about {estimate['prompt_tokens']:,} prompt tokens "
+                  f"and {estimate['completion_tokens']:,} output tokens (estimated)")
+    if not yes or not estimate["units"]:
+        if not as_json and estimate["units"]:
+            out.print("run again with --yes to extract")
+        return {"estimate": estimate}
+    with _progress(not as_json) as progress:
+        if progress:
+            progress("entities", 0, estimate["units"])
+        done = m.build_level(2, progress=lambda n: progress and progress("entities", n, None))
+    if not as_json:
+        out.print(f"level 2: {done['sent']} passages extracted, {done['failed']} failed (run again to retry them), "
+                  f"{done['usage'].get('total_tokens', 0):,} tokens")
+    return {"estimate": estimate, **done}
+
+
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="the question or keywords; - reads it from standard input (a pasted abstract)")],
@@ -161,6 +189,7 @@ def search(
     stream: Annotated[bool, typer.Option("--stream", help="print the answer as it is generated")] = False,
     expand: Annotated[bool, typer.Option("--expand", help="also search LLM rewrites of the query")] = False,
     preset: Annotated[Optional[str], typer.Option(help="lazy: z100 | z500 | z1500")] = None,
+    level: Annotated[Optional[int], typer.Option(help="lazy: the highest index level it may build and use (2: entities and relations an LLM extracts, kept in the index; needs an LLM)")] = None,
     budget: Annotated[Optional[int], typer.Option(help="lazy: relevance tests (sentences) to spend")] = None,
     trace: Annotated[bool, typer.Option("--trace", help="lazy: show the path through the communities")] = False,
     session: Annotated[Optional[str], typer.Option(help="lazy: a conversation kept in the index directory; a follow-up question sees the earlier turns")] = None,
@@ -192,7 +221,7 @@ def search(
         if trace and (mode or m.config.search.mode) != "lazy":
             raise MonjyuError("--trace shows lazy search's path: it is taken by mode lazy")
         result = m.ask(query, mode, top_k=top_k, offset=offset, filters=filters if filter_ else None,
-                       threshold=threshold, answer=answer, expand=expand, preset=preset, budget=budget,
+                       threshold=threshold, answer=answer, expand=expand, preset=preset, budget=budget, level=level,
                        weights=_weights(weights), rerank=rerank, crag=crag, session=session,
                        on_token=on_token if streamed else None,
                        option_names=CLI_OPTION_NAMES)
@@ -227,7 +256,7 @@ def search(
 # The CLI's spelling of each option of Monjyu.ask, for its refusals.
 CLI_OPTION_NAMES = {"filters": "--filter", "top_k": "--top-k", "offset": "--offset", "threshold": "--threshold",
                     "answer": "--no-answer", "expand": "--expand", "preset": "--preset", "budget": "--budget",
-                    "weights": "--weights", "rerank": "--rerank/--no-rerank", "crag": "--crag/--no-crag",
+                    "level": "--level", "weights": "--weights", "rerank": "--rerank/--no-rerank", "crag": "--crag/--no-crag",
                     "session": "--session"}
 
 
@@ -289,6 +318,11 @@ def _print_lazy(result, streamed: bool, trace: bool) -> None:
               f"{len(result.relevant_sentences)} relevant sentences, {len(result.claims)} claims, stop: {escape(result.stop_reason)}; "
               f"LLM calls {u.get('calls', 0)}, prompt tokens {u.get('prompt_tokens', 0)}, output tokens "
               f"{u.get('completion_tokens', 0)}; {t.get('total_ms', 0):.0f} ms[/]", highlight=False, markup=True)
+    if result.level2:
+        d, spent = result.level2, result.usage_by_level.get("2", {})
+        out.print(f"[dim]level 2: {d['units_sent']} passages sent to entity extraction, {d['units_reused']} read from the "
+                  f"index; {d['entities']} entities linked {d['units_linked']} passages, {d['relevant']} relevant "
+                  f"sentences more; {spent.get('total_tokens', 0)} tokens[/]", highlight=False, markup=True)
 
 
 def _where(hit) -> str:

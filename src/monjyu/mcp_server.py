@@ -34,7 +34,7 @@ from .schemas import Limit, Offset, QueryText, SearchFilters, SearchWeights
 SearchMode = Literal["vector", "keyword", "hybrid", "graph", "hybridrag", "lazy", "auto"]
 # The MCP spelling of each option of Monjyu.ask, for its refusals.
 MCP_OPTION_NAMES = {"top_k": "limit", "offset": "offset", "filters": "filters", "threshold": "threshold",
-                    "answer": "answer", "preset": "preset", "budget": "budget", "weights": "weights",
+                    "answer": "answer", "preset": "preset", "budget": "budget", "level": "level", "weights": "weights",
                     "rerank": "rerank", "crag": "crag"}
 DOCUMENT_URI = "monjyu://documents/{+document_id}"
 DocumentId = Annotated[str, Field(min_length=1, max_length=2000, description="a document id from search hits, "
@@ -184,6 +184,8 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                           Field(description="lazy: effort, relevance tests of z100 < z500 < z1500")] = None,
         budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
                                             description="lazy: relevance tests to spend; overrides the preset")] = None,
+        level: Annotated[int | None, Field(ge=1, le=2, description="lazy: the highest index level it may build and use "
+                                           "(2: entities and relations an LLM extracts, kept in the index; needs an LLM)")] = None,
         weights: Annotated[SearchWeights | None, Field(description="hybridrag: keyword/semantic/graph shares "
                                                        "summing to 1; default by question type")] = None,
         rerank: Annotated[bool | None, Field(description="hybridrag: rerank stage on/off")] = None,
@@ -195,7 +197,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         cannot apply is refused, naming the modes that take it. Nothing is written (a
         conversation with follow-up questions is the `converse` tool)."""
         result = await call(monjyu.aask, query, mode, top_k=limit, offset=offset, filters=index_filters(filters),
-                            threshold=threshold, answer=answer, preset=preset, budget=budget,
+                            threshold=threshold, answer=answer, preset=preset, budget=budget, level=level,
                             weights=weights.model_dump() if weights else None, rerank=rerank, crag=crag,
                             option_names=MCP_OPTION_NAMES)
         return {"engine": result.mode, **result.to_dict()}
@@ -207,11 +209,15 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                           Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
         budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
                                             description="relevance tests to spend; overrides the preset")] = None,
+        level: Annotated[int | None, Field(ge=1, le=2, description="the highest index level it may build and use "
+                                           "(2: entities and relations an LLM extracts, kept in the index; needs an LLM)")] = None,
     ) -> dict[str, Any]:
         """LazyGraphRAG for broad questions: tests sentences community by community within a
         budget, then answers from the claims found, citing them (themes from the community
-        hierarchy for a global question without an LLM). Nothing is written."""
-        return (await call(monjyu.aask, query, "lazy", preset=preset, budget=budget)).to_dict()
+        hierarchy for a global question without an LLM). With an LLM it may deepen to Level 2;
+        what it extracts is kept in the index so no passage is sent twice; nothing else is
+        written."""
+        return (await call(monjyu.aask, query, "lazy", preset=preset, budget=budget, level=level)).to_dict()
 
     @server.tool(annotations=KEEPS_A_TURN)
     async def converse(
@@ -222,10 +228,13 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                           Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
         budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
                                             description="relevance tests to spend; overrides the preset")] = None,
+        level: Annotated[int | None, Field(ge=1, le=2, description="the highest index level it may build and use "
+                                           "(2: entities and relations an LLM extracts, kept in the index; needs an LLM)")] = None,
     ) -> dict[str, Any]:
         """Lazy search in a conversation kept with the index: the question is asked with the
         earlier turns of `session` in view, and this turn is saved to it."""
-        return (await call(monjyu.aask, query, "lazy", preset=preset, budget=budget, session=session)).to_dict()
+        return (await call(monjyu.aask, query, "lazy", preset=preset, budget=budget, session=session,
+                           level=level)).to_dict()
 
     @server.tool(annotations=READ_ONLY)
     async def get_document(

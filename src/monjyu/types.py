@@ -264,6 +264,11 @@ class LazySearchResult:
     coverage: dict[str, Any] = field(default_factory=dict)
     themes: list[dict[str, Any]] = field(default_factory=list)  # label (phrases), community, cited sentences
     turn: int = 0  # in a conversation, which turn this answer is (0: none)
+    # The levels the search used: [0] a Level 0 index, [0, 1] the communities, [0, 1, 2] it
+    # deepened to entities an LLM extracted (level2: units sent and reused, entities, units linked)
+    levels_reached: list[int] = field(default_factory=list)
+    level2: dict[str, Any] = field(default_factory=dict)
+    usage_by_level: dict[str, dict[str, Any]] = field(default_factory=dict)  # with an LLM: "1", "2" -> usage
 
     @property
     def citations(self) -> list[Citation]:

@@ -51,6 +51,9 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(self)))
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens

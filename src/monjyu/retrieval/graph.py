@@ -97,6 +97,7 @@ class PhraseGraph:
         self._title_links: sp.csr_matrix | None = None  # link_titles: extra weight, phrase -> the units titled by it
         self._citation_nodes: sp.csr_matrix | None = None  # link_citations: units x citations
         self._by_column: tuple | None = None  # the walk by column and each node's links, for bounded walks
+        self._incidence_by_column: sp.csc_matrix | None = None  # units_of
         self._set_transitions(inc, inc)
 
     @property
@@ -181,6 +182,13 @@ class PhraseGraph:
         embedded = load_vectors(generation_dir, PHRASE_VECTORS)
         return cls(incidence, entities["title"].to_pylist(), np.array(entities["is_hub"].to_pylist(), dtype=bool),
                    types, *(embedded or (None, None)))
+
+    def units_of(self, node: int) -> np.ndarray:
+        """The units a phrase occurs in (rows), from a by-column copy of the incidence made once."""
+        if self._incidence_by_column is None:
+            self._incidence_by_column = self.incidence.tocsc()
+        csc = self._incidence_by_column
+        return csc.indices[csc.indptr[node]:csc.indptr[node + 1]]
 
     def units_of_types(self, entity_types: list[str]) -> np.ndarray:
         """Boolean mask of the units that name at least one phrase of the given types."""

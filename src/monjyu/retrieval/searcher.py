@@ -248,6 +248,7 @@ class Searcher:
         self.evidence = EvidenceReranker(index, self.analyzer, embed_texts)
         self._np_extractor: NounPhraseExtractor | None = None
         self._rows: dict[str, int] | None = None
+        self._text_keys: dict[str, list[int]] | None = None
         self._by_position: dict[tuple[str, int], int] | None = None
         # A query is analysed once per search although several stages read it (a pasted section
         # would otherwise be tokenised and parsed again by each one).
@@ -528,6 +529,17 @@ class Searcher:
         if self._rows is None:
             self._rows = {u: i for i, u in enumerate(self.index.columns["id"])}
         return self._rows[text_unit_id]
+
+    def rows_by_text_key(self) -> dict[str, list[int]]:
+        """Units by the hash of their text (levels.store.unit_key), computed once per index."""
+        if self._text_keys is None:
+            from ..levels.store import unit_key
+
+            keys: dict[str, list[int]] = {}
+            for row, text in enumerate(self.index.columns["text"]):
+                keys.setdefault(unit_key(text), []).append(row)
+            self._text_keys = keys
+        return self._text_keys
 
     def has_unit(self, text_unit_id: str) -> bool:
         try:

@@ -31,7 +31,7 @@ UI_MODES = ("auto", "hybrid", "lazy", "hybridrag")
 # The search form's filter fields: the CLI's --filter keys, so one parser reads both.
 FILTER_KEYS = ("type", "author", "year", "path", "from", "to")
 TRACE_FIELDS = ("communities_visited", "budget_used", "budget_total", "assessor", "stop_reason", "subqueries",
-                "relevant_sentences", "claims", "coverage", "themes")
+                "relevant_sentences", "claims", "coverage", "themes", "levels_reached", "level2", "usage_by_level")
 # Scripts only from this server (query text is never executed even if shown wrongly); the map's
 # SVG uses inline styles; page images are same-origin.
 SECURITY_HEADERS = {"Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "

@@ -7,22 +7,29 @@ units sentence by sentence, spending one unit of budget per sentence. After
 deepens into the sub-communities of the communities that did pay (of the best-ranked ones if
 none did). It stops when the budget is spent, enough relevant sentences are found, the LLM call
 cap or the depth limit is reached, or nothing is left to test.
+
+With an LLM and `lazy.max_level` 2, a search whose tests found too little (or that asks how
+things relate) deepens to Level 2: the units it kept are sent to entity and relation extraction
+(kept in the index, see monjyu.levels), and the units that name the same entities, in their
+extraction or as a noun phrase, are tested with `lazy.deepen_budget` tests more.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from string import Template
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from ...config import LazyConfig
 from ...errors import ServiceError
-from ...llm import LLM, Message, load_prompt
+from ...llm import LLM, Message, UsageScope, load_prompt
 from ..llm_calls import structured_reply
 from ...nlp.lang import detect_language
 from ...retrieval import SearchFilters, Searcher
@@ -38,6 +45,9 @@ from ..relevance import LocalRelevanceScorer, sentences_of
 from ...ingest.sentences import statement_spans
 from .assessors import LLMAssessor, LocalAssessor, RelevanceAssessor
 from .claims import cut_to_budget, deduplicate, llm_claims, sentence_claims
+
+if TYPE_CHECKING:
+    from ...levels import LevelTwo
 from .themes import ThemeFinder
 
 BRIDGED_UNITS = 3  # budget left after the bridges: every statement of this many best units bridges too
@@ -107,14 +117,17 @@ class LazySearchEngine:
     def __init__(self, config: LazyConfig, searcher: Searcher, embed_query: Callable[[str], np.ndarray],
                  scorer: LocalRelevanceScorer, llm: LLM | None, count_tokens: Callable[[str], int],
                  prompts_dir: str | None = None, min_sentence_score: float = 3.0,
-                 check_answer: Callable[[str, Sequence[Source], str], Answer] | None = None):
+                 check_answer: Callable[[str, Sequence[Source], str], Answer] | None = None,
+                 level2: LevelTwo | None = None):
         """`check_answer` (AnswerEngine.checked): an LLM answer's citations resolved and its
-        sentences checked against the units they cite."""
+        sentences checked against the units they cite. `level2`: entity extraction with the
+        LLM, for deepening (None: the search stops at Level 1)."""
         self.config = config
         self.searcher = searcher
         self.embed_query = embed_query
         self.scorer = scorer
         self.llm = llm
+        self.level2 = level2 if llm is not None and config.max_level >= 2 else None
         self.count_tokens = count_tokens
         self.prompts_dir = prompts_dir
         self.min_sentence_score = min_sentence_score  # local relevance a theme's sentence needs to a topic
@@ -168,12 +181,15 @@ class LazySearchEngine:
         """Relevance-test the sentences of `rows` within the remaining budget; returns relevant count.
         keep: a unit none of whose sentences passes still keeps its best one (lazy.keep_matched)."""
         hits = [self.searcher.hit(r, 0.0, 0, None, None) for r in rows]
-        sentences = sentences_of([Source(i + 1, h) for i, h in enumerate(hits)])
+        every = sentences_of([Source(i + 1, h) for i, h in enumerate(hits)])
         room = state.budget - state.used
         if isinstance(assessor, LLMAssessor):  # each batch is one call: stay under the call cap
             room = min(room, (state.max_llm_calls - state.llm_calls) * assessor.batch_size)
-        sentences = sentences[:max(0, room)]
-        state.tested_units.update(rows)
+        sentences = every[:max(0, room)]
+        # A unit the budget cut off before any of its sentences was tested stays untested.
+        cut_off = {s.source.hit.text_unit_id for s in every[len(sentences):]} - \
+            {s.source.hit.text_unit_id for s in sentences}
+        state.tested_units.update(r for r, h in zip(rows, hits) if h.text_unit_id not in cut_off)
         if not sentences:
             return 0
         threshold = self.config.relevance_threshold if isinstance(assessor, LLMAssessor) else self.config.local_threshold
@@ -326,6 +342,58 @@ class LazySearchEngine:
             for found in state.relevant[before:]:
                 found.score = min(found.score, cfg.local_threshold)
 
+    def _needs_level2(self, query: str, state: _State) -> bool:
+        """Deepen to Level 2 (an LLM and lazy.max_level 2 given) when the question asks how things
+        relate, or when the tests found fewer relevant sentences than enough: both want links the
+        noun-phrase graph may not have. A global question asks for themes, not links: it never
+        deepens to entities."""
+        if self.level2 is None:
+            return False
+        kind = rule_classify(query, []).type
+        return kind in ("relationship", "hybrid") or (kind != "global" and len(state.relevant) < state.enough)
+
+    async def _level2(self, query: str, ranked: list[int], state: _State) -> dict:
+        """Level 2 on demand: the best units the search kept (else the best it tested), up to
+        lazy.extract_units, get their entities and relations (from the store, or the LLM once);
+        the units naming those entities (in any stored extraction, or as a noun phrase) are then
+        tested, most entities shared first, with lazy.deepen_budget more tests. They are tested
+        by the LLM (no local prefilter) against the question joined to the relations extracted: a
+        second hop shares no word with the question, only with the relation that leads to it.
+        Extraction calls count against lazy.max_llm_calls like every other call of the engine."""
+        cfg, searcher = self.config, self.searcher
+        kept = [searcher.row_of(s.text_unit_id) for s in _best_per_unit(sorted(state.relevant, key=lambda s: -s.score))]
+        visited = (kept or [r for r in ranked if r in state.tested_units])[:cfg.extract_units]
+        texts = searcher.index.columns["text"]
+        extractions, run = await self.level2.extract([texts[r] for r in visited],
+                                                     max_calls=max(0, state.max_llm_calls - state.llm_calls))
+        state.llm_calls += run.sent
+        names = set().union(*(e.names() for e in extractions.values()))
+        shared: Counter[int] = Counter()
+        rows_of_key = searcher.rows_by_text_key()
+        for units in self.level2.units_naming(names).values():
+            shared.update(r for key in units for r in rows_of_key.get(key, ()))
+        graph = searcher.index.graph
+        if graph is not None:
+            for name in names:
+                node = graph.vocab.get(name)
+                if node is not None and not graph.is_hub[node]:
+                    shared.update(graph.units_of(node).tolist())
+        linked = [r for r in shared if r not in state.tested_units and (state.allowed is None or state.allowed[r])]
+        linked.sort(key=lambda r: (-shared[r], state.match_rank[r], r))
+        relations = [r.description or f"{r.source} - {r.target}" for e in extractions.values() for r in e.relations]
+        joined = " ".join([query, *relations[:5]])
+        linked_assessor = LLMAssessor(self.llm, cfg.batch_size, detect_language(query), self.prompts_dir)
+        before = len(state.relevant)
+        state.budget = max(state.budget, state.used) + cfg.deepen_budget
+        title = "(level 2: units naming " + ", ".join(sorted(names)[:5]) + ")"
+        for start in range(0, len(linked), cfg.units_per_visit):
+            if state.used >= state.budget:
+                break
+            await self._test_units(joined, linked[start:start + cfg.units_per_visit], None, None, state,
+                                   linked_assessor, title=title)
+        return {"units_sent": run.sent, "units_reused": run.reused, "units_failed": run.failed,
+                "entities": len(names), "units_linked": len(linked), "relevant": len(state.relevant) - before}
+
     def _local_assessor(self, query: str) -> LocalAssessor:
         """The offline relevance test for `query`, its terms weighted by their IDF in the
         collection: a sentence naming a question's rare terms is relevant, one naming only its
@@ -413,7 +481,7 @@ class LazySearchEngine:
             claims=[], relevant_sentences=[], communities_visited=visits, budget_used=0, budget_total=budget,
             assessor="themes", stop_reason="themes" if found.themes else "not covered" if found.topic else "no themes",
             timings_ms={"themes_ms": (time.perf_counter() - t) * 1000}, kept_text_unit_ids=units, hits=hits,
-            total_count=len(units), coverage=coverage,
+            total_count=len(units), coverage=coverage, levels_reached=[0, 1],
             themes=[{"label": th.label, "community_id": th.community_id, "level": th.level,
                      "sentences": [{"text": text, "text_unit_id": self.searcher.index.columns["id"][row],
                                     "start": a, "end": b} for row, a, b, text in th.sentences]}
@@ -474,13 +542,25 @@ class LazySearchEngine:
         return Answer(text=text, kind="extractive", citations=citations, language=lang, note=note)
 
     # ------------------------------------------------------------------ entry point
-    async def asearch(self, query: str, conversation: LazyConversation | None = None,
+    async def asearch(self, *args, **kwargs) -> LazySearchResult:
+        """Filters and the similarity threshold bound every unit matched or tested; `hits` are
+        the units that held relevant sentences, best first, paged by top_k/offset; answer=False
+        stops after exploration (no claims, no answer, no LLM calls for them). With an LLM, the
+        result's usage_by_level splits the calls between Level 1 (relevance tests, claims, the
+        answer) and Level 2 (extraction and the tests of the units it linked)."""
+        with UsageScope() as total:
+            result = await self._asearch(*args, **kwargs)
+        level2 = result.level2.pop("usage", None)
+        if self.llm is not None:
+            result.usage_by_level = {"1": (total.usage - level2 if level2 else total.usage).to_dict()}
+            if level2 is not None:
+                result.usage_by_level["2"] = level2.to_dict()
+        return result
+
+    async def _asearch(self, query: str, conversation: LazyConversation | None = None,
                       on_phase: PhaseCallback | None = None, on_token: Callable[[str], None] | None = None,
                       filters: SearchFilters | None = None, threshold: float | None = None,
                       top_k: int = 10, offset: int = 0, answer: bool = True) -> LazySearchResult:
-        """Filters and the similarity threshold bound every unit matched or tested; `hits` are
-        the units that held relevant sentences, best first, paged by top_k/offset; answer=False
-        stops after exploration (no claims, no answer, no LLM calls for them)."""
         cfg = self.config
         phase = on_phase or (lambda name, info: None)
         lang = detect_language(query)
@@ -539,6 +619,14 @@ class LazySearchEngine:
                 state.relevant += self._linked_evidence(state)
         timings["explore_ms"] = (time.perf_counter() - t) * 1000
         phase("explore", {"budget_used": state.used, "relevant": len(state.relevant), "stop": stop})
+        level2: dict = {}
+        if self._needs_level2(query, state):
+            t = time.perf_counter()
+            with UsageScope() as level2_usage:
+                level2 = await self._level2(query, ranked, state)
+            level2["usage"] = level2_usage.usage
+            timings["level2_ms"] = (time.perf_counter() - t) * 1000
+            phase("level2", {k: v for k, v in level2.items() if k != "usage"})
 
         relevant = sorted(state.relevant, key=lambda s: -s.score)
         best: dict[str, float] = {}
@@ -554,7 +642,9 @@ class LazySearchEngine:
             query=query, answer=None, subqueries=subqueries, expanded_query=expanded, claims=[],
             relevant_sentences=relevant, communities_visited=state.visits, budget_used=state.used,
             budget_total=budget, assessor=assessor.name, stop_reason=stop, timings_ms=timings,
-            kept_text_unit_ids=list(best), hits=hits, total_count=len(best))
+            kept_text_unit_ids=list(best), hits=hits, total_count=len(best),
+            levels_reached=[0, 1, 2] if level2 else [0, 1] if self.searcher.index.graph is not None else [0])
+        result.level2 = level2
         if answer:
             result.claims, result.answer = await self._claims_and_answer(query, lang, relevant, state, conversation,
                                                                           timings, phase, on_token)

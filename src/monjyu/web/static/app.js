@@ -12,7 +12,8 @@ const STRINGS = {
     d_type: "Type", d_units: "Passages", failures: "Files the last build skipped", none: "none", map: "Community map",
     close: "Close", answer: "Answer", extractive: "Answer (extractive: sentences from the sources, no LLM)",
     insufficient: "No answer", passages: "Passages", of: "of", page: "p.", searching: "Searching…",
-    calls: "LLM calls", tokens: "tokens", budget: "budget", stop: "stop", claims: "claims",
+    calls: "LLM calls", tokens: "tokens", levels: "levels", level2: "level 2", extracted: "passages extracted",
+    reused: "read from the index", budget: "budget", stop: "stop", claims: "claims",
     relevant_sentences: "relevant sentences", community: "Community", no_results: "No passages found.",
     mode_auto: "auto (by question type)", mode_hybrid: "hybrid", mode_lazy: "lazy (LazyGraphRAG)",
     mode_hybridrag: "HybridRAG", preset_default: "default",
@@ -31,7 +32,8 @@ const STRINGS = {
     d_type: "種類", d_units: "パッセージ", failures: "前回の索引作成で読めなかったファイル", none: "なし",
     map: "コミュニティ地図", close: "閉じる", answer: "回答",
     extractive: "回答 (抽出型: 出典の文をそのまま選択、LLM なし)", insufficient: "回答なし", passages: "パッセージ",
-    of: "/", page: "p.", searching: "検索中…", calls: "LLM 呼び出し", tokens: "トークン", budget: "予算",
+    of: "/", page: "p.", searching: "検索中…", calls: "LLM 呼び出し", tokens: "トークン", levels: "レベル", level2: "レベル 2",
+    extracted: "件の一節を抽出", reused: "件を索引から再利用", budget: "予算",
     stop: "停止理由", claims: "主張", relevant_sentences: "関連文", community: "コミュニティ",
     no_results: "該当するパッセージがありません。", mode_auto: "自動 (質問の種類で選択)", mode_hybrid: "ハイブリッド",
     mode_lazy: "lazy (LazyGraphRAG)", mode_hybridrag: "HybridRAG", preset_default: "既定",
@@ -211,7 +213,10 @@ function renderTrace(trace) {
   $("trace").hidden = false;
   $("trace-summary").textContent = `${t("budget")} ${trace.budget_used}/${trace.budget_total} · ` +
     `${trace.relevant_sentences.length} ${t("relevant_sentences")} · ${trace.claims.length} ${t("claims")} · ` +
-    `${t("stop")}: ${trace.stop_reason} (${trace.assessor})`;
+    `${t("stop")}: ${trace.stop_reason} (${trace.assessor})` +
+    ((trace.levels_reached || []).length ? ` · ${t("levels")} ${trace.levels_reached.join(", ")}` : "") +
+    (trace.level2 && trace.level2.units_sent !== undefined ?
+      ` · ${t("level2")}: ${trace.level2.units_sent} ${t("extracted")}, ${trace.level2.units_reused} ${t("reused")}` : "");
   $("trace-table").tBodies[0].replaceChildren(...trace.communities_visited.map((v) =>
     el("tr", {}, el("td", {}, v.depth), el("td", {}, `#${v.id} L${v.level} ${v.title}`), el("td", {}, v.units_tested),
        el("td", {}, v.sentences_tested), el("td", {}, v.relevant))));

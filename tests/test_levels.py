@@ -1,0 +1,180 @@
+"""Level 2 on demand: entities and relations the LLM extracts from the units lazy search kept,
+linking units that share no noun phrase; kept in the index so no unit is sent twice; nothing
+of it offline."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from monjyu import Monjyu
+from monjyu.cli import app
+from monjyu.config import load_config
+from monjyu.errors import MonjyuError
+from monjyu.levels import LevelTwo
+from monjyu.llm import run_sync
+from tests.llm_server import LLMTestServer, Scripted, echo_responder
+
+DOCS = {
+    "curie.txt": "Marie Curie founded the Radium Institute in Paris.",
+    "school.txt": "The Flying University trained young women in Warsaw in secret.",
+    "bread.txt": "Sourdough bread rises slowly because of wild yeast.",
+}
+QUESTION = "Where did the founder of the Radium Institute study?"
+EXTRACTIONS = {  # what the "LLM" extracts from each passage
+    "Radium Institute": {"entities": [{"name": "Marie Curie", "type": "person"},
+                                      {"name": "Radium Institute", "type": "organisation"}],
+                         "relations": [{"source": "Marie Curie", "target": "Flying University",
+                                        "description": "she studied at the Flying University"}]},
+    "Flying University": {"entities": [{"name": "Flying University", "type": "organisation"}], "relations": []},
+}
+
+
+def responder(request: dict) -> str:
+    """Subqueries: the question itself; relevance: 8 for sentences naming the Radium Institute or
+    the Flying University; extraction: EXTRACTIONS by the passage's words."""
+    system = request["messages"][0]["content"]
+    user = request["messages"][-1]["content"]
+    if '"subqueries"' in system:
+        return json.dumps({"subqueries": [user], "expanded_query": user})
+    if '"scores"' in system:
+        numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
+        return json.dumps({"scores": [8 if re.search("Radium Institute|Flying University", s) else 1
+                                      for _, s in numbered]})
+    if '"relations"' in system:
+        return json.dumps(next((v for k, v in EXTRACTIONS.items() if k in user), {"entities": [], "relations": []}))
+    if '"claims"' in system:
+        numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
+        return json.dumps({"claims": [{"statement": s, "sources": [int(i)]} for i, s in numbered]})
+    return echo_responder(request)
+
+
+@pytest.fixture
+def server():
+    with LLMTestServer(responder) as s:
+        yield s
+
+
+@pytest.fixture
+def collection(tmp_path, make_config):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    m = Monjyu(tmp_path / "idx", make_config())
+    m.index([folder])
+    return m
+
+
+def extraction_requests(server) -> list[str]:
+    return [r.body["messages"][-1]["content"] for r in server.requests if '"relations"' in r.body["messages"][0]["content"]]
+
+
+def with_llm(m: Monjyu, server, make_config, **lazy) -> Monjyu:
+    return Monjyu(m.index_dir, make_config(llm=server.config(), lazy=lazy))
+
+
+def test_the_noun_phrase_graph_does_not_link_the_two_passages(collection):
+    graph = collection._searcher()[1].index.graph
+    rows = {collection._searcher()[1].index.columns["text"][r][:10]: r for r in range(3)}
+    curie, school = graph.incidence[rows["Marie Curi"]].indices, graph.incidence[rows["The Flying"]].indices
+    assert not set(curie) & set(school)
+
+
+def test_a_relation_the_llm_extracts_leads_to_a_passage_sharing_no_phrase(collection, server, make_config):
+    m = with_llm(collection, server, make_config)
+    # One relevance test: the passage that names the Radium Institute, and nothing else.
+    first = m.lazy_search(QUESTION, budget=1)
+    assert first.levels_reached == [0, 1, 2]
+    kept = {h.text[:10] for h in first.hits}
+    assert kept == {"Marie Curi", "The Flying"}
+    assert first.level2["units_sent"] == 1 and first.level2["relevant"] == 1
+    assert [q[:10] for q in extraction_requests(server)] == ["Marie Curi"]
+    assert first.usage_by_level["2"]["calls"] >= 2 and first.usage_by_level["1"]["calls"] >= 1
+    assert sum(u["calls"] for u in first.usage_by_level.values()) == first.usage["calls"] == len(server.requests)
+    # The same question again sends no passage to extraction: the index keeps what was extracted.
+    again = m.lazy_search(QUESTION, budget=1)
+    assert again.level2["units_sent"] == 0 and again.level2["units_reused"] == 1
+    assert len(extraction_requests(server)) == 1 and set(again.kept_text_unit_ids) == set(first.kept_text_unit_ids)
+
+
+def test_level_one_is_asked_for_or_offline_nothing_deepens(collection, server, make_config):
+    m = with_llm(collection, server, make_config)
+    capped = m.lazy_search(QUESTION, budget=1, level=1)
+    assert capped.levels_reached == [0, 1] and not capped.level2 and not extraction_requests(server)
+    offline = collection.lazy_search(QUESTION, budget=1)
+    assert offline.levels_reached == [0, 1] and not offline.level2 and not offline.usage_by_level
+    with pytest.raises(MonjyuError, match="LLM"):
+        collection.lazy_search(QUESTION, level=2)
+    assert not (collection.index_dir / "levels").exists()
+
+
+def test_a_failed_extraction_keeps_what_was_done_and_resumes(collection, server):
+    level2 = LevelTwo(server.make_llm(max_retries=0, concurrency=1), collection.index_dir)
+    texts = list(DOCS.values())
+    server.push(Scripted(), Scripted(status=500), Scripted(status=500))  # the second and third passage fail
+    done, run = run_sync(level2.extract(texts))
+    assert (run.sent, run.failed, len(done)) == (3, 2, 1)
+    assert collection.search("Radium Institute", mode="hybrid").hits  # the index reads as before
+    done, run = run_sync(LevelTwo(server.make_llm(), collection.index_dir).extract(texts))
+    assert (run.sent, run.reused, run.failed, len(done)) == (2, 1, 0, 3)
+
+
+def llm_yaml(tmp_path, server, cache_dir, **llm) -> str:
+    path = tmp_path / "monjyu.yaml"
+    settings = {"provider": "openai", "base_url": server.v1, "model": "test-model",
+                "api_key_env": "MONJYU_TEST_LLM_KEY", "timeout_s": 5, "max_retries": 0, **llm}
+    path.write_text(json.dumps({"cache_dir": str(cache_dir), "llm": settings}), encoding="utf-8")
+    return str(path)
+
+
+def test_an_eager_level_two_build_estimates_first_and_serves_later_searches(collection, server, tmp_path, cache_dir):
+    config = llm_yaml(tmp_path, server, cache_dir)
+    docs, idx = str(tmp_path / "docs"), str(collection.index_dir)
+    first = CliRunner().invoke(app, ["index", docs, "--index", idx, "--level", "2", "--config", config])
+    assert first.exit_code == 0, first.output
+    assert "3 passages to extract" in first.output and "--yes" in first.output and not extraction_requests(server)
+    done = CliRunner().invoke(app, ["index", docs, "--index", idx, "--level", "2", "--yes", "--config", config, "--json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)["level2"]
+    assert report["sent"] == 3 and report["estimate"]["units"] == 3 and report["usage"]["calls"] == 3
+    status = json.loads(CliRunner().invoke(app, ["status", "--index", idx, "--config", config, "--json"]).stdout)
+    level2 = status["levels"]["2"]
+    assert level2["model"].startswith("openai/test-model") and (level2["units_extracted"], level2["share"]) == (3, 1.0)
+    # A search deepening after the eager build sends nothing more.
+    m = Monjyu(collection.index_dir, load_config(config))
+    assert m.lazy_search(QUESTION, budget=1).level2["units_sent"] == 0 and len(extraction_requests(server)) == 3
+    refused = CliRunner().invoke(app, ["index", docs, "--index", idx, "--level", "2"])  # no LLM configured
+    assert refused.exit_code == 2 and "LLM" in refused.output
+
+
+def test_a_killed_eager_build_leaves_the_index_readable_and_resumes(collection, server, tmp_path, cache_dir):
+    config = llm_yaml(tmp_path, server, cache_dir, concurrency=1)
+    server.push(*[Scripted(delay_s=1.5) for _ in range(3)])
+    cmd = [sys.executable, "-m", "monjyu.cli", "index", str(tmp_path / "docs"), "--index", str(collection.index_dir),
+           "--level", "2", "--yes", "--config", config]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = collection.index_dir / "levels" / "level2.sqlite"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (store.exists() and _records(store) >= 1):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 1 <= _records(store) < 3
+    assert collection.search("Radium Institute", mode="hybrid").hits
+    m = Monjyu(collection.index_dir, load_config(config))
+    done = m.build_level(2)
+    assert done["sent"] == 3 - done["reused"] and done["reused"] >= 1 and m.levels()["2"]["share"] == 1.0
+
+
+def _records(path) -> int:
+    with sqlite3.connect(str(path)) as db:
+        return db.execute("SELECT count(*) FROM extractions").fetchone()[0]
