@@ -141,11 +141,11 @@ def test_an_eager_level_two_build_estimates_first_and_serves_later_searches(coll
     docs, idx = str(tmp_path / "docs"), str(collection.index_dir)
     first = CliRunner().invoke(app, ["index", docs, "--index", idx, "--level", "2", "--config", config])
     assert first.exit_code == 0, first.output
-    assert "3 passages to extract" in first.output and "--yes" in first.output and not extraction_requests(server)
+    assert "3 passages to write" in first.output and "--yes" in first.output and not extraction_requests(server)
     done = CliRunner().invoke(app, ["index", docs, "--index", idx, "--level", "2", "--yes", "--config", config, "--json"])
     assert done.exit_code == 0, done.output
     report = json.loads(done.stdout)["level2"]
-    assert report["sent"] == 3 and report["estimate"]["units"] == 3 and report["usage"]["calls"] == 3
+    assert report["sent"] == 3 and report["estimate"]["items"] == 3 and report["usage"]["calls"] == 3
     status = json.loads(CliRunner().invoke(app, ["status", "--index", idx, "--config", config, "--json"]).stdout)
     level2 = status["levels"]["2"]
     assert level2["model"].startswith("openai/test-model") and (level2["units_extracted"], level2["share"]) == (3, 1.0)
@@ -178,3 +178,68 @@ def test_a_killed_eager_build_leaves_the_index_readable_and_resumes(collection, 
 def _records(path) -> int:
     with sqlite3.connect(str(path)) as db:
         return db.execute("SELECT count(*) FROM extractions").fetchone()[0]
+
+
+GLOBAL = "What are the main themes across these papers?"
+
+
+def report_responder(request: dict) -> str:
+    """Reports: a title and two claims citing the first two sentences; relevance: every claim 8;
+    the rest as the echo server answers."""
+    system = request["messages"][0]["content"]
+    user = request["messages"][-1]["content"]
+    numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
+    if '"summary"' in system:
+        return json.dumps({"title": "Report on " + user.splitlines()[0][11:], "summary": "What it is about.",
+                           "claims": [{"statement": s, "sources": [int(i)]} for i, s in numbered[:2]]})
+    if '"scores"' in system:
+        return json.dumps({"scores": [8 for _ in numbered]})
+    return echo_responder(request)
+
+
+def report_requests(server) -> int:
+    return sum('"summary"' in r.body["messages"][0]["content"] for r in server.requests)
+
+
+def test_global_search_answers_from_reports_it_writes_once_within_its_budget(tmp_path, samples_copy, make_config):
+    offline = Monjyu(tmp_path / "idx", make_config())
+    offline.index([samples_copy])
+    with LLMTestServer(report_responder) as server:
+        m = Monjyu(tmp_path / "idx", make_config(llm=server.config(),
+                                                 lazy={"report_communities": 3, "max_reports": 2}))
+        first = m.lazy_search(GLOBAL)
+        assert first.levels_reached == [0, 1, 4] and first.stop_reason == "reports"
+        assert (first.level4["reports_written"], first.level4["reports_read"]) == (2, 0) and report_requests(server) == 2
+        assert first.answer.kind == "llm" and first.citations
+        # It cites the passages the reports' claims rest on.
+        cited_by_reports = {u for c in first.claims for u in c.text_unit_ids}
+        assert {c.text_unit_id for c in first.citations} <= cited_by_reports
+        assert all(r["title"].startswith("Report on ") for r in first.reports)
+        assert first.usage_by_level["4"]["calls"] == len(server.requests) and first.usage_by_level["1"]["calls"] == 0
+        # The next question builds the missing report and reads the others; then nothing is written.
+        second = m.lazy_search(GLOBAL)
+        assert (second.level4["reports_written"], second.level4["reports_read"]) == (1, 2)
+        third = m.lazy_search("What are the main topics of the collection?")
+        assert third.level4["reports_written"] == 0 and report_requests(server) == 3
+        # Coverage and the community view.
+        total = m.levels()["4"]["communities"]
+        assert m.levels()["4"]["communities_reported"] == min(3, total)
+        community = m.community(first.reports[0]["community_id"])
+        assert community["report"]["title"] == first.reports[0]["title"]
+    assert offline.lazy_search(GLOBAL).levels_reached == [0, 1]  # offline: themes, as before
+    assert offline.community(first.reports[0]["community_id"])["report"] is None
+
+
+def test_an_eager_level_four_build_writes_every_report_the_search_then_reads(tmp_path, samples_copy, make_config):
+    Monjyu(tmp_path / "idx", make_config()).index([samples_copy])
+    with LLMTestServer(report_responder) as server:
+        m = Monjyu(tmp_path / "idx", make_config(llm=server.config()))
+        estimate = m.level_estimate(4)
+        total = m.levels()["4"]["communities"]
+        assert estimate["items"] == total >= 1 and estimate["prompt_tokens"] > 0 and not server.requests
+        done = m.build_level(4)
+        assert (done["sent"], done["failed"]) == (total, 0) and report_requests(server) == total
+        assert m.levels()["4"]["share"] == 1.0 and m.level_estimate(4)["items"] == 0
+        result = m.lazy_search(GLOBAL)
+        assert result.level4["reports_written"] == 0 and result.level4["reports_read"] >= 1
+        assert report_requests(server) == total

@@ -31,7 +31,7 @@ from .index import BuildReport, IndexBuilder, read_manifest
 from .index.builder import ProgressFn, generation_dir
 from .index.distributed import RayExecutor
 from .index.manifest import Manifest, manifest_path
-from .levels import LevelTwo
+from .levels import LevelFour, LevelTwo
 from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
 from .retrieval import LoadedIndex, SearchFilters, Searcher
@@ -99,6 +99,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         self._query_embedder: Embedder | None = None
         self._llm: LLM | None = None
         self._level2: LevelTwo | None = None
+        self._level4: LevelFour | None = None
         self._answers: AnswerEngine | None = None
         self._doc_rows: tuple[str, dict[str, int]] | None = None
         self._reranker: Reranker | None = None
@@ -182,6 +183,15 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         if self._level2 is None or self._level2.llm is not llm:
             self._level2 = LevelTwo(llm, self.index_dir, self.config.answer.prompts_dir or None)
         return self._level2
+
+    def _level_four(self) -> LevelFour | None:
+        """Community reports with the configured LLM, kept in the index directory (None offline)."""
+        llm = self._answer_engine().llm
+        if llm is None:
+            return None
+        if self._level4 is None or self._level4.llm is not llm:
+            self._level4 = LevelFour(llm, self.index_dir, self.config.answer.prompts_dir or None)
+        return self._level4
 
     def generation_dir(self) -> Path:
         """The directory of the current generation's files."""
@@ -483,8 +493,8 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             filters: bound the units it matches and tests.
             threshold: keep only units whose cosine similarity to the query reaches it.
             answer: False stops before claims and answer.
-            level: the highest index level it may build and use (1 or 2; default
-                `lazy.max_level`); 2 needs an LLM.
+            level: the highest index level it may build and use (1, 2 or 4; default
+                `lazy.max_level`); 2 and 4 need an LLM.
         """
         return run_sync(self.alazy_search(query, preset, budget, conversation, on_phase, on_token, top_k, offset,
                                           filters, threshold, answer, level))
@@ -505,13 +515,13 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             cfg = LazyConfig.model_validate({**self.config.lazy.model_dump(), **overrides})
         except ValidationError as exc:
             raise ConfigError(f"lazy search settings: {exc.errors()[0]['msg']} (preset z100|z500|z1500, budget >= 1, "
-                              "level 1 or 2)") from None
+                              "level 1, 2 or 4; level 3 is not built)") from None
         manifest, searcher = self._searcher()
         answers = self._answer_engine()
         engine = LazySearchEngine(cfg, searcher, lambda q: self._embed_query(manifest, q), answers.scorer, self._llm,
                                   answers.count_tokens, self.config.answer.prompts_dir or None,
                                   self.config.answer.min_sentence_score, check_answer=answers.checked,
-                                  level2=self._level_two())
+                                  level2=self._level_two(), level4=self._level_four())
         t0 = time.perf_counter()
         with UsageScope() as usage:
             result = await engine.asearch(query, conversation, on_phase, on_token, filters, threshold, top_k, offset,

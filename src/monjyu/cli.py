@@ -38,7 +38,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for
 STAGES = {"load": "Loading and chunking files", "embed": "Embedding text units", "sentences": "Embedding sentences",
           "phrases": "Extracting noun phrases", "ann": "Building the vector (ANN) index", "bm25": "Building the BM25 index",
           "graph": "Graph and communities", "phrase vectors": "Embedding phrases and communities",
-          "entities": "Extracting entities and relations (level 2)"}
+          "entities": "Extracting entities and relations (level 2)", "reports": "Writing community reports (level 4)"}
 
 
 def _facade(index: Path, config: Optional[Path]) -> Monjyu:
@@ -111,8 +111,8 @@ def _fail(exc: MonjyuError) -> None:
 def index(
     paths: Annotated[list[Path], typer.Argument(help="files and folders to index")],
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
-    level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph; 2: also entities and relations the configured LLM extracts from every passage (a cost estimate first; --yes to go ahead)")] = 1,
-    yes: Annotated[bool, typer.Option("--yes", help="with --level 2: extract without stopping at the cost estimate")] = False,
+    level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph; 2: also entities and relations the configured LLM extracts from every passage; 4: also a report on every community, written by the LLM (2 and 4: a cost estimate first, --yes to go ahead)")] = 1,
+    yes: Annotated[bool, typer.Option("--yes", help="with --level 2 or 4: go ahead after the cost estimate")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="also show library warnings (always in <index>/logs/build.log)")] = False,
     executor: Annotated[str, typer.Option(help="local, or ray: loading, embedding and noun phrases on a Ray cluster")] = "local",
     address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster (auto, ray://host:10001); default a local one")] = None,
@@ -123,21 +123,22 @@ def index(
     """Index files and folders; runs again process only added, changed and removed files."""
     try:
         m = _facade(index, config)
-        if level not in (0, 1, 2):
-            raise MonjyuError("--level must be 0, 1 or 2")
-        if yes and level != 2:
-            raise MonjyuError("--yes answers the cost estimate of --level 2; other levels have none")
-        if level == 2:
-            m._require_level(2)  # no LLM: say so before building anything
+        if level not in (0, 1, 2, 4):
+            raise MonjyuError("--level must be 0, 1, 2 or 4 (level 3 is not built)")
+        if yes and level < 2:
+            raise MonjyuError("--yes answers the cost estimate of --level 2 or 4; other levels have none")
+        if level >= 2 and m._level_two() is None:  # no LLM: say so before building anything
+            m._require_level(level)
         m.config.graph.enabled = level >= 1
         with _build_log(index, verbose), _progress(not as_json) as progress:
             report = m.index(paths, progress=progress, executor=executor, address=address, recluster=recluster)
-        level2 = _level2_build(m, yes, as_json) if level == 2 else None
+        built = _llm_level_build(m, level, yes, as_json) if level >= 2 else None
     except MonjyuError as exc:
         _fail(exc)
         return
     if as_json:
-        print(json.dumps({**report.to_dict(), **({"level2": level2} if level2 else {})}, ensure_ascii=False, indent=1))
+        print(json.dumps({**report.to_dict(), **({f"level{level}": built} if built else {})}, ensure_ascii=False,
+                         indent=1))
     else:
         for path, reason in report.failures:
             err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True, markup=True)
@@ -156,24 +157,26 @@ def index(
         raise typer.Exit(1)
 
 
-def _level2_build(m, yes: bool, as_json: bool) -> dict:
-    """--level 2: the estimate, then (with --yes) the extraction, each passage kept as it arrives."""
-    estimate = m.level_estimate(2)
+def _llm_level_build(m, level: int, yes: bool, as_json: bool) -> dict:
+    """--level 2 / 4: the estimate, then (with --yes) the build, each item kept as it arrives."""
+    estimate = m.level_estimate(level)
+    what, n = estimate["what"], estimate["items"]
     if not as_json:
-        out.print(f"level 2 with {estimate['model']}: {estimate['units']} passages to extract "
-                  f"({estimate['already_extracted']} already), about {estimate['prompt_tokens']:,} prompt tokens "
-                  f"and {estimate['completion_tokens']:,} output tokens (estimated)")
-    if not yes or not estimate["units"]:
-        if not as_json and estimate["units"]:
-            out.print("run again with --yes to extract")
+        out.print(f"level {level} with {estimate['model']}: {n} {what} to write ({estimate['already_built']} already "
+                  f"there), about {estimate['prompt_tokens']:,} prompt tokens and {estimate['completion_tokens']:,} "
+                  "output tokens (estimated)")
+    if not yes or not n:
+        if not as_json and n:
+            out.print("run again with --yes to build it")
         return {"estimate": estimate}
+    stage = "entities" if level == 2 else "reports"
     with _progress(not as_json) as progress:
         if progress:
-            progress("entities", 0, estimate["units"])
-        done = m.build_level(2, progress=lambda n: progress and progress("entities", n, None))
+            progress(stage, 0, n)
+        done = m.build_level(level, progress=lambda k: progress and progress(stage, k, None))
     if not as_json:
-        out.print(f"level 2: {done['sent']} passages extracted, {done['failed']} failed (run again to retry them), "
-                  f"{done['usage'].get('total_tokens', 0):,} tokens")
+        out.print(f"level {level}: {done['sent'] - done['failed']} {what} written, {done['failed']} failed (run again "
+                  f"to retry them), {done['usage'].get('total_tokens', 0):,} tokens")
     return {"estimate": estimate, **done}
 
 
@@ -189,7 +192,7 @@ def search(
     stream: Annotated[bool, typer.Option("--stream", help="print the answer as it is generated")] = False,
     expand: Annotated[bool, typer.Option("--expand", help="also search LLM rewrites of the query")] = False,
     preset: Annotated[Optional[str], typer.Option(help="lazy: z100 | z500 | z1500")] = None,
-    level: Annotated[Optional[int], typer.Option(help="lazy: the highest index level it may build and use (2: entities and relations an LLM extracts, kept in the index; needs an LLM)")] = None,
+    level: Annotated[Optional[int], typer.Option(help="lazy: the highest index level it may build and use (2: entities and relations an LLM extracts; 4: community reports for global questions; kept in the index; both need an LLM)")] = None,
     budget: Annotated[Optional[int], typer.Option(help="lazy: relevance tests (sentences) to spend")] = None,
     trace: Annotated[bool, typer.Option("--trace", help="lazy: show the path through the communities")] = False,
     session: Annotated[Optional[str], typer.Option(help="lazy: a conversation kept in the index directory; a follow-up question sees the earlier turns")] = None,
@@ -318,6 +321,11 @@ def _print_lazy(result, streamed: bool, trace: bool) -> None:
               f"{len(result.relevant_sentences)} relevant sentences, {len(result.claims)} claims, stop: {escape(result.stop_reason)}; "
               f"LLM calls {u.get('calls', 0)}, prompt tokens {u.get('prompt_tokens', 0)}, output tokens "
               f"{u.get('completion_tokens', 0)}; {t.get('total_ms', 0):.0f} ms[/]", highlight=False, markup=True)
+    if result.level4:
+        d, spent = result.level4, result.usage_by_level.get("4", {})
+        out.print(f"[dim]level 4: {d['communities']} communities, {d['reports_written']} reports written now, "
+                  f"{d['reports_read']} read from the index; {d['claims_relevant']} of {d['claims']} claims relevant; "
+                  f"{spent.get('total_tokens', 0)} tokens[/]", highlight=False, markup=True)
     if result.level2:
         d, spent = result.level2, result.usage_by_level.get("2", {})
         out.print(f"[dim]level 2: {d['units_sent']} passages sent to entity extraction, {d['units_reused']} read from the "

@@ -266,14 +266,22 @@ class LazyConfig(Section):
                              "judges what the offline test would keep")
     map_claims: Literal["auto", "always"] = "auto"  # auto: an LLM claims step only when the relevant sentences overflow context_tokens
     max_depth: int = Field(3, ge=0, le=10, description="levels below the top to deepen into")
-    max_level: int = Field(2, ge=1, le=2, description="with an LLM, the highest index level the search may build "
-                           "and use: 1 the noun-phrase graph and its communities; 2 also entities and relations the "
-                           "LLM extracts from the units it kept, when its tests found too little or the question asks "
-                           "how things relate (kept in the index). Without an LLM the search stops at 1")
+    max_level: Literal[1, 2, 4] = Field(4, description="with an LLM, the highest index level the search may build "
+                                        "and use: 1 the noun-phrase graph and its communities; 2 also entities and "
+                                        "relations the LLM extracts from the units it kept, when its tests found too "
+                                        "little or the question asks how things relate; 4 also community reports, "
+                                        "written when a global question first needs them (both kept in the index). "
+                                        "Level 3 is not built. Without an LLM the search stops at 1")
     extract_units: int = Field(5, ge=1, le=100, description="Level 2: units a deepening sends to extraction (the best "
                                "it kept; those already extracted for the model are read from the index)")
     deepen_budget: int = Field(20, ge=1, le=1000, description="Level 2: relevance tests for the units its entities link, "
                                "beyond the preset's budget")
+    report_communities: int = Field(8, ge=1, le=100, description="Level 4: communities whose reports a global question "
+                                    "reads (the offline themes' choice of level and communities)")
+    max_reports: int = Field(5, ge=0, le=100, description="Level 4: reports a question may write for those of its "
+                             "communities that have none yet (each one LLM call; 0: read only the reports there are)")
+    report_sentences: int = Field(20, ge=2, le=200, description="Level 4: a community's most central sentences its "
+                                  "report is written from")
     follow_links: bool = Field(True, description="a relevant sentence naming another unit's title (its page) makes that unit's opening statement relevant too: the second hop of multi-hop evidence")
     max_bridges: int = Field(5, ge=0, le=50, description="without an LLM, once every matched unit is tested with budget "
                              "left: the best relevant sentences (one per unit, this many) each joined to the question "

@@ -184,8 +184,9 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                           Field(description="lazy: effort, relevance tests of z100 < z500 < z1500")] = None,
         budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
                                             description="lazy: relevance tests to spend; overrides the preset")] = None,
-        level: Annotated[int | None, Field(ge=1, le=2, description="lazy: the highest index level it may build and use "
-                                           "(2: entities and relations an LLM extracts, kept in the index; needs an LLM)")] = None,
+        level: Annotated[int | None, Field(ge=1, le=4, description="lazy: the highest index level it may build and use "
+                                           "(2: entities and relations an LLM extracts; 4: community reports; kept in "
+                                           "the index; both need an LLM; 3 is not built)")] = None,
         weights: Annotated[SearchWeights | None, Field(description="hybridrag: keyword/semantic/graph shares "
                                                        "summing to 1; default by question type")] = None,
         rerank: Annotated[bool | None, Field(description="hybridrag: rerank stage on/off")] = None,
@@ -209,8 +210,9 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                           Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
         budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
                                             description="relevance tests to spend; overrides the preset")] = None,
-        level: Annotated[int | None, Field(ge=1, le=2, description="the highest index level it may build and use "
-                                           "(2: entities and relations an LLM extracts, kept in the index; needs an LLM)")] = None,
+        level: Annotated[int | None, Field(ge=1, le=4, description="the highest index level it may build and use "
+                                           "(2: entities and relations an LLM extracts; 4: community reports; kept in "
+                                           "the index; both need an LLM; 3 is not built)")] = None,
     ) -> dict[str, Any]:
         """LazyGraphRAG for broad questions: tests sentences community by community within a
         budget, then answers from the claims found, citing them (themes from the community
@@ -228,8 +230,9 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                           Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
         budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
                                             description="relevance tests to spend; overrides the preset")] = None,
-        level: Annotated[int | None, Field(ge=1, le=2, description="the highest index level it may build and use "
-                                           "(2: entities and relations an LLM extracts, kept in the index; needs an LLM)")] = None,
+        level: Annotated[int | None, Field(ge=1, le=4, description="the highest index level it may build and use "
+                                           "(2: entities and relations an LLM extracts; 4: community reports; kept in "
+                                           "the index; both need an LLM; 3 is not built)")] = None,
     ) -> dict[str, Any]:
         """Lazy search in a conversation kept with the index: the question is asked with the
         earlier turns of `session` in view, and this turn is saved to it."""

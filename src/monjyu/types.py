@@ -265,9 +265,14 @@ class LazySearchResult:
     themes: list[dict[str, Any]] = field(default_factory=list)  # label (phrases), community, cited sentences
     turn: int = 0  # in a conversation, which turn this answer is (0: none)
     # The levels the search used: [0] a Level 0 index, [0, 1] the communities, [0, 1, 2] it
-    # deepened to entities an LLM extracted (level2: units sent and reused, entities, units linked)
+    # deepened to entities an LLM extracted (level2: units sent and reused, entities, units
+    # linked), [0, 1, 4] it answered from community reports
     levels_reached: list[int] = field(default_factory=list)
     level2: dict[str, Any] = field(default_factory=dict)
+    # a global question with an LLM at level 4: the communities' reports read (written now or
+    # kept), and what the reports path did (reports written, read, claims scored and kept)
+    reports: list[dict[str, Any]] = field(default_factory=list)
+    level4: dict[str, Any] = field(default_factory=dict)
     usage_by_level: dict[str, dict[str, Any]] = field(default_factory=dict)  # with an LLM: "1", "2" -> usage
 
     @property

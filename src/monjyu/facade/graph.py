@@ -11,6 +11,20 @@ from ..errors import MonjyuError
 class GraphMixin:
     """Reading the noun-phrase graph and its community hierarchy of the current generation."""
 
+    def _report_of(self, community, searcher) -> dict[str, Any] | None:
+        """The community's Level 4 report for the configured LLM, when one was written."""
+        from ..levels.reports import community_key
+
+        level4 = self._level_four()
+        if level4 is None:
+            return None
+        key = community_key([searcher.index.graph.phrases[p] for p in community.phrases])
+        report = level4.kept([key]).get(key)
+        if report is None:
+            return None
+        return {"title": report.title, "summary": report.summary, "claims": [c["statement"] for c in report.claims],
+                "model": level4.model}
+
     def graph_stats(self) -> dict[str, Any]:
         """Phrases, edges and communities per level of the current generation."""
         from ..index.graph_export import graph_stats
@@ -92,6 +106,6 @@ class GraphMixin:
         shared = {r: len(c.phrases.intersection(searcher.unit_phrases(r, limit=10_000))) for r in rows}
         best = sorted(rows, key=lambda r: (-shared[r], r))[:limit]
         return {"id": c.id, "level": c.level, "title": c.title, "parent": c.parent, "children": c.children,
-                "phrases": c.size, "text_units": len(rows),
+                "phrases": c.size, "text_units": len(rows), "report": self._report_of(c, searcher),
                 "hits": [searcher.hit(r, float(shared[r]), i + 1, None, None).to_dict() for i, r in enumerate(best)]}
 

@@ -1,5 +1,5 @@
 """Levels 2-4 as users see them: how much of the collection each level covers, what building
-one for the whole collection would cost, and building it (`monjyu index --level 2`)."""
+one for the whole collection would cost, and building it (`monjyu index --level 2 / 4`)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import MonjyuError
+from ..levels.reports import community_key
 from ..levels.store import unit_key
-from ..llm import load_prompt, run_sync
+from ..engines.lazy.themes import ThemeFinder
+from ..llm import UsageScope, load_prompt, run_sync
 from ..nlp.lang import detect_language
 
 BATCH = 64  # units extracted at a time by an eager build (each stored as it arrives)
-# Output tokens an extraction is assumed to take per unit, for the estimate printed before an
-# eager build (a passage names a handful of entities and relations, ~25 tokens each).
-OUTPUT_TOKENS_PER_UNIT = 200
+# Output tokens assumed for the estimate printed before an eager build: an extraction names a
+# handful of entities and relations (~25 tokens each); a report has a title, a summary and up
+# to eight claims.
+OUTPUT_TOKENS = {2: 200, 4: 400}
 
 
 class LevelsMixin:
@@ -33,64 +36,104 @@ class LevelsMixin:
             out["2"] = {"model": None, "note": "built with an LLM (llm.provider), and none is configured"}
             return out
         texts = self._unit_texts()
-        done = len(level2.store.records(level2.model, sorted({unit_key(t) for t in texts})))
+        done = len(level2.records(sorted({unit_key(t) for t in texts})))
         unique = len(set(texts))
         out["2"] = {"model": level2.model, "units_extracted": done, "units": unique,
                     "share": round(done / unique, 4) if unique else 0.0}
+        if 1 in manifest.levels:
+            keys = self._community_keys()
+            level4 = self._level_four()
+            written = len(level4.kept(list(keys.values())))
+            out["4"] = {"model": level4.model, "communities_reported": written, "communities": len(keys),
+                        "share": round(written / len(keys), 4) if keys else 0.0}
         return out
 
     def level_estimate(self, level: int) -> dict[str, Any]:
-        """What building `level` for every unit would send: the units not extracted yet for the
-        configured model, their prompt tokens (instructions + text) and the output tokens
-        assumed (OUTPUT_TOKENS_PER_UNIT each)."""
-        level2 = self._require_level(level)
-        todo = self._todo(level2)
+        """What building `level` for the whole collection would send: level 2 the units not
+        extracted yet for the configured model, level 4 the communities without a report; their
+        prompt tokens (instructions + text) and the output tokens assumed (OUTPUT_TOKENS each)."""
+        builder = self._require_level(level)
+        todo, done = self._todo(level, builder)
         count = self._answer_engine().count_tokens
-        instructions = {lang: count(load_prompt("extract", lang, self.config.answer.prompts_dir or None))
+        prompt_name = "extract" if level == 2 else "report"
+        instructions = {lang: count(load_prompt(prompt_name, lang, self.config.answer.prompts_dir or None))
                         for lang in ("en", "ja")}
-        prompt = sum(count(t) + instructions[detect_language(t)] for t in todo)
-        return {"level": level, "model": level2.model, "units": len(todo), "prompt_tokens": prompt,
-                "completion_tokens": OUTPUT_TOKENS_PER_UNIT * len(todo),
-                "already_extracted": len(set(self._unit_texts())) - len(todo)}
+        texts = todo if level == 2 else ["\n".join(s for _, s in sentences) for _, _, sentences in todo]
+        prompt = sum(count(t) + instructions[detect_language(t)] for t in texts)
+        return {"level": level, "model": builder.model, "items": len(todo),
+                "what": "passages" if level == 2 else "community reports", "prompt_tokens": prompt,
+                "completion_tokens": OUTPUT_TOKENS[level] * len(todo), "already_built": done}
 
     def build_level(self, level: int, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-        """Extract entities and relations from every unit not extracted yet for the configured
-        model (each kept as it arrives: an interrupted build resumes where it stopped).
+        """Level 2: extract entities and relations from every unit not extracted yet for the
+        configured model; level 4: write a report for every community that has none. Each is
+        kept as it arrives, so an interrupted build resumes where it stopped.
 
         Args:
-            level: 2.
-            progress: called with the number of units done after each batch.
+            level: 2 or 4.
+            progress: called with the number of items done after each batch.
 
         Returns:
-            Units sent, reused and failed, and the usage of the calls.
+            Items sent, reused (built before) and failed, and the usage of the calls.
         """
-        level2 = self._require_level(level)
-        todo = self._todo(level2)
+        builder = self._require_level(level)
+        todo, done = self._todo(level, builder)
         sent = failed = 0
-        usage: dict[str, Any] = {}
-        for start in range(0, len(todo), BATCH):
-            _, run = run_sync(level2.extract(todo[start:start + BATCH]))
-            sent, failed = sent + run.sent, failed + run.failed
-            usage = {k: usage.get(k, 0) + v for k, v in run.usage.items()}
-            if progress:
-                progress(run.sent)
-        return {"level": level, "model": level2.model, "sent": sent, "failed": failed,
-                "reused": len(set(self._unit_texts())) - len(todo), "usage": usage}
+        with UsageScope(builder.llm) as usage:
+            for start in range(0, len(todo), BATCH):
+                batch = todo[start:start + BATCH]
+                if level == 2:
+                    _, run = run_sync(builder.extract(batch))
+                    missed = run.failed
+                else:
+                    _, missed = run_sync(builder.write(batch))
+                sent, failed = sent + len(batch), failed + missed
+                if progress:
+                    progress(len(batch))
+        return {"level": level, "model": builder.model, "sent": sent, "failed": failed, "reused": done,
+                "usage": usage.to_dict()}
 
     def _require_level(self, level: int):
-        if level != 2:
-            raise MonjyuError(f"level {level} cannot be built up front: levels 0 and 1 are built by every "
-                              "`monjyu index`, level 2 by `monjyu index --level 2`")
-        level2 = self._level_two()
-        if level2 is None:
-            raise MonjyuError("level 2 is built by an LLM, and none is configured (llm.provider: none); "
+        if level not in (2, 4):
+            raise MonjyuError(f"level {level} cannot be built on its own: levels 0 and 1 are built by every "
+                              "`monjyu index`, level 2 and level 4 by `monjyu index --level 2` or `--level 4` "
+                              "(level 3 is not built)")
+        builder = self._level_two() if level == 2 else self._level_four()
+        if builder is None:
+            raise MonjyuError(f"level {level} is built by an LLM, and none is configured (llm.provider: none); "
                               "configure one in monjyu.yaml")
-        return level2
+        if level == 4 and 1 not in self.manifest().levels:
+            raise MonjyuError("level 4 reports are on the Level 1 communities, which this index does not have: "
+                              "run `monjyu index` without --level 0 first")
+        return builder
 
     def _unit_texts(self) -> list[str]:
         return list(self._searcher()[1].index.columns["text"])
 
-    def _todo(self, level2) -> list[str]:
-        texts = list(dict.fromkeys(self._unit_texts()))
-        done = level2.store.records(level2.model, [unit_key(t) for t in texts])
-        return [t for t in texts if unit_key(t) not in done]
+    def _community_keys(self) -> dict[int, str]:
+        """Each community's report key ({} when the index has no communities)."""
+        index = self._searcher()[1].index
+        if index.graph is None or index.communities is None:
+            return {}
+        return {c.id: community_key([index.graph.phrases[p] for p in c.phrases]) for c in index.communities.by_id.values()}
+
+    def _todo(self, level: int, builder) -> tuple[list, int]:
+        """What an eager build of `level` still has to send, and how many are built already."""
+        if level == 2:
+            texts = list(dict.fromkeys(self._unit_texts()))
+            done = builder.records([unit_key(t) for t in texts])
+            return [t for t in texts if unit_key(t) not in done], len(done)
+        manifest, searcher = self._searcher()
+        keys = self._community_keys()
+        done = builder.kept(list(keys.values()))
+        finder = ThemeFinder(searcher, self._answer_engine().scorer, self.config.answer.min_sentence_score,
+                             lambda q: self._embed_query(manifest, q))
+        texts = searcher.index.columns["text"]
+        todo = []
+        for cid, key in sorted(keys.items()):
+            community = searcher.index.communities.by_id[cid]
+            if key not in done:
+                sentences = finder.central_sentences(community, self.config.lazy.report_sentences)
+                if sentences:
+                    todo.append((key, community.title, [(texts[row], text) for row, _, _, text in sentences]))
+        return todo, len(done)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from ..engines.llm_calls import structured_reply
 from ..llm import LLM, UsageScope
 from ..nlp.lang import detect_language
-from .store import ExtractionStore, unit_key
+from .store import LEVELS_DIR, ExtractionStore, unit_key
 
 _EDGE_PUNCTUATION = re.compile(r"^[\W_]+|[\W_]+$")
 
@@ -82,11 +82,17 @@ class LevelTwo:
     def model(self) -> str:
         return self.llm.id
 
+    def records(self, keys: list[str]) -> dict[str, dict]:
+        """The stored extractions of those unit keys (reading never creates the store)."""
+        if self._store is None and not (self.index_dir / LEVELS_DIR / "level2.sqlite").exists():
+            return {}
+        return self.store.records(self.model, keys)
+
     async def extract(self, texts: list[str], max_calls: int | None = None) -> tuple[dict[str, Extraction], ExtractionRun]:
         """The extraction of each text (by unit key), from the store or else from the LLM, at
         most `max_calls` of them sent (the others are left out this time)."""
         keys = [unit_key(t) for t in texts]
-        found = {k: Extraction.model_validate(r) for k, r in self.store.records(self.model, keys).items()}
+        found = {k: Extraction.model_validate(r) for k, r in self.records(keys).items()}
         todo = list({k: t for k, t in zip(keys, texts) if k not in found}.items())[:max_calls]
         run = ExtractionRun(sent=len(todo), reused=len(found))
         with UsageScope(self.llm) as usage:

@@ -47,8 +47,9 @@ from .assessors import LLMAssessor, LocalAssessor, RelevanceAssessor
 from .claims import cut_to_budget, deduplicate, llm_claims, sentence_claims
 
 if TYPE_CHECKING:
-    from ...levels import LevelTwo
+    from ...levels import LevelFour, LevelTwo
 from .themes import ThemeFinder
+from ...levels.reports import community_key
 
 BRIDGED_UNITS = 3  # budget left after the bridges: every statement of this many best units bridges too
 
@@ -118,16 +119,18 @@ class LazySearchEngine:
                  scorer: LocalRelevanceScorer, llm: LLM | None, count_tokens: Callable[[str], int],
                  prompts_dir: str | None = None, min_sentence_score: float = 3.0,
                  check_answer: Callable[[str, Sequence[Source], str], Answer] | None = None,
-                 level2: LevelTwo | None = None):
+                 level2: LevelTwo | None = None, level4: LevelFour | None = None):
         """`check_answer` (AnswerEngine.checked): an LLM answer's citations resolved and its
         sentences checked against the units they cite. `level2`: entity extraction with the
-        LLM, for deepening (None: the search stops at Level 1)."""
+        LLM, for deepening; `level4`: community reports, for global questions (None: the search
+        does not go there)."""
         self.config = config
         self.searcher = searcher
         self.embed_query = embed_query
         self.scorer = scorer
         self.llm = llm
         self.level2 = level2 if llm is not None and config.max_level >= 2 else None
+        self.level4 = level4 if llm is not None and config.max_level >= 4 else None
         self.count_tokens = count_tokens
         self.prompts_dir = prompts_dir
         self.min_sentence_score = min_sentence_score  # local relevance a theme's sentence needs to a topic
@@ -455,6 +458,83 @@ class LazySearchEngine:
         return [self.searcher.hit(self.searcher.row_of(u), score, rank, None, None)
                 for rank, (u, score) in enumerate(page, start=offset + 1)]
 
+    # ------------------------------------------------------------------ global questions, Level 4
+    async def _reports(self, query: str, lang: str, budget: int, filters: SearchFilters | None,
+                       threshold: float | None, top_k: int, offset: int, answer: bool, phase: PhaseCallback,
+                       on_token: Callable[[str], None] | None) -> LazySearchResult:
+        """A global question with an LLM (lazy.max_level 4): GraphRAG's global search over
+        community reports. The communities are those the offline themes would read (the level
+        with enough of them; for a topic, those holding its best passages); the reports they
+        have are read from the index, up to lazy.max_reports missing ones are written (kept);
+        map: their claims are scored against the question by the LLM; reduce: the answer is
+        written from the best claims, citing the passages the report cited."""
+        cfg, t = self.config, time.perf_counter()
+        finder = ThemeFinder(self.searcher, self.scorer, self.min_sentence_score, self.embed_query, filters, threshold)
+        plan = finder.plan(query, lang)
+        if plan is None:  # the collection does not speak of the topic: the themes say so
+            return await asyncio.to_thread(self._themes, query, lang, budget, filters, threshold, top_k, offset,
+                                           answer, phase, on_token)
+        with UsageScope() as usage:
+            communities = plan[3][:cfg.report_communities]
+            graph, cols = self.searcher.index.graph, self.searcher.index.columns
+            keys = {c.id: community_key([graph.phrases[p] for p in c.phrases]) for c in communities}
+            kept = self.level4.kept(list(keys.values()))
+            calls = max(0, cfg.max_llm_calls - 2)  # the map and the answer keep a call each
+            missing = [c for c in communities if keys[c.id] not in kept][:min(cfg.max_reports, calls)]
+            items = []
+            for c in missing:
+                sentences = finder.central_sentences(c, cfg.report_sentences)
+                items.append((keys[c.id], c.title, [(cols["text"][row], text) for row, _, _, text in sentences]))
+            written, failed = await self.level4.write(items)
+            kept.update(written)
+            phase("reports", {"written": len(written), "read": len(kept) - len(written), "failed": failed})
+            claims, owners, reports = self._report_claims(communities, keys, kept, written)
+            room = max(1, cfg.max_llm_calls - len(items) - 1) * cfg.batch_size
+            claims, owners = claims[:room], owners[:room]
+            scores, _ = await LLMAssessor(self.llm, cfg.batch_size, lang, self.prompts_dir).assess(
+                query, [c.statement for c in claims])
+            passing = [(Claim(c.statement, float(s), c.text_unit_ids, c.sentences), owner)
+                       for c, s, owner in zip(claims, scores, owners) if s >= cfg.relevance_threshold]
+            relevant = sorted((c for c, _ in passing), key=lambda c: -c.score)
+            relevant = cut_to_budget(relevant, cfg.context_tokens, self.count_tokens)
+            written_answer = await self._answer(query, lang, relevant, [], on_token, use_llm=True) if answer else None
+        units = list(dict.fromkeys(u for c in relevant for u in c.text_unit_ids))
+        visits = [{"id": c.id, "level": c.level, "depth": 0, "title": f"(report) {r['title']}", "units_tested": 0,
+                   "sentences_tested": r["claims"], "relevant": sum(owner == c.id for _, owner in passing)}
+                  for c, r in zip(communities, reports) if r]
+        return LazySearchResult(
+            query=query, answer=written_answer, subqueries=[query], expanded_query=query, claims=relevant,
+            relevant_sentences=[], communities_visited=visits, budget_used=0, budget_total=budget,
+            assessor=f"llm:{self.llm.id}", stop_reason="reports", kept_text_unit_ids=units,
+            hits=self._page(dict.fromkeys(units, 0.0), top_k, offset), total_count=len(units),
+            timings_ms={"reports_ms": (time.perf_counter() - t) * 1000}, levels_reached=[0, 1, 4],
+            reports=[r for r in reports if r],
+            level4={"communities": len(communities), "reports_written": len(written),
+                    "reports_read": len(kept) - len(written), "reports_failed": failed, "claims": len(claims),
+                    "claims_relevant": len(relevant), "usage": usage.usage})
+
+    def _report_claims(self, communities: list[Community], keys: dict[int, str], kept: dict, written: dict):
+        """The claims of the communities' reports, citing the units (ids) they rest on (claims
+        resting only on units the index no longer holds are dropped), and each report as shown."""
+        rows_of_key = self.searcher.rows_by_text_key()
+        ids = self.searcher.index.columns["id"]
+        claims, owners, reports = [], [], []
+        for c in communities:
+            report = kept.get(keys[c.id])
+            if report is None:
+                reports.append(None)
+                continue
+            n = 0
+            for claim in report.claims:
+                units = list(dict.fromkeys(ids[rows_of_key[k][0]] for k, _ in claim["sources"] if k in rows_of_key))
+                if units:
+                    claims.append(Claim(claim["statement"], 0.0, units, [s for _, s in claim["sources"]]))
+                    owners.append(c.id)
+                    n += 1
+            reports.append({"community_id": c.id, "level": c.level, "title": report.title, "summary": report.summary,
+                            "claims": n, "written_now": keys[c.id] in written})
+        return claims, owners, reports
+
     # ------------------------------------------------------------------ global questions, offline
     def _themes(self, query: str, lang: str, budget: int, filters: SearchFilters | None, threshold: float | None,
                 top_k: int, offset: int, answer: bool, phase: PhaseCallback,
@@ -550,11 +630,13 @@ class LazySearchEngine:
         answer) and Level 2 (extraction and the tests of the units it linked)."""
         with UsageScope() as total:
             result = await self._asearch(*args, **kwargs)
-        level2 = result.level2.pop("usage", None)
+        deeper = {level: info.pop("usage") for level, info in (("2", result.level2), ("4", result.level4))
+                  if "usage" in info}
         if self.llm is not None:
-            result.usage_by_level = {"1": (total.usage - level2 if level2 else total.usage).to_dict()}
-            if level2 is not None:
-                result.usage_by_level["2"] = level2.to_dict()
+            rest = total.usage
+            for usage in deeper.values():
+                rest = rest - usage
+            result.usage_by_level = {"1": rest.to_dict(), **{k: v.to_dict() for k, v in deeper.items()}}
         return result
 
     async def _asearch(self, query: str, conversation: LazyConversation | None = None,
@@ -569,8 +651,10 @@ class LazySearchEngine:
             communities = self.searcher.index.communities
             conversation.follow(self.searcher.has_unit,
                                 lambda c: communities is not None and c in communities.by_id)
-        if self.llm is None and self.searcher.index.communities is not None and \
-                rule_classify(query, []).type == "global":
+        is_global = self.searcher.index.communities is not None and rule_classify(query, []).type == "global"
+        if self.level4 is not None and is_global:
+            return await self._reports(query, lang, budget, filters, threshold, top_k, offset, answer, phase, on_token)
+        if self.llm is None and is_global:
             result = await asyncio.to_thread(self._themes, query, lang, budget, filters, threshold, top_k, offset,
                                              answer, phase, on_token)
             if conversation is not None and result.answer is not None:

@@ -136,8 +136,9 @@ class ThemeFinder:
         graph = self.index.graph
         return {p: set(self.analyzer.terms(graph.phrases[p])) for p in phrases}
 
-    def _theme(self, community: Community, topic: str, topic_vector: np.ndarray | None,
-               used_docs: set[str], used_sentences: set[tuple[int, int]]) -> Theme | None:
+    def _central(self, community: Community, topic_vector: np.ndarray | None):
+        """The community's sentences naming its distinctive phrases: (phrase weight named, row,
+        start, end, phrases named) each, and the phrase weights; None when it has none."""
         rows = self._rows(community)
         weights = self._phrase_weights(community, rows)
         if not weights:
@@ -162,8 +163,38 @@ class ThemeFinder:
                 named = [p for p, t in terms.items() if t <= sentence_terms]
                 if len(named) >= 2 or (named and topic_vector is not None):
                     candidates.append((sum(weights[p] for p in named), row, a, b, named))
-        if not candidates:
+        return (candidates, weights) if candidates else None
+
+    def central_sentences(self, community: Community, n: int) -> list[tuple[int, int, int, str]]:
+        """The community's n most central sentences (naming most of its distinctive phrases), as
+        (unit row, start, end, text): what its report is written from. A community too small to
+        have such sentences gives its passages' sentences in order."""
+        central = self._central(community, None)
+        cols = self.index.columns
+        if central is None:
+            found = [(0.0, row, a, b) for row in self._rows(community)[:n].tolist()
+                     for a, b in statement_spans(cols["text"][row], self.index.sentence_spans(row) or None)
+                     if not is_title_line(cols["text"][row], a, b)]
+        else:
+            found = [(-score, row, a, b) for score, row, a, b, _ in central[0]]
+        seen, out = set(), []
+        for _, row, a, b in sorted(found, key=lambda c: (c[0], c[1], c[2]) if central else 0):
+            text = cols["text"][row][a:b]
+            if text not in seen:
+                seen.add(text)
+                out.append((row, a, b, text))
+            if len(out) == n:
+                break
+        return out
+
+    def _theme(self, community: Community, topic: str, topic_vector: np.ndarray | None,
+               used_docs: set[str], used_sentences: set[tuple[int, int]]) -> Theme | None:
+        central = self._central(community, topic_vector)
+        if central is None:
             return None
+        candidates, weights = central
+        rows = self._rows(community)
+        cols = self.index.columns
         scores = np.array([c[0] for c in candidates], dtype=np.float64)
         scores /= scores.max() or 1.0
         if topic_vector is not None:  # about the topic (the extractive answers' relevance rule), then central
@@ -197,10 +228,12 @@ class ThemeFinder:
                      documents=len({cols["document_id"][r] for r in rows}))
 
     # ------------------------------------------------------------------ the answer
-    def answer(self, query: str, lang: str) -> ThemeAnswer:
+    def plan(self, query: str, lang: str) -> tuple[str, np.ndarray | None, int, list[Community]] | None:
+        """What a global answer reads: the topic ("" for the whole collection) and its vector, the
+        level, and the communities to read, best first; None when the collection does not speak
+        of the topic."""
         topic = topic_of(query, self.analyzer, lang, self.searcher.query_phrases(query) if lang != "ja" else [])
         self.allowed = self.searcher.restrict(self.filters, self.embed_query(query), self.threshold)
-        total_docs = len(set(self.index.columns["document_id"]))
         topic_vector, topic_rows = None, []
         if topic:
             topic_vector = self.embed_query(topic)
@@ -208,13 +241,21 @@ class ThemeFinder:
                                         threshold=self.threshold).hits
             topic_rows = [self.searcher.row_of(h.text_unit_id) for h in hits]
             if not self._covered(topic, lang, [h.text for h in hits[:TOPIC_PASSAGES]]):
-                return ThemeAnswer(_not_covered(topic, lang), topic=topic, total_documents=total_docs)
+                return None
+        level = self._level()
+        return topic, topic_vector, level, self._candidates(level, topic_rows)
+
+    def answer(self, query: str, lang: str) -> ThemeAnswer:
+        total_docs = len(set(self.index.columns["document_id"]))
+        plan = self.plan(query, lang)
+        if plan is None:
+            topic = topic_of(query, self.analyzer, lang, self.searcher.query_phrases(query) if lang != "ja" else [])
+            return ThemeAnswer(_not_covered(topic, lang), topic=topic, total_documents=total_docs)
+        topic, topic_vector, level, candidates = plan
         themes: list[Theme] = []
         used_docs: set[str] = set()
         used_sentences: set[tuple[int, int]] = set()  # no sentence is cited by two themes
         labels: list[set[str]] = []
-        level = self._level()
-        candidates = self._candidates(level, topic_rows)
         for community in candidates:
             if len(themes) == MAX_THEMES:
                 break

@@ -12,7 +12,7 @@ const STRINGS = {
     d_type: "Type", d_units: "Passages", failures: "Files the last build skipped", none: "none", map: "Community map",
     close: "Close", answer: "Answer", extractive: "Answer (extractive: sentences from the sources, no LLM)",
     insufficient: "No answer", passages: "Passages", of: "of", page: "p.", searching: "Searching…",
-    calls: "LLM calls", tokens: "tokens", levels: "levels", level2: "level 2", extracted: "passages extracted",
+    calls: "LLM calls", tokens: "tokens", report: "Report", levels: "levels", level2: "level 2", extracted: "passages extracted",
     reused: "read from the index", budget: "budget", stop: "stop", claims: "claims",
     relevant_sentences: "relevant sentences", community: "Community", no_results: "No passages found.",
     mode_auto: "auto (by question type)", mode_hybrid: "hybrid", mode_lazy: "lazy (LazyGraphRAG)",
@@ -32,7 +32,7 @@ const STRINGS = {
     d_type: "種類", d_units: "パッセージ", failures: "前回の索引作成で読めなかったファイル", none: "なし",
     map: "コミュニティ地図", close: "閉じる", answer: "回答",
     extractive: "回答 (抽出型: 出典の文をそのまま選択、LLM なし)", insufficient: "回答なし", passages: "パッセージ",
-    of: "/", page: "p.", searching: "検索中…", calls: "LLM 呼び出し", tokens: "トークン", levels: "レベル", level2: "レベル 2",
+    of: "/", page: "p.", searching: "検索中…", calls: "LLM 呼び出し", tokens: "トークン", report: "レポート", levels: "レベル", level2: "レベル 2",
     extracted: "件の一節を抽出", reused: "件を索引から再利用", budget: "予算",
     stop: "停止理由", claims: "主張", relevant_sentences: "関連文", community: "コミュニティ",
     no_results: "該当するパッセージがありません。", mode_auto: "自動 (質問の種類で選択)", mode_hybrid: "ハイブリッド",
@@ -340,7 +340,12 @@ async function showCommunity(id) {
   const response = await fetch("/api/community?id=" + encodeURIComponent(id));
   const c = await response.json();
   if (!response.ok) { showError(c.error); return; }
-  $("answer").hidden = true;
+  $("answer").hidden = !c.report;
+  if (c.report) {  // a Level 4 report an LLM wrote for this community
+    $("answer-title").textContent = `${t("report")}: ${c.report.title}`;
+    $("answer-text").replaceChildren(el("p", {}, c.report.summary),
+                                     el("ul", {}, ...c.report.claims.map((s) => el("li", {}, s))));
+  }
   renderHits(c.hits, `${t("community")} #${c.id} (L${c.level}): ${c.title}`);
 }
 
