@@ -177,21 +177,21 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
 
     def _level_two(self) -> LevelTwo | None:
         """Entity extraction with the configured LLM, kept in the index directory (None offline)."""
-        llm = self._answer_engine().llm
-        if llm is None:
-            return None
-        if self._level2 is None or self._level2.llm is not llm:
-            self._level2 = LevelTwo(llm, self.index_dir, self.config.answer.prompts_dir or None)
-        return self._level2
+        return self._llm_level("_level2", LevelTwo)
 
     def _level_four(self) -> LevelFour | None:
         """Community reports with the configured LLM, kept in the index directory (None offline)."""
+        return self._llm_level("_level4", LevelFour)
+
+    def _llm_level(self, attribute: str, kind: type) -> Any:
         llm = self._answer_engine().llm
         if llm is None:
             return None
-        if self._level4 is None or self._level4.llm is not llm:
-            self._level4 = LevelFour(llm, self.index_dir, self.config.answer.prompts_dir or None)
-        return self._level4
+        built = getattr(self, attribute)
+        if built is None or built.llm is not llm:
+            built = kind(llm, self.index_dir, self.config.answer.prompts_dir or None)
+            setattr(self, attribute, built)
+        return built
 
     def generation_dir(self) -> Path:
         """The directory of the current generation's files."""

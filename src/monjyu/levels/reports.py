@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from pydantic import BaseModel, Field
 from ..engines.llm_calls import structured_reply
 from ..llm import LLM
 from ..nlp.lang import detect_language
-from .store import EXTRACTION_VERSION, LEVELS_DIR, unit_key
+from .store import EXTRACTION_VERSION, LEVELS_DIR, open_level_db, unit_key
 
 REPORT_VERSION = 1  # bump when the prompt or the schema changes
 
@@ -55,13 +54,8 @@ class KeptReport:
 
 class ReportStore:
     def __init__(self, index_dir: Path):
-        path = Path(index_dir) / LEVELS_DIR / "level4.sqlite"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS reports (model TEXT, community TEXT, record BLOB NOT NULL, "
-                         "PRIMARY KEY (model, community))")
-        self._db.commit()
+        self._db = open_level_db(index_dir, "level4.sqlite",
+                                 "reports (model TEXT, community TEXT, record BLOB NOT NULL, PRIMARY KEY (model, community))")
         self._lock = threading.Lock()
 
     @staticmethod

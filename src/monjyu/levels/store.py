@@ -23,17 +23,23 @@ def unit_key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def open_level_db(index_dir: Path, name: str, *tables: str) -> sqlite3.Connection:
+    """`<index>/levels/<name>`, its tables created when missing (WAL: readers never wait)."""
+    path = Path(index_dir) / LEVELS_DIR / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
+    db.execute("PRAGMA journal_mode=WAL")
+    for table in tables:
+        db.execute(f"CREATE TABLE IF NOT EXISTS {table}")
+    db.commit()
+    return db
+
+
 class ExtractionStore:
     def __init__(self, index_dir: Path):
-        path = Path(index_dir) / LEVELS_DIR / "level2.sqlite"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS extractions (model TEXT, unit TEXT, record BLOB NOT NULL, "
-                         "PRIMARY KEY (model, unit))")
-        self._db.execute("CREATE TABLE IF NOT EXISTS mentions (model TEXT, entity TEXT, unit TEXT, "
-                         "PRIMARY KEY (model, entity, unit))")
-        self._db.commit()
+        self._db = open_level_db(index_dir, "level2.sqlite",
+                                 "extractions (model TEXT, unit TEXT, record BLOB NOT NULL, PRIMARY KEY (model, unit))",
+                                 "mentions (model TEXT, entity TEXT, unit TEXT, PRIMARY KEY (model, entity, unit))")
         self._lock = threading.Lock()
 
     @staticmethod
