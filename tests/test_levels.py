@@ -243,3 +243,20 @@ def test_an_eager_level_four_build_writes_every_report_the_search_then_reads(tmp
         result = m.lazy_search(GLOBAL)
         assert result.level4["reports_written"] == 0 and result.level4["reports_read"] >= 1
         assert report_requests(server) == total
+
+
+def test_the_mcp_lazy_search_tool_deepens_with_its_level(collection, server, tmp_path, cache_dir):
+    from anyio.from_thread import start_blocking_portal
+    from mcp import Client, StdioServerParameters
+
+    config = llm_yaml(tmp_path, server, cache_dir)
+    params = StdioServerParameters(command=sys.executable, env={"MONJYU_TEST_LLM_KEY": "k"},
+                                   args=["-m", "monjyu.cli", "serve", "--index", str(collection.index_dir),
+                                         "--config", config])
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(params)) as client:
+        deep = portal.call(client.call_tool, "lazy_search", {"query": QUESTION, "budget": 1, "level": 2})
+        capped = portal.call(client.call_tool, "lazy_search", {"query": QUESTION, "budget": 1, "level": 1})
+        three = portal.call(client.call_tool, "lazy_search", {"query": QUESTION, "level": 3})
+    assert deep.structured_content["levels_reached"] == [0, 1, 2] and deep.structured_content["level2"]["relevant"] == 1
+    assert capped.structured_content["levels_reached"] == [0, 1]
+    assert three.is_error and "level" in three.content[0].text
