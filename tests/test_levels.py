@@ -185,7 +185,7 @@ GLOBAL = "What are the main themes across these papers?"
 
 def report_responder(request: dict) -> str:
     """Reports: a title and two claims citing the first two sentences; relevance: every claim 8;
-    the rest as the echo server answers."""
+    the rest as `responder` answers."""
     system = request["messages"][0]["content"]
     user = request["messages"][-1]["content"]
     numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
@@ -194,7 +194,7 @@ def report_responder(request: dict) -> str:
                            "claims": [{"statement": s, "sources": [int(i)]} for i, s in numbered[:2]]})
     if '"scores"' in system:
         return json.dumps({"scores": [8 for _ in numbered]})
-    return echo_responder(request)
+    return responder(request)  # extraction, claims and the answer as above
 
 
 def report_requests(server) -> int:
@@ -260,3 +260,21 @@ def test_the_mcp_lazy_search_tool_deepens_with_its_level(collection, server, tmp
     assert deep.structured_content["levels_reached"] == [0, 1, 2] and deep.structured_content["level2"]["relevant"] == 1
     assert capped.structured_content["levels_reached"] == [0, 1]
     assert three.is_error and "level" in three.content[0].text
+
+
+def test_removing_a_document_drops_what_levels_two_and_four_hold_of_it(tmp_path, samples_copy, make_config):
+    Monjyu(tmp_path / "idx", make_config()).index([samples_copy])
+    with LLMTestServer(report_responder) as server:
+        m = Monjyu(tmp_path / "idx", make_config(llm=server.config()))
+        m.build_level(4)
+        m.build_level(2)
+        before = m.levels()
+        columns = m._searcher()[1].index.columns
+        removed = {u for u, d in zip(columns["id"], columns["document_id"]) if d == "papers/lazygraphrag.md"}
+        assert removed and before["2"]["share"] == 1.0
+        (samples_copy / "lazygraphrag.md").unlink()
+        m.index([samples_copy])
+        after = m.levels()
+        assert after["2"]["units"] == before["2"]["units"] - len(removed) and after["2"]["share"] == 1.0
+        result = m.lazy_search(GLOBAL)
+        assert result.claims and not {u for c in result.claims for u in c.text_unit_ids} & removed
