@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -342,3 +344,23 @@ def test_adjacent_units_of_a_section_come_back_as_one_passage(tmp_path, make_con
         assert at >= first["end_char"]
         assert citation_for(Source(1, hit), late, at, at + len(late)).text_unit_id == second["text_unit_id"]
         assert citation_for(Source(1, hit), hit.text[:20], hit.start_char).text_unit_id == first["text_unit_id"]
+
+
+def test_unchanged_files_are_not_read_again_to_hash_them(tmp_path, samples_copy, make_config, monkeypatch):
+    from monjyu.index import builder
+
+    m = Monjyu(tmp_path / "idx", make_config())
+    m.index([samples_copy])
+    hashed: list[str] = []
+    real_hash = builder.file_sha256
+    monkeypatch.setattr(builder, "file_sha256", lambda path: hashed.append(Path(path).name) or real_hash(path))
+    assert m.index([samples_copy]).nothing_changed and hashed == []  # size and mtime as recorded
+    note = samples_copy / "lazygraphrag.md"
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text.replace("budget", "BUDGET", 1), encoding="utf-8")  # same size, new content
+    os.utime(note, ns=(note.stat().st_atime_ns, note.stat().st_mtime_ns + 10**9))
+    report = m.index([samples_copy])
+    assert hashed == ["lazygraphrag.md"] and [Path(p).name for p in report.changed] == ["lazygraphrag.md"]
+    os.utime(samples_copy / "reranking.docx")  # touched, not changed: hashed once, found the same
+    hashed.clear()
+    assert m.index([samples_copy]).nothing_changed and hashed == ["reranking.docx"]

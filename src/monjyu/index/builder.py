@@ -1,7 +1,8 @@
 """Level 0 build: files -> documents -> text units -> embeddings + BM25, committed atomically.
 
-Incremental: sources are compared by content hash with the current manifest. Only added and
-changed files are loaded, chunked and embedded; units of unchanged files are carried over from
+Incremental: sources are compared by content hash with the current manifest (a file whose size
+and modification time are those recorded keeps its recorded hash: it is not read again). Only
+added and changed files are loaded, chunked and embedded; units of unchanged files are carried over from
 the current generation; files that disappeared from the given folders are dropped.
 
 Atomic: everything is written into a new generation directory; the manifest rename at the end
@@ -91,7 +92,8 @@ class _BuildRun:
     embedder: CachedEmbedder | None = None
     reuse: bool = False
     old_sources: dict[str, SourceRecord] = field(default_factory=dict)
-    seen: dict[str, tuple[Path, str, int, str]] = field(default_factory=dict)  # key -> (path, sha, size, doc_id)
+    # key -> (path, sha, size, doc_id, mtime_ns)
+    seen: dict[str, tuple[Path, str, int, str, int]] = field(default_factory=dict)
     sources: dict[str, SourceRecord] = field(default_factory=dict)  # the next generation's files
     to_load: list[str] = field(default_factory=list)
     levels: list[int] = field(default_factory=list)
@@ -231,19 +233,23 @@ class IndexBuilder:
             for path in iter_source_files([root], self.config.ingest):
                 key = str(path.resolve())
                 try:
-                    sha = file_sha256(path)
-                    size = path.stat().st_size
+                    stat = path.stat()
+                    old = old_sources.get(key)
+                    # Size and modification time as recorded: the file is the one hashed then.
+                    same = old is not None and old.mtime_ns and (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+                    sha = old.sha256 if same else file_sha256(path)
                 except OSError as exc:
                     report.failures.append((str(path), f"cannot read file: {exc.strerror or exc}"))
                     continue
-                seen[key] = (path, sha, size, path.resolve().relative_to(base).as_posix())
+                seen[key] = (path, sha, stat.st_size, path.resolve().relative_to(base).as_posix(), stat.st_mtime_ns)
         if previous and not reuse:
             # Embedder or chunking changed: every source must be rebuilt, not only the roots given.
             for key, rec in previous.sources.items():
                 path = Path(key)
                 if key not in seen and path.exists():
-                    seen[key] = (path, file_sha256(path), path.stat().st_size,
-                                 rec.documents[0] if rec.documents else path.name)
+                    stat = path.stat()
+                    seen[key] = (path, file_sha256(path), stat.st_size,
+                                 rec.documents[0] if rec.documents else path.name, stat.st_mtime_ns)
         root_keys = [str(r.resolve()) for r in roots if r.exists()]
         for key, rec in old_sources.items():
             under_roots = any(key == rk or key.startswith(rk.rstrip("/") + "/") for rk in root_keys)
@@ -251,7 +257,9 @@ class IndexBuilder:
                 report.removed.append(key)
             elif key in seen and seen[key][1] != rec.sha256:
                 report.changed.append(key)
-            elif key in seen or not under_roots:
+            elif key in seen:  # unchanged (a touched file keeps its record with the new mtime)
+                run.sources[key] = SourceRecord(rec.sha256, rec.size, rec.documents, seen[key][4])
+            elif not under_roots:
                 run.sources[key] = rec
         if previous and not reuse:
             report.changed.extend(k for k in previous.sources if k in seen)
@@ -285,7 +293,7 @@ class IndexBuilder:
                          lambda n: self.progress("load", n, None),
                          processes=self._load_processes([seen[key][2] for key in to_load]))
         for key, result in zip(to_load, loaded):
-            path, sha, size, doc_id = seen[key]
+            path, sha, size, doc_id, mtime_ns = seen[key]
             if isinstance(result, LoadFailure):
                 report.failures.append((result.path, result.reason))
                 continue
@@ -299,7 +307,7 @@ class IndexBuilder:
             run.new_units.extend(units)
             run.new_terms.extend(terms)
             kept_doc_ids.update(d.id for d in docs)
-            run.sources[key] = SourceRecord(sha256=sha, size=size, documents=[d.id for d in docs])
+            run.sources[key] = SourceRecord(sha256=sha, size=size, documents=[d.id for d in docs], mtime_ns=mtime_ns)
         del loaded  # the run's new units, terms and documents hold what is still needed
         report.seconds["load_chunk"] = time.perf_counter() - t_load
 

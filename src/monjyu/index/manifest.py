@@ -23,6 +23,9 @@ class SourceRecord:
     sha256: str
     size: int
     documents: list[str]
+    # The file's modification time when it was hashed: a file whose size and mtime are those of
+    # its record is not read again to hash it (as git and rsync decide; 0: always hash).
+    mtime_ns: int = 0
 
 
 @dataclass

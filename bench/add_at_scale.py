@@ -1,0 +1,155 @@
+"""Adding one paper to a large index and removing it again, through the real builder: the time
+of each stage, and the peak memory of the first build.
+
+    python bench/add_at_scale.py --real-index IDX --paper PAPER [--units 100000] [--work DIR]
+
+N synthetic units (one JSONL record each) are indexed first, their passage and sentence
+vectors and their noun phrases pre-seeded in the caches, so that the builder's own work is
+measured, not the embedder's or spaCy's: a unit's vector blends two real units' vectors and its
+phrases are the union of theirs (the real phrase frequencies; bench/build_memory.py does the
+same for vectors). Then PAPER (a real file: embedded and parsed for real) is added in a build of
+its own, and removed in another. --work DIR keeps the corpus, caches and index: run again after
+an interruption, the first build resumes from the caches (and skips when the index is complete).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from level0_latency import rss_mb, synthesize  # noqa: E402
+
+from monjyu import Monjyu, MonjyuConfig  # noqa: E402
+from monjyu.config import EmbeddingConfig  # noqa: E402
+from monjyu.embed import EmbeddingCache, create_embedder  # noqa: E402
+from monjyu.index import read_manifest  # noqa: E402
+from monjyu.index.builder import generation_dir  # noqa: E402
+from monjyu.index.level1 import PhraseCache, phrase_input  # noqa: E402
+from monjyu.ingest import Chunker, load_file  # noqa: E402
+from monjyu.ingest.sentences import statement_spans  # noqa: E402
+from monjyu.nlp.noun_phrases import extraction_id  # noqa: E402
+from monjyu.retrieval import LoadedIndex  # noqa: E402
+from monjyu.store.kv import SqliteKV  # noqa: E402
+
+
+def seed(real_index: Path, units: int, work: Path) -> Path:
+    """The synthetic corpus (work/corpus/synthetic.jsonl) with its vectors and phrases cached."""
+    corpus = work / "corpus" / "synthetic.jsonl"
+    if corpus.exists():
+        return corpus
+    manifest = read_manifest(real_index)
+    real = LoadedIndex.load(generation_dir(real_index, manifest.generation), manifest.embedder_dim)
+    rng = np.random.default_rng(0)
+    texts, vectors = synthesize(real, units, rng)
+    pairs = rng.integers(0, len(real), (units, 2))
+    graph, config = real.graph, MonjyuConfig()
+    types = graph.types if graph.types is not None else np.array(["CONCEPT"] * len(graph.phrases), dtype=object)
+    tmp = work / "seeding" / corpus.name  # moved into the corpus folder once its caches are complete
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    with tmp.open("w", encoding="utf-8") as fh:
+        for i, text in enumerate(texts):
+            fh.write(json.dumps({"_id": f"s{i}", "title": "", "text": text}) + "\n")
+    embedder_id = create_embedder(EmbeddingConfig()).id
+    vectors_cache = EmbeddingCache(work / "cache" / "embeddings.sqlite")
+    phrases = PhraseCache(SqliteKV(work / "cache" / "phrases.sqlite", "phrases"))
+    chunker = Chunker(config.chunking)
+    docs = load_file(tmp, "synthetic.jsonl", config.ingest)
+    by_doc = {d.id: i for i, d in enumerate(docs)}
+    incidence = graph.incidence.tocsr()
+    items, phrase_items = [], []
+    for d in docs:
+        for u in chunker.chunk(d):
+            i = by_doc[u.document_id]
+            v = vectors[i]
+            items.append((EmbeddingCache.key(embedder_id, "passage", u.embedding_text), v))
+            items += [(EmbeddingCache.key(embedder_id, "passage", u.text[a:b]), v)
+                      for a, b in statement_spans(u.text, u.sentences or None)]
+            cols = np.union1d(*(incidence.indices[incidence.indptr[r]:incidence.indptr[r + 1]] for r in pairs[i]))
+            record = {graph.phrases[c]: str(types[c]) for c in cols.tolist()}
+            phrase_items.append((PhraseCache.key(phrase_input(u.title, u.text), extraction_id(False)),
+                                 json.dumps(record, ensure_ascii=False).encode()))
+        if len(items) > 50_000:
+            vectors_cache.put_many(items)
+            phrases._kv.put_many(phrase_items)
+            items, phrase_items = [], []
+    vectors_cache.put_many(items)
+    phrases._kv.put_many(phrase_items)
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, corpus)
+    return corpus
+
+
+def build(corpus_dir: str, index: str, cache: str, out: str) -> None:
+    """One build in this (child) process: its report, and peak RSS per stage."""
+    stage, peaks, done = ["start"], {}, threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.2):
+            peaks[stage[0]] = max(peaks.get(stage[0], 0.0), rss_mb())
+
+    def progress(name: str, advance: int, total: int | None) -> None:
+        if total is not None:
+            stage[0] = name
+
+    threading.Thread(target=sample, daemon=True).start()
+    t0 = time.perf_counter()
+    report = Monjyu(Path(index), MonjyuConfig(cache_dir=cache)).index([Path(corpus_dir)], progress=progress)
+    done.set()
+    Path(out).write_text(json.dumps({"seconds": report.seconds, "units": report.text_units, "peaks": peaks,
+                                     "added": len(report.added), "removed": len(report.removed),
+                                     "clustering": report.clustering, "wall": time.perf_counter() - t0}))
+
+
+def timed_build(work: Path, name: str) -> dict:
+    out = work / f"{name}.json"
+    child = mp.get_context("spawn").Process(target=build, args=(str(work / "corpus"), str(work / "index"),
+                                                                str(work / "cache"), str(out)))
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        sys.exit(f"the {name} build failed (exit {child.exitcode})")
+    result = json.loads(out.read_text())
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # largest child so far
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--real-index", required=True, type=Path)
+    ap.add_argument("--paper", required=True, type=Path)
+    ap.add_argument("--units", type=int, default=100_000)
+    ap.add_argument("--work", type=Path, default=Path(".monjyu-eval") / "add-at-scale")
+    args = ap.parse_args()
+    os.environ.pop("MONJYU_CACHE_DIR", None)  # the environment would beat cache_dir: the caches must be these
+    work = args.work / str(args.units)
+    t0 = time.perf_counter()
+    seed(args.real_index, args.units, work)
+    print(f"corpus and caches of {args.units} units ready in {time.perf_counter() - t0:.0f} s", flush=True)
+    added = work / "corpus" / args.paper.name
+    added.unlink(missing_ok=True)
+    runs = {"first build": timed_build(work, "first")}
+    shutil.copy(args.paper, added)
+    runs["add one paper"] = timed_build(work, "add")
+    added.unlink()
+    runs["remove it"] = timed_build(work, "remove")
+    for name, r in runs.items():
+        print(f"\n{name}: {r['wall']:.1f} s, {r['units']} units ({r['added']} files added, {r['removed']} removed), "
+              f"communities {r['clustering'].get('mode')} (drift {r['clustering'].get('drift')})")
+        print("  stages (s):", json.dumps({k: round(v, 1) for k, v in r["seconds"].items()}))
+        print("  peak RSS per stage (MB):", json.dumps({k: round(v) for k, v in r["peaks"].items()}))
+    print(f"\npeak RSS of the largest build process: {runs['first build']['peak_rss_mb']:,.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
