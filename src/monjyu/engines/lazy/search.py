@@ -8,10 +8,11 @@ deepens into the sub-communities of the communities that did pay (of the best-ra
 none did). It stops when the budget is spent, enough relevant sentences are found, the LLM call
 cap or the depth limit is reached, or nothing is left to test.
 
-With an LLM and `lazy.max_level` 2, a search whose tests found too little (or that asks how
-things relate) deepens to Level 2: the units it kept are sent to entity and relation extraction
-(kept in the index, see monjyu.levels), and the units that name the same entities, in their
-extraction or as a noun phrase, are tested with `lazy.deepen_budget` tests more.
+With an LLM (`lazy.max_level` 2 or more), a search whose tests found too little (or that asks
+how things relate) deepens to Level 2: the units it kept are sent to entity and relation
+extraction (kept in the index, see monjyu.levels), and the units that name the same entities, in
+their extraction or as a noun phrase, are tested with `lazy.deepen_budget` tests more. At
+`lazy.max_level` 4 a global question is answered from community reports (Level 4) instead.
 """
 
 from __future__ import annotations
@@ -45,11 +46,11 @@ from ..relevance import LocalRelevanceScorer, sentences_of
 from ...ingest.sentences import statement_spans
 from .assessors import LLMAssessor, LocalAssessor, RelevanceAssessor
 from .claims import cut_to_budget, deduplicate, llm_claims, sentence_claims
+from .themes import ThemeFinder
+from ...levels.reports import community_key
 
 if TYPE_CHECKING:
     from ...levels import LevelFour, LevelTwo
-from .themes import ThemeFinder
-from ...levels.reports import community_key
 
 BRIDGED_UNITS = 3  # budget left after the bridges: every statement of this many best units bridges too
 
