@@ -1,13 +1,14 @@
 """Adding one paper to a large index and removing it again, through the real builder: the time
 of each stage, and the peak memory of the first build.
 
-    python bench/add_at_scale.py --real-index IDX --paper PAPER [--units 100000] [--work DIR]
+    python bench/add_at_scale.py --real-index IDX --paper PAPER [--units 100000] [--work DIR] [--phrase-model heaps]
 
 N synthetic units (one JSONL record each) are indexed first, their passage and sentence
 vectors and their noun phrases pre-seeded in the caches, so that the builder's own work is
-measured, not the embedder's or spaCy's: a unit's vector blends two real units' vectors and its
-phrases are the union of theirs (the real phrase frequencies; bench/build_memory.py does the
-same for vectors). Then PAPER (a real file: embedded and parsed for real) is added in a build of
+measured, not the embedder's or spaCy's: a unit's vector blends two real units' vectors
+(bench/build_memory.py does the same) and its phrases are the union of two real units' phrases,
+grown as bench/synthetic_graph.py's --phrase-model says (`heaps`: the vocabulary grows as the
+real collection's does; `union`: every phrase grows with the collection, the densest graph). Then PAPER (a real file: embedded and parsed for real) is added in a build of
 its own, and removed in another. --work DIR keeps the corpus, caches and index: run again after
 an interruption, the first build resumes from the caches (and skips when the index is complete).
 """
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import synthetic_graph  # noqa: E402
 from level0_latency import rss_mb, synthesize  # noqa: E402
 
 from monjyu import Monjyu, MonjyuConfig  # noqa: E402
@@ -43,7 +45,7 @@ from monjyu.retrieval import LoadedIndex  # noqa: E402
 from monjyu.store.kv import SqliteKV  # noqa: E402
 
 
-def seed(real_index: Path, units: int, work: Path) -> Path:
+def seed(real_index: Path, units: int, work: Path, model: str) -> Path:
     """The synthetic corpus (work/corpus/synthetic.jsonl) with its vectors and phrases cached."""
     corpus = work / "corpus" / "synthetic.jsonl"
     if corpus.exists():
@@ -52,9 +54,11 @@ def seed(real_index: Path, units: int, work: Path) -> Path:
     real = LoadedIndex.load(generation_dir(real_index, manifest.generation), manifest.embedder_dim)
     rng = np.random.default_rng(0)
     texts, vectors = synthesize(real, units, rng)
-    pairs = rng.integers(0, len(real), (units, 2))
     graph, config = real.graph, MonjyuConfig()
     types = graph.types if graph.types is not None else np.array(["CONCEPT"] * len(graph.phrases), dtype=object)
+    grown = synthetic_graph.grow(graph.incidence, graph.phrases, graph.is_hub, types, real.columns["title"], units,
+                                 rng, model)
+    incidence = grown.incidence
     tmp = work / "seeding" / corpus.name  # moved into the corpus folder once its caches are complete
     tmp.parent.mkdir(parents=True, exist_ok=True)
     with tmp.open("w", encoding="utf-8") as fh:
@@ -66,7 +70,6 @@ def seed(real_index: Path, units: int, work: Path) -> Path:
     chunker = Chunker(config.chunking)
     docs = load_file(tmp, "synthetic.jsonl", config.ingest)
     by_doc = {d.id: i for i, d in enumerate(docs)}
-    incidence = graph.incidence.tocsr()
     items, phrase_items = [], []
     for d in docs:
         for u in chunker.chunk(d):
@@ -75,8 +78,8 @@ def seed(real_index: Path, units: int, work: Path) -> Path:
             items.append((EmbeddingCache.key(embedder_id, "passage", u.embedding_text), v))
             items += [(EmbeddingCache.key(embedder_id, "passage", u.text[a:b]), v)
                       for a, b in statement_spans(u.text, u.sentences or None)]
-            cols = np.union1d(*(incidence.indices[incidence.indptr[r]:incidence.indptr[r + 1]] for r in pairs[i]))
-            record = {graph.phrases[c]: str(types[c]) for c in cols.tolist()}
+            cols = incidence.indices[incidence.indptr[i]:incidence.indptr[i + 1]]
+            record = {grown.phrases[c]: str(grown.types[c]) for c in cols.tolist()}
             phrase_items.append((PhraseCache.key(phrase_input(u.title, u.text), extraction_id(False)),
                                  json.dumps(record, ensure_ascii=False).encode()))
         if len(items) > 50_000:
@@ -130,12 +133,16 @@ def main() -> None:
     ap.add_argument("--paper", required=True, type=Path)
     ap.add_argument("--units", type=int, default=100_000)
     ap.add_argument("--work", type=Path, default=Path(".monjyu-eval") / "add-at-scale")
+    ap.add_argument("--phrase-model", default="heaps", choices=synthetic_graph.MODELS)
+    ap.add_argument("--seed-only", action="store_true", help="prepare the corpus and caches, build nothing")
     args = ap.parse_args()
     os.environ.pop("MONJYU_CACHE_DIR", None)  # the environment would beat cache_dir: the caches must be these
-    work = args.work / str(args.units)
+    work = args.work / (str(args.units) if args.phrase_model == "union" else f"{args.units}-{args.phrase_model}")
     t0 = time.perf_counter()
-    seed(args.real_index, args.units, work)
+    seed(args.real_index, args.units, work, args.phrase_model)
     print(f"corpus and caches of {args.units} units ready in {time.perf_counter() - t0:.0f} s", flush=True)
+    if args.seed_only:
+        return
     added = work / "corpus" / args.paper.name
     added.unlink(missing_ok=True)
     runs = {"first build": timed_build(work, "first")}

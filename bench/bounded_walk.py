@@ -3,10 +3,11 @@ real phrase graph of an index and on graphs grown from it to 100k and 1M units, 
 
     python bench/bounded_walk.py --real-index IDX --beir ../shared/bench-data/2wiki [--sizes 100000,1000000]
 
-Synthetic unit i joins two real units a and b: its phrases are the union of theirs (so the graph
-keeps the real phrase frequencies) and its title is a's, linked as a build links titles. Each
-BEIR question seeds the walk as graph mode does (its phrases as Searcher.phrase_seeds finds them,
-and the units of its 5 best real vector hits, through a synthetic unit made from each). Printed
+Synthetic units are grown by bench/synthetic_graph.py (--phrase-model: `heaps`, the
+vocabulary growing as the real collection's does, or `union`, every phrase growing with the
+collection). Each BEIR question seeds the walk as graph mode does (its phrases as
+Searcher.phrase_seeds finds them, and the units of its 5 best real vector hits, through a
+synthetic unit made from each, one of the first sub-collection where there is one). Printed
 per size and epsilon: the walk's p50 / p95 time, how much of the exact walk's top 10 the bounded
 walk's top 10 holds (mean over the questions), and the same counted by real unit (a synthetic
 unit read as the real unit whose title and phrases it took: many synthetic units share them, so
@@ -21,9 +22,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).parent))
+import synthetic_graph  # noqa: E402
 from level0_latency import pct  # noqa: E402
 
 from monjyu import Monjyu  # noqa: E402
@@ -32,14 +33,17 @@ from monjyu.eval import BeirDataset  # noqa: E402
 from monjyu.retrieval.graph import PhraseGraph  # noqa: E402
 
 
-def grow(real: PhraseGraph, titles: np.ndarray, n: int, rng: np.random.Generator) -> tuple[PhraseGraph, np.ndarray]:
-    """A graph of n synthetic units, and for each its first real unit (a)."""
-    m = real.incidence.shape[0]
-    a, b = rng.integers(0, m, n), rng.integers(0, m, n)
-    graph = PhraseGraph(incidence=sp.csr_matrix((real.incidence[a] + real.incidence[b]).tocsr()),
-                        phrases=real.phrases, is_hub=real.is_hub, types=real.types)
-    graph.link_titles(titles[a].tolist(), load_config().search.graph_title_boost)
-    return graph, a
+def grow(real: PhraseGraph, titles: np.ndarray, n: int, rng: np.random.Generator, model: str,
+         beta: float | None) -> tuple[PhraseGraph, np.ndarray, dict[int, int]]:
+    """A graph of n synthetic units, for each its first real unit (a), and for each real unit
+    the synthetic unit that stands for it as a seed."""
+    g = synthetic_graph.grow(real.incidence, real.phrases, real.is_hub, real.types, titles, n, rng, model, beta)
+    graph = PhraseGraph(incidence=g.incidence, phrases=g.phrases, is_hub=g.is_hub, types=g.types)
+    graph.link_titles(g.titles, load_config().search.graph_title_boost)
+    stands_for: dict[int, int] = {}
+    for row in np.concatenate([np.flatnonzero(g.home), np.flatnonzero(~g.home)]).tolist():
+        stands_for.setdefault(int(g.first[row]), row)
+    return graph, g.first, stands_for
 
 
 def top10(scores: np.ndarray) -> set[int]:
@@ -53,6 +57,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--epsilons", default="1e-6,1e-5")
     ap.add_argument("--queries", type=int, default=101)
+    ap.add_argument("--phrase-model", default="heaps", choices=synthetic_graph.MODELS)
+    ap.add_argument("--beta", type=float, default=None, help="Heaps' exponent (default: measured on the real graph)")
     args = ap.parse_args()
     m = Monjyu(args.real_index)
     manifest, searcher = m._searcher()
@@ -66,14 +72,16 @@ def main() -> None:
         seeds.append((searcher.phrase_seeds(q), [row for row, _ in dense]))
     epsilons = [float(e) for e in args.epsilons.split(",")]
     rng = np.random.default_rng(7)
+    if args.phrase_model == "heaps":
+        beta = args.beta if args.beta is not None else synthetic_graph.heaps_exponent(real.incidence, real.is_hub, rng)
+        print(f"Heaps' exponent of the real graph's phrases: {beta:.3f}")
+    else:
+        beta = None
     sizes = [0] + [int(s) for s in args.sizes.split(",") if s]
     for n in sizes:
         t0 = time.perf_counter()
         if n:
-            graph, first_of = grow(real, searcher.index.columns["title"], n, rng)
-            synthetic_of = {}
-            for row, real_row in enumerate(first_of.tolist()):
-                synthetic_of.setdefault(real_row, row)
+            graph, first_of, synthetic_of = grow(real, searcher.index.columns["title"], n, rng, args.phrase_model, beta)
         else:
             graph, synthetic_of, first_of = real, None, np.arange(real.incidence.shape[0])
         grown_s = time.perf_counter() - t0
@@ -90,7 +98,7 @@ def main() -> None:
                 tops.append(top10(scores))
             runs[eps] = (times, tops)
         exact = runs[0.0][1]
-        label = f"{graph.incidence.shape[0]:,} units, {graph.incidence.nnz:,} links" + (f" (grown in {grown_s:.0f} s)" if n else "")
+        label = f"{graph.incidence.shape[0]:,} units, {graph.incidence.nnz:,} links, {len(graph.phrases):,} phrases" + (f" (grown in {grown_s:.0f} s)" if n else "")
         print(label)
         for eps, (times, tops) in runs.items():
             overlap = np.mean([len(a & b) / 10 for a, b in zip(tops, exact)])

@@ -1,11 +1,14 @@
 """HybridRAG latency without an LLM (classification, BM25 + vector + graph, RRF, reranking, CRAG)
-on the real index and on synthetic 10k / 100k text-unit indexes grown from it.
+on the real index and on synthetic 10k / 100k text-unit indexes grown from it; with
+--epsilons, the same with bounded graph walks (search.walk_epsilon) and how much of the exact
+walks' top 10 each mode keeps (graph, hybrid, hybridrag).
 
-    python bench/hybridrag_latency.py --real-index /tmp/evalidx/2wiki --beir ../shared/bench-data/2wiki
+    python bench/hybridrag_latency.py --real-index /tmp/evalidx/2wiki --beir ../shared/bench-data/2wiki \
+        [--sizes 1000000] [--epsilons 1e-7] [--phrase-model heaps|union]
 
 Synthetic unit i mixes two real units a and b: its vector is a normalised blend of theirs, its
-text is resampled from real text, its phrases are the union of theirs (so the phrase graph keeps
-the real degree distribution), its title is a's and it sits in a's communities; from
+text is resampled from real text, its phrases are the union of theirs grown as
+bench/synthetic_graph.py's --phrase-model says, its title is a's and it sits in a's communities; from
 search.ann_min_units units on, unfiltered vector searches go through the ANN index as in a real
 build of that size. Query vectors are
 the real BEIR questions' embeddings, computed once and passed in (query embedding is timed
@@ -25,9 +28,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).parent))
+import synthetic_graph  # noqa: E402
 from level0_latency import ann_index, pct, synthesize, unit_columns  # noqa: E402
 
 from monjyu.config import load_config  # noqa: E402
@@ -53,16 +56,16 @@ VARIANTS = {  # name -> asearch keyword arguments
 }
 
 
-def grow(real: LoadedIndex, n: int, rng: np.random.Generator, analyzer: Analyzer) -> LoadedIndex:
+def grow(real: LoadedIndex, n: int, rng: np.random.Generator, analyzer: Analyzer, model: str,
+         beta: float | None) -> LoadedIndex:
     """A synthetic index of n units built from the real one (see the module docstring)."""
     texts, vecs = synthesize(real, n, rng)
-    m = len(real)
-    a, b = rng.integers(0, m, n), rng.integers(0, m, n)
-    cols = unit_columns(n, text=np.array(texts, dtype=object), title=real.columns["title"][a],
-                        end_char=np.array([len(t) for t in texts], dtype=object))
     g = real.graph
-    incidence = (g.incidence[a] + g.incidence[b]).tocsr()
-    graph = PhraseGraph(incidence=sp.csr_matrix(incidence), phrases=g.phrases, is_hub=g.is_hub, types=g.types)
+    grown = synthetic_graph.grow(g.incidence, g.phrases, g.is_hub, g.types, real.columns["title"], n, rng, model, beta)
+    a = grown.first
+    cols = unit_columns(n, text=np.array(texts, dtype=object), title=np.array(grown.titles, dtype=object),
+                        end_char=np.array([len(t) for t in texts], dtype=object))
+    graph = PhraseGraph(incidence=grown.incidence, phrases=grown.phrases, is_hub=grown.is_hub, types=grown.types)
     graph.link_titles(cols["title"].tolist(), load_config().search.graph_title_boost, cols["text"])
     rows_of_real = {}
     for synth_row, real_row in enumerate(a.tolist()):
@@ -80,8 +83,9 @@ def grow(real: LoadedIndex, n: int, rng: np.random.Generator, analyzer: Analyzer
                        ann=ann, named_entities=real.named_entities)
 
 
-def engine_for(index: LoadedIndex, cache_path: Path) -> HybridRAGEngine:
+def engine_for(index: LoadedIndex, cache_path: Path, epsilon: float = 0.0) -> HybridRAGEngine:
     config = load_config()
+    config.search = config.search.model_copy(update={"walk_epsilon": epsilon})
     embedder = create_embedder(config.embedding)
     scorer = LocalRelevanceScorer(CachedEmbedder(embedder, EmbeddingCache(cache_path)).embed_passages)
     answers = AnswerEngine(config.answer, None, scorer, TokenCounter().count)
@@ -92,7 +96,9 @@ def engine_for(index: LoadedIndex, cache_path: Path) -> HybridRAGEngine:
                            create_reranker(config.rerank, scorer))
 
 
-def run(engine: HybridRAGEngine, queries: list[str], qvecs: np.ndarray, kwargs: dict) -> dict:
+def run(engine: HybridRAGEngine, queries: list[str], qvecs: np.ndarray, kwargs: dict,
+        tops: list[list[int]] | None = None) -> dict:
+    """p50 / p95 of the whole search and each stage's p50; the top 10 rows per query into `tops`."""
     totals, stages = [], {}
     for q, v in zip(queries, qvecs):
         t0 = time.perf_counter()
@@ -100,7 +106,26 @@ def run(engine: HybridRAGEngine, queries: list[str], qvecs: np.ndarray, kwargs: 
         totals.append((time.perf_counter() - t0) * 1000)
         for k, ms in r.timings_ms.items():
             stages.setdefault(k, []).append(ms)
+        if tops is not None:
+            tops.append([engine.searcher.row_of(item.hit.text_unit_id) for item in r.items])
     return {"p50": pct(totals, 50), "p95": pct(totals, 95)} | {f"{k}_p50": pct(v, 50) for k, v in stages.items()}
+
+
+def run_mode(searcher: Searcher, mode: str, queries: list[str], qvecs: np.ndarray,
+             tops: list[list[int]]) -> dict:
+    """Searcher.search in graph or hybrid mode (the default), timed, its top 10 rows into `tops`."""
+    times = []
+    for q, v in zip(queries, qvecs):
+        t0 = time.perf_counter()
+        r = searcher.search(q, v, mode, 10)
+        times.append((time.perf_counter() - t0) * 1000)
+        tops.append([searcher.row_of(h.text_unit_id) for h in r.hits])
+    return {"p50": pct(times, 50), "p95": pct(times, 95)}
+
+
+def overlap(tops: list[list[int]], exact: list[list[int]]) -> float:
+    """Mean share of the exact walk's top 10 that the bounded walk's top 10 holds."""
+    return float(np.mean([len(set(a) & set(b)) / max(len(b), 1) for a, b in zip(tops, exact)]))
 
 
 def main() -> None:
@@ -110,6 +135,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--epsilons", default="", help="bounded walks to compare with the exact one, e.g. 1e-7,1e-6")
+    ap.add_argument("--phrase-model", default="heaps", choices=synthetic_graph.MODELS)
+    ap.add_argument("--beta", type=float, default=None, help="Heaps' exponent (default: measured on the real graph)")
     args = ap.parse_args()
     os.environ.setdefault("LANCE_LOG", "error")
     rng = np.random.default_rng(0)
@@ -126,26 +154,49 @@ def main() -> None:
     print(f"query embedding ({embedder.id}, batched): {(time.perf_counter() - t0) * 1000 / len(queries):.1f} ms/query")
 
     analyzer = Analyzer()
-    indexes = {f"real ({len(real)})": real}
-    for n in [int(s) for s in args.sizes.split(",") if s]:
-        t0 = time.perf_counter()
-        indexes[str(n)] = grow(real, n, rng, analyzer)
-        print(f"synthetic {n}: built in {time.perf_counter() - t0:.1f} s")
+    beta = None
+    if args.phrase_model == "heaps":
+        beta = args.beta if args.beta is not None else \
+            synthetic_graph.heaps_exponent(real.graph.incidence, real.graph.is_hub, np.random.default_rng(7))
+        print(f"phrase model heaps, exponent {beta:.3f}")
+    epsilons = [0.0] + [float(e) for e in args.epsilons.split(",") if e]
+    sizes = [0] + [int(s) for s in args.sizes.split(",") if s]
     results = {}
-    for name, index in indexes.items():
-        with tempfile.TemporaryDirectory() as tmp:
-            engine = engine_for(index, Path(tmp) / "embeddings.sqlite")
+    for n in sizes:
+        index, name = real, f"real ({len(real)})"
+        if n:
+            t0 = time.perf_counter()
+            index, name = grow(real, n, rng, analyzer, args.phrase_model, beta), str(n)
+            print(f"synthetic {n}: built in {time.perf_counter() - t0:.1f} s ({index.graph.incidence.nnz:,} links, "
+                  f"{len(index.graph.phrases):,} phrases)")
+        exact: dict[str, list[list[int]]] = {}
+        for eps in epsilons:
+            label = name if eps == 0 else f"{name}, walk_epsilon {eps:g}"
             row = {}
-            for variant, kwargs in VARIANTS.items():
-                for cache in ("cold", "warm"):  # the first pass fills the sentence-embedding cache
-                    row[f"{variant}, {cache}"] = run(engine, queries, qvecs, kwargs)
-                    if variant == "no rerank":  # nothing is embedded: one pass says it all
-                        break
-        results[name] = row
-        print(f"\n== {name} text units, {len(queries)} queries (ms) ==")
-        for variant, fig in row.items():
-            stages = " ".join(f"{k[:-7]} {v:.1f}" for k, v in fig.items() if k.endswith("_ms_p50"))
-            print(f"  {variant:26s} p50 {fig['p50']:8.1f}  p95 {fig['p95']:8.1f}   stage p50: {stages}")
+            with tempfile.TemporaryDirectory() as tmp:
+                engine = engine_for(index, Path(tmp) / "embeddings.sqlite", eps)
+                tops: dict[str, list[list[int]]] = {m: [] for m in ("graph", "hybrid", "hybridrag")}
+                for mode in ("graph", "hybrid"):
+                    row[f"{mode} mode"] = run_mode(engine.searcher, mode, queries, qvecs, tops[mode])
+                for variant, kwargs in VARIANTS.items():
+                    for cache in ("cold", "warm"):  # the first pass fills the sentence-embedding cache
+                        first = (variant, cache) == ("default (rerank)", "cold")
+                        if eps == 0 and len(epsilons) > 1 and not first:
+                            continue  # the exact walks' reference: what the overlap needs, with its time
+                        row[f"{variant}, {cache}"] = run(engine, queries, qvecs, kwargs, tops["hybridrag"] if first else None)
+                        if variant == "no rerank":  # nothing is embedded: one pass says it all
+                            break
+            results[label] = row
+            print(f"\n== {label} text units, {len(queries)} queries (ms) ==")
+            for variant, fig in row.items():
+                stages = " ".join(f"{k[:-7]} {v:.1f}" for k, v in fig.items() if k.endswith("_ms_p50"))
+                print(f"  {variant:26s} p50 {fig['p50']:8.1f}  p95 {fig['p95']:8.1f}   stage p50: {stages}")
+            if eps == 0:
+                exact = tops
+            else:
+                shared = {m: overlap(tops[m], exact[m]) for m in tops}
+                row["top10_overlap"] = shared
+                print("  top-10 overlap with the exact walks: " + ", ".join(f"{m} {v:.3f}" for m, v in shared.items()))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1))

@@ -313,20 +313,28 @@ def test_named_entities_setting_through_the_index(tmp_path, make_config):
 
 def test_a_bounded_walk_reads_less_and_ranks_as_the_exact_one(sample_index, make_config):
     """search.walk_epsilon: each step only from nodes whose mass reaches epsilon times their
-    links; with a small epsilon the top of the ranking is the exact walk's, and graph mode
-    takes the setting."""
+    links; with a small epsilon the top of the ranking is the exact walk's, with a bar no node
+    misses the very same scores, and graph mode takes the setting on a graph of
+    search.walk_exact_links links or more (a smaller one walks exactly)."""
     _, searcher = sample_index._searcher()
+    assert searcher.walk_epsilon() == 0.0  # the sample's graph is far under a million links
     graph = searcher.index.graph
     seeds = searcher.phrase_seeds("leiden algorithm communities")
-    assert seeds
+    other = searcher.phrase_seeds("hierarchical clustering of noun phrases")
+    assert seeds and other
     exact = graph.personalized_pagerank(seeds)
     bounded = graph.personalized_pagerank(seeds, epsilon=1e-7)
     top = np.argsort(-exact, kind="stable")[:5]
     assert set(np.argsort(-bounded, kind="stable")[:5]) == set(top)
     assert (bounded <= exact + 1e-6).all()  # mass is only ever held back, never added
+    assert np.abs(graph.personalized_pagerank(seeds, epsilon=1e-15) - exact).sum() < 1e-5
     coarse = graph.personalized_pagerank(seeds, epsilon=1e-2)
     assert np.count_nonzero(coarse) < np.count_nonzero(exact)  # a coarse bar reaches fewer units
-    m = Monjyu(sample_index.index_dir, make_config(search={"walk_epsilon": 1e-7}))
+    # The scratch space a walk leaves for the next holds nothing of it.
+    graph.personalized_pagerank(other, {0: 1.0}, epsilon=1e-7)
+    assert np.array_equal(graph.personalized_pagerank(seeds, epsilon=1e-7), bounded)
+    m = Monjyu(sample_index.index_dir, make_config(search={"walk_epsilon": 1e-7, "walk_exact_links": 0}))
+    assert m._searcher()[1].walk_epsilon() == 1e-7
     hits = m.search("leiden algorithm communities", mode="graph", top_k=3).hits
     assert [h.text_unit_id for h in hits] == \
         [h.text_unit_id for h in sample_index.search("leiden algorithm communities", mode="graph", top_k=3).hits]

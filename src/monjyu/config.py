@@ -124,9 +124,12 @@ class SearchConfig(Section):
     graph_hops: int = Field(2, ge=1, le=2, description="graph and hybrid modes: 2 chains a second walk from the rarest phrases of the first walk's best units (the bridge entity of a multi-hop question); 1: one walk")
     graph_dense_seeds: int = Field(5, ge=0, le=100, description="best vector hits that also seed the graph walk")
     graph_damping: float = Field(0.5, gt=0.0, lt=1.0)
-    walk_epsilon: float = Field(0.0, ge=0.0, le=0.01, description="graph walks: each step only from the nodes whose mass reaches "
-                                "this times their number of links, so a walk reads the seeds' neighbourhood, not the whole "
-                                "graph (0: every node, exact)")
+    walk_epsilon: float = Field(1e-6, ge=0.0, le=0.01, description="graph walks on a graph of walk_exact_links links or more: each "
+                                "step only from the nodes whose mass reaches this times their number of links, so a walk reads "
+                                "at most 1/walk_epsilon links a step, the seeds' neighbourhood, not the whole graph (0: every "
+                                "node, exact)")
+    walk_exact_links: int = Field(1_000_000, ge=0, description="graphs with fewer links than this walk exactly, whatever "
+                                  "walk_epsilon says (a few ms on such a graph)")
     community_title_weight: float = Field(0.0, ge=0.0, le=1.0, description="share of representative-phrase similarity in community ranking (lazy, global queries); the rest is the query's top units they hold")
     graph_phrase_similarity: float = Field(0.9, ge=0.0, le=1.0, description="cosine at which a query phrase that names no node seeds the most similar embedded phrase; 1: exact names only")
     graph_title_boost: float = Field(20.0, ge=1.0, le=1000.0, description="walk from a phrase to the units titled by it this many times as often")

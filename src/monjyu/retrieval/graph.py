@@ -9,8 +9,10 @@ units that share phrases with the seeds: the second hop of a multi-hop question.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +100,8 @@ class PhraseGraph:
         self._citation_nodes: sp.csr_matrix | None = None  # link_citations: units x citations
         self._by_column: tuple | None = None  # the walk by column and each node's links, for bounded walks
         self._incidence_by_column: sp.csc_matrix | None = None  # units_of
+        self._scratch_lock = threading.Lock()
+        self._free_scratch: list[tuple[_SparseMass, _SparseMass]] = []  # bounded walks' scratch space, for reuse
         self._set_transitions(inc, inc)
 
     @property
@@ -123,6 +127,7 @@ class PhraseGraph:
         self._u2p = _RowBlocks((sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr())  # phrases x units
         self._p2u = _RowBlocks((phrase_to_unit @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr())  # units x phrases
         self._by_column = None
+        self._free_scratch = []  # node counts may have changed (citation nodes)
 
     def link_titles(self, titles: list[str], boost: float, texts: list[str] | None = None) -> None:
         """A unit whose title names a phrase is *about* it ("Frank Lloyd" is the page of the phrase
@@ -306,6 +311,8 @@ class PhraseGraph:
         `tolerance` of the mass (L1): with damping 0.5, about six cycles. With `epsilon` > 0 each
         step is taken only from the nodes whose mass reaches epsilon times their links (bounded_walk)."""
         n_units, n_phr = self.incidence.shape[0], self.walk_nodes
+        if epsilon > 0:
+            return self.bounded_walk(phrase_seeds, unit_seeds or {}, damping, iterations, tolerance, epsilon)
         restart_p = np.zeros(n_phr, np.float32)
         restart_u = np.zeros(n_units, np.float32)
         for node, w in phrase_seeds.items():
@@ -317,8 +324,6 @@ class PhraseGraph:
             return np.zeros(n_units, np.float32)
         restart_p /= total
         restart_u /= total
-        if epsilon > 0:
-            return self.bounded_walk(restart_p, restart_u, damping, iterations, tolerance, epsilon)
         p, u = restart_p, restart_u.copy()
         for _ in range((iterations + 1) // 2):
             p_next = damping * (self._u2p @ u) + (1 - damping) * restart_p
@@ -329,27 +334,91 @@ class PhraseGraph:
                 break
         return u
 
-    def bounded_walk(self, restart_p: np.ndarray, restart_u: np.ndarray, damping: float, iterations: int,
-                     tolerance: float, epsilon: float) -> np.ndarray:
+    def bounded_walk(self, phrase_seeds: dict[int, float], unit_seeds: dict[int, float], damping: float,
+                     iterations: int, tolerance: float, epsilon: float) -> np.ndarray:
         """The walk of personalized_pagerank with each step taken only from the nodes whose mass
         reaches `epsilon` times their number of links (as in Andersen, Chung and Lang's local
         PageRank): a step then reads at most 1/epsilon links, so the work follows the seeds'
         neighbourhood and not the graph's size (search.walk_epsilon). A node below its bar passes
         nothing on (that mass is dropped), so a generic phrase reached by little mass is not
-        spread over its thousands of units. The walk's matrices are kept by column for it (built
+        spread over its thousands of units. The mass is kept as sparse vectors (the nodes that
+        hold some, and how much), so no step touches a node the walk has not reached; only the
+        scores returned are a full vector. The walk's matrices are kept by column for it (built
         on the first bounded walk)."""
         if self._by_column is None:
             u2p, p2u = self._u2p.csr().tocsc(), self._p2u.csr().tocsc()
             self._by_column = (u2p, p2u, np.diff(u2p.indptr).astype(np.float32), np.diff(p2u.indptr).astype(np.float32))
+        with self._scratch() as (units, phrases):
+            return self._bounded_walk(units, phrases, phrase_seeds, unit_seeds, damping, iterations, tolerance, epsilon)
+
+    @contextmanager
+    def _scratch(self) -> Iterator[tuple["_SparseMass", "_SparseMass"]]:
+        """Scratch space of a bounded walk, kept for the next one: a million units' worth of
+        fresh memory costs more page faults than the walk's own work. One per concurrent walk; a
+        walk that failed half-way does not give its space back (it may not be all zero)."""
+        with self._scratch_lock:
+            pair = self._free_scratch.pop() if self._free_scratch else None
+        if pair is None:
+            pair = (_SparseMass(self.incidence.shape[0]), _SparseMass(self.walk_nodes))
+        yield pair
+        with self._scratch_lock:
+            if len(pair[1].total) == self.walk_nodes:  # not from before link_citations
+                self._free_scratch.append(pair)
+
+    def _bounded_walk(self, units: "_SparseMass", phrases: "_SparseMass", phrase_seeds: dict[int, float],
+                      unit_seeds: dict[int, float], damping: float, iterations: int, tolerance: float,
+                      epsilon: float) -> np.ndarray:
         u2p, p2u, unit_links, phrase_links = self._by_column
-        p, u = restart_p, restart_u.copy()
+        seeds_p, seeds_u = (np.fromiter(seeds, np.int64, len(seeds)) for seeds in (phrase_seeds, unit_seeds))
+        mass_p, mass_u = (np.fromiter(seeds.values(), np.float64, len(seeds)) for seeds in (phrase_seeds, unit_seeds))
+        total = mass_p.sum() + mass_u.sum()
+        if total <= 0:
+            return np.zeros(len(unit_links), np.float32)
+        mass_p, mass_u = mass_p / total, mass_u / total
+        restart = (seeds_p, (1 - damping) * mass_p, seeds_u, (1 - damping) * mass_u)
+        u = (seeds_u, mass_u)
+        p = (np.zeros(0, np.int64), np.zeros(0))
         for _ in range((iterations + 1) // 2):
-            from_units = np.flatnonzero(u >= epsilon * unit_links)
-            p_next = damping * (u2p[:, from_units] @ u[from_units]) + (1 - damping) * restart_p
-            from_phrases = np.flatnonzero(p_next >= epsilon * phrase_links)
-            u_next = damping * (p2u[:, from_phrases] @ p_next[from_phrases]) + (1 - damping) * restart_u
-            moved = float(np.abs(p_next - p).sum() + np.abs(u_next - u).sum())
+            send = u[1] >= epsilon * unit_links[u[0]]
+            p_next = phrases.push(u2p, u[0][send], damping * u[1][send], *restart[:2])
+            send = p_next[1] >= epsilon * phrase_links[p_next[0]]
+            u_next = units.push(p2u, p_next[0][send], damping * p_next[1][send], *restart[2:])
+            moved = phrases.distance(p, p_next) + units.distance(u, u_next)
             p, u = p_next, u_next
             if moved < tolerance:
                 break
-        return u.astype(np.float32)
+        scores = np.zeros(len(unit_links), np.float32)
+        scores[u[0]] = u[1]
+        return scores
+
+
+class _SparseMass:
+    """Sparse vectors over n nodes (node ids, masses) for the bounded walk, with scratch space so
+    that a step costs the links it reads, not n."""
+
+    def __init__(self, n: int):
+        self.total = np.zeros(n)  # all zero between pushes
+        self.last = np.empty(n, np.int64)  # per node, a position it was sent to (finds the nodes reached)
+
+    def push(self, matrix: sp.csc_matrix, nodes: np.ndarray, mass: np.ndarray, plus_nodes: np.ndarray,
+             plus_mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """matrix[:, nodes] @ mass, plus `plus_mass` at `plus_nodes`, as (nodes, masses)."""
+        starts = matrix.indptr[nodes]
+        counts = matrix.indptr[nodes + 1] - starts
+        positions = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        rows = np.concatenate([matrix.indices[positions], plus_nodes])
+        sent = np.concatenate([matrix.data[positions] * np.repeat(mass, counts), plus_mass])
+        np.add.at(self.total, rows, sent)
+        order = np.arange(len(rows))
+        self.last[rows] = order
+        reached = rows[self.last[rows] == order]  # one position per node, whichever write won
+        out = (reached, self.total[reached])
+        self.total[reached] = 0.0
+        return out
+
+    def distance(self, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
+        """L1 distance of two non-negative sparse vectors."""
+        self.total[a[0]] = a[1]
+        before = self.total[b[0]]
+        self.total[a[0]] = 0.0
+        return float(np.abs(b[1] - before).sum() + a[1].sum() - before.sum())

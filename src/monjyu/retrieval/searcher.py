@@ -337,12 +337,19 @@ class Searcher:
             dense, _ = self.vector_ranking(query_vector, cfg.graph_dense_seeds, mask)
             scale = sum(seeds.values()) or 1.0
             unit_seeds = {row: scale / rank for rank, (row, _) in enumerate(dense, start=1)}
-        scores = graph.personalized_pagerank(seeds, unit_seeds, damping=cfg.graph_damping, epsilon=cfg.walk_epsilon)
+        scores = graph.personalized_pagerank(seeds, unit_seeds, damping=cfg.graph_damping, epsilon=self.walk_epsilon())
         valid = scores > 0
         if mask is not None:
             valid &= mask
         rows = _top(scores, n, valid)
         return [(r, float(scores[r])) for r in rows], int(valid.sum())
+
+    def walk_epsilon(self) -> float:
+        """search.walk_epsilon on a graph of search.walk_exact_links links or more; a smaller graph
+        walks exactly (a few ms: nothing to bound)."""
+        graph = self.index.graph
+        return self.config.walk_epsilon if graph is not None and graph.incidence.nnz >= self.config.walk_exact_links \
+            else 0.0
 
     def phrase_seeds(self, query: str) -> dict[int, float]:
         """The query's seed phrases and their weights (_phrase_seeds), worked out once per query."""
@@ -427,8 +434,7 @@ class Searcher:
         if not chosen:
             return first, total
         seeds = {node: float(graph.idf[node]) for node in named} | {node: candidates[node] for node in chosen}
-        scores = graph.personalized_pagerank(seeds, damping=self.config.graph_damping,
-                                              epsilon=self.config.walk_epsilon)
+        scores = graph.personalized_pagerank(seeds, damping=self.config.graph_damping, epsilon=self.walk_epsilon())
         valid = scores > 0
         if mask is not None:
             valid &= mask
@@ -454,7 +460,7 @@ class Searcher:
             return base, total
         # Six steps reach the units a few phrases away from each entity, which is where the links
         # lie; 20 steps cost twice as much at 100k units for the same ranking with the reranker.
-        walks = [graph.personalized_pagerank({node: 1.0}, damping=0.7, iterations=6, epsilon=self.config.walk_epsilon)
+        walks = [graph.personalized_pagerank({node: 1.0}, damping=0.7, iterations=6, epsilon=self.walk_epsilon())
                  for node in specific]
         between = np.exp(np.mean([np.log(w + 1e-12) for w in walks], axis=0)).astype(np.float32)
         valid = between > 1e-10
