@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -48,6 +49,10 @@ from monjyu.retrieval import LoadedIndex, Searcher  # noqa: E402
 from monjyu.retrieval.communities import CommunityIndex  # noqa: E402
 from monjyu.retrieval.graph import PhraseGraph  # noqa: E402
 from monjyu.store.bm25 import BM25Index  # noqa: E402
+
+# The sentences a build stores with each unit (its chunker's cut), here a quick cut of the
+# synthetic text: without them every search would split its candidates with pysbd on the spot.
+_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 
 VARIANTS = {  # name -> asearch keyword arguments
     "default (rerank)": {},
@@ -79,8 +84,11 @@ def grow(real: LoadedIndex, n: int, rng: np.random.Generator, analyzer: Analyzer
     ann = None
     if n >= load_config().search.ann_min_units:  # what a build of this size gets
         ann = ann_index(Path(tempfile.mkdtemp(prefix="hybridrag-bench-")), cols["id"], vecs)
+    spans = [[(m.start(), m.end()) for m in _SENTENCE.finditer(t)] for t in texts]
+    offsets = np.concatenate([[0], np.cumsum([2 * len(x) for x in spans])]).astype(np.int64)
     return LoadedIndex(columns=cols, vectors=vecs, bm25=bm25, graph=graph, communities=CommunityIndex(communities),
-                       ann=ann, named_entities=real.named_entities)
+                       ann=ann, named_entities=real.named_entities, sentence_offsets=offsets,
+                       sentence_values=np.array([v for x in spans for pair in x for v in pair], dtype=np.int64))
 
 
 def engine_for(index: LoadedIndex, cache_path: Path, epsilon: float = 0.0) -> HybridRAGEngine:

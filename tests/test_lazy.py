@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from monjyu import Monjyu
@@ -285,3 +286,32 @@ def test_offline_bridges_from_every_statement_of_the_best_units(tmp_path, make_c
     found = [v for v in result.communities_visited if v["title"].startswith("(bridge: She was the chief queen")]
     assert found and found[0]["relevant"] >= 1
     assert "dikkha" in {s.document_id for s in result.relevant_sentences}
+
+
+def test_a_large_community_ranks_only_its_units_near_the_question(sample_index, monkeypatch):
+    """A community of more untested units than SIMILAR_ROWS ranks by similarity only its matched
+    units and those among the question's NEAREST (a million-unit index's top themes): with NEAREST
+    covering the collection the search is the same as before; with one, every unit it takes from
+    a community is matched or that one."""
+    from monjyu.engines.lazy import search as lazy
+
+    question = "Which paper compares the cost of relevance tests?"
+    before = sample_index.lazy_search(question, answer=False)
+    taken: list[tuple[int, bool]] = []
+    next_units = lazy.LazySearchEngine._next_units
+
+    def spy(self, rows, state, query_vectors):
+        out = next_units(self, rows, state, query_vectors)
+        near = state.nearest if state.nearest is not None else np.zeros(len(state.match_rank), bool)
+        taken.extend((row, bool(state.match_rank[row] != state.unmatched_rank or near[row])) for row in out)
+        return out
+
+    monkeypatch.setattr(lazy.LazySearchEngine, "_next_units", spy)
+    monkeypatch.setattr(lazy, "SIMILAR_ROWS", 0)
+    monkeypatch.setattr(lazy, "NEAREST", 100_000)
+    same = sample_index.lazy_search(question, answer=False)
+    assert same.kept_text_unit_ids == before.kept_text_unit_ids
+    taken.clear()
+    monkeypatch.setattr(lazy, "NEAREST", 1)
+    sample_index.lazy_search(question, answer=False)
+    assert taken and all(ok for _, ok in taken)

@@ -53,6 +53,11 @@ if TYPE_CHECKING:
     from ...levels import LevelFour, LevelTwo
 
 BRIDGED_UNITS = 3  # budget left after the bridges: every statement of this many best units bridges too
+# A community of more units than SIMILAR_ROWS that the search may return (a top-level theme of a
+# million-unit index) ranks by similarity only those of its unmatched units among the query's
+# NEAREST nearest units: reading every member's vector costs more than the visit's tests.
+SIMILAR_ROWS = 20_000
+NEAREST = 1_000
 
 PhaseCallback = Callable[[str, dict], None]
 
@@ -103,7 +108,9 @@ class _State:
     visits: list[dict] = field(default_factory=list)
     allowed: np.ndarray | None = None  # the units filters and threshold let through (None: all)
     match_rank: np.ndarray | None = None  # per unit: its rank in the matching search (unmatched: after all)
+    unmatched_rank: int = 0  # the rank match_rank gives the units the matching search did not return
     similarity: np.ndarray | None = None  # per unit: best cosine to a subquery, NaN until first needed
+    nearest: np.ndarray | None = None  # per unit: among the NEAREST to a subquery (found when first needed)
 
     def stop_reason(self) -> str | None:
         if self.used >= self.budget:
@@ -166,19 +173,37 @@ class LazySearchEngine:
         """The community's best untested units that the search may return (filters, threshold):
         matched ones by match rank, then by their best cosine to a subquery, computed the first
         time a unit is ranked (a search of a million units reads the vectors of the communities it
-        visits, not all of them)."""
+        visits, not all of them; of a community larger than SIMILAR_ROWS, only those near the
+        query: see there). No cosine is computed while matched units fill the visit."""
         if state.allowed is not None:
             rows = rows[state.allowed[rows]]
+        rank = state.match_rank[rows]
+        if len(rows) > SIMILAR_ROWS:
+            near = (rank != state.unmatched_rank) | self._nearest(state, query_vectors)[rows]
+            rows, rank = rows[near], rank[near]
         if state.tested_units:
-            rows = rows[~np.isin(rows, np.fromiter(state.tested_units, dtype=np.int64))]
+            untested = ~np.isin(rows, np.fromiter(state.tested_units, dtype=np.int64))
+            rows, rank = rows[untested], rank[untested]
         if not len(rows):
             return []
+        visit = self.config.units_per_visit
+        if np.count_nonzero(rank < state.unmatched_rank) >= visit:  # these ranks are distinct: no cosine decides
+            return rows[np.argsort(rank, kind="stable")[:visit]].tolist()
         similarity = state.similarity
         unknown = rows[np.isnan(similarity[rows])]
         if len(unknown):
             similarity[unknown] = (self.searcher.index.vectors[unknown] @ query_vectors.T).max(axis=1)
-        order = np.lexsort((-similarity[rows], state.match_rank[rows]))  # stable: ties keep the community's order
-        return rows[order[:self.config.units_per_visit]].tolist()
+        order = np.lexsort((-similarity[rows], rank))  # stable: ties keep the community's order
+        return rows[order[:visit]].tolist()
+
+    def _nearest(self, state: _State, query_vectors: np.ndarray) -> np.ndarray:
+        """Per unit: among the NEAREST units to a subquery (the vector search's, filters applied)."""
+        if state.nearest is None:
+            state.nearest = np.zeros(len(self.searcher.index), dtype=bool)
+            for vector in query_vectors:
+                found, _ = self.searcher.vector_ranking(vector, NEAREST, state.allowed)
+                state.nearest[[row for row, _ in found]] = True
+        return state.nearest
 
     async def _test_units(self, query: str, rows: list[int], community: Community | None, depth: int | None,
                           state: _State, assessor: RelevanceAssessor, keep: bool = False, title: str | None = None) -> int:
@@ -679,6 +704,7 @@ class LazySearchEngine:
         state.allowed = self.searcher.restrict(filters, query_vectors[0], threshold)
         state.match_rank = np.full(len(self.searcher.index), len(ranked), dtype=np.int64)
         state.match_rank[ranked] = np.arange(len(ranked))
+        state.unmatched_rank = len(ranked)
         state.similarity = np.full(len(self.searcher.index), np.nan, dtype=np.float32)
         timings["match_ms"] = (time.perf_counter() - t) * 1000
         phase("match", {"units": len(ranked)})
