@@ -8,8 +8,9 @@ vectors and their noun phrases pre-seeded in the caches, so that the builder's o
 measured, not the embedder's or spaCy's: a unit's vector blends two real units' vectors
 (bench/build_memory.py does the same) and its phrases are the union of two real units' phrases,
 grown as bench/synthetic_graph.py's --phrase-model says (`heaps`: the vocabulary grows as the
-real collection's does; `union`: every phrase grows with the collection, the densest graph). Then PAPER (a real file: embedded and parsed for real) is added in a build of
-its own, and removed in another. --work DIR keeps the corpus, caches and index: run again after
+real collection's does; `union`: every phrase grows with the collection, the densest graph).
+Then PAPER (a real file: embedded and parsed for real) is added in a build of its own, and
+removed in another. --work DIR keeps the corpus, caches and index: run again after
 an interruption, the first build resumes from the caches (and skips when the index is complete).
 """
 

@@ -72,11 +72,7 @@ def main() -> None:
         seeds.append((searcher.phrase_seeds(q), [row for row, _ in dense]))
     epsilons = [float(e) for e in args.epsilons.split(",")]
     rng = np.random.default_rng(7)
-    if args.phrase_model == "heaps":
-        beta = args.beta if args.beta is not None else synthetic_graph.heaps_exponent(real.incidence, real.is_hub, rng)
-        print(f"Heaps' exponent of the real graph's phrases: {beta:.3f}")
-    else:
-        beta = None
+    beta = synthetic_graph.exponent_for(args.phrase_model, args.beta, real.incidence, real.is_hub, rng)
     sizes = [0] + [int(s) for s in args.sizes.split(",") if s]
     for n in sizes:
         t0 = time.perf_counter()

@@ -162,11 +162,8 @@ def main() -> None:
     print(f"query embedding ({embedder.id}, batched): {(time.perf_counter() - t0) * 1000 / len(queries):.1f} ms/query")
 
     analyzer = Analyzer()
-    beta = None
-    if args.phrase_model == "heaps":
-        beta = args.beta if args.beta is not None else \
-            synthetic_graph.heaps_exponent(real.graph.incidence, real.graph.is_hub, np.random.default_rng(7))
-        print(f"phrase model heaps, exponent {beta:.3f}")
+    beta = synthetic_graph.exponent_for(args.phrase_model, args.beta, real.graph.incidence, real.graph.is_hub,
+                                        np.random.default_rng(7))
     epsilons = [0.0] + [float(e) for e in args.epsilons.split(",") if e]
     sizes = [0] + [int(s) for s in args.sizes.split(",") if s]
     results = {}

@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import synthetic_graph  # noqa: E402
-from hybridrag_latency import grow  # noqa: E402
+from hybridrag_latency import grow, overlap  # noqa: E402
 from level0_latency import pct  # noqa: E402
 
 from monjyu.config import load_config  # noqa: E402
@@ -89,11 +89,8 @@ def main() -> None:
     t0 = time.perf_counter()
     qvecs = embedder.embed_queries(queries)
     print(f"query embedding ({embedder.id}, batched): {(time.perf_counter() - t0) * 1000 / len(queries):.1f} ms/query")
-    beta = None
-    if args.phrase_model == "heaps":
-        beta = args.beta if args.beta is not None else \
-            synthetic_graph.heaps_exponent(real.graph.incidence, real.graph.is_hub, np.random.default_rng(7))
-        print(f"phrase model heaps, exponent {beta:.3f}")
+    beta = synthetic_graph.exponent_for(args.phrase_model, args.beta, real.graph.incidence, real.graph.is_hub,
+                                        np.random.default_rng(7))
     rng = np.random.default_rng(0)
     for n in [0] + [int(s) for s in args.sizes.split(",") if s]:
         index, name = real, f"real ({len(real)})"
@@ -108,8 +105,7 @@ def main() -> None:
         for eps, passes in runs.items():
             print(f"  walks {'exact' if eps == 0 else f'bounded ({eps:g})'}: " +
                   "; ".join(f"{k} p50 {v['p50']:.0f} p95 {v['p95']:.0f}" for k, v in passes.items()), flush=True)
-        same = np.mean([len(set(a) & set(b)) / max(len(b), 1)
-                        for a, b in zip(runs[epsilon]["warm"]["kept"], runs[0.0]["warm"]["kept"])])
+        same = overlap(runs[epsilon]["warm"]["kept"], runs[0.0]["warm"]["kept"])
         print(f"  top 10 kept units, bounded against exact walks: overlap {same:.3f}")
 
 

@@ -1,5 +1,5 @@
 """Phrase graphs of n synthetic units grown from a real index's graph, for the scale benches
-(bounded_walk.py, hybridrag_latency.py). Synthetic unit i joins two real units a and b: its
+(bounded_walk.py, hybridrag_latency.py, lazy_latency.py, add_at_scale.py). Synthetic unit i joins two real units a and b: its
 phrases are the union of theirs, its title is a's. Two models of how the phrases grow:
 
 - `union`: every phrase keeps its name, so its frequency grows with the collection (x 2n/m) and
@@ -41,6 +41,18 @@ def heaps_exponent(incidence: sp.csr_matrix, is_hub: np.ndarray, rng: np.random.
     return float(np.polyfit(np.log(sizes), np.log(vocab), 1)[0])
 
 
+def exponent_for(model: str, beta: float | None, incidence: sp.csr_matrix, is_hub: np.ndarray,
+                 rng: np.random.Generator) -> float | None:
+    """The Heaps exponent a bench grows `heaps` graphs with: `beta` when given, else measured (and
+    printed); None for `union`."""
+    if model != "heaps":
+        return None
+    if beta is None:
+        beta = heaps_exponent(incidence, is_hub, rng)
+    print(f"Heaps' exponent of the real graph's phrases: {beta:.3f}")
+    return beta
+
+
 @dataclass
 class GrownGraph:
     incidence: sp.csr_matrix
@@ -50,7 +62,6 @@ class GrownGraph:
     titles: list[str]
     first: np.ndarray  # each synthetic unit's real unit a
     home: np.ndarray  # True for the units of the first sub-collection (real names)
-    copies: int  # copies of each specific phrase (1 for union)
 
 
 def _copy_of(sub: np.ndarray, node: np.ndarray, copies: int) -> np.ndarray:
@@ -80,7 +91,7 @@ def grow(incidence: sp.csr_matrix, phrases: list[str], is_hub: np.ndarray, types
     sub = np.arange(n) % scale
     if model == "union" or scale == 1:
         return GrownGraph(sp.csr_matrix(union), list(phrases), is_hub, types, [str(t) for t in titles[a]], a,
-                          sub == 0, 1)
+                          sub == 0)
     if beta is None:
         beta = heaps_exponent(incidence, is_hub, rng)
     df = np.asarray((incidence > 0).sum(axis=0)).ravel()
@@ -104,5 +115,4 @@ def grow(incidence: sp.csr_matrix, phrases: list[str], is_hub: np.ndarray, types
         node = vocab.get(normalize_phrase([w.lower() for w in _WORDS.findall(bare)])) if bare else None
         c = 0 if node is None or generic[node] else int(_copy_of(sub[i:i + 1], np.array([node]), copies)[0])
         title_of.append(title if c == 0 else f"{bare} x{c}")
-    return GrownGraph(grown, names, is_hub[base], None if types is None else types[base], title_of, a, sub == 0,
-                      copies)
+    return GrownGraph(grown, names, is_hub[base], None if types is None else types[base], title_of, a, sub == 0)

@@ -127,7 +127,6 @@ class PhraseGraph:
         self._u2p = _RowBlocks((sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr())  # phrases x units
         self._p2u = _RowBlocks((phrase_to_unit @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr())  # units x phrases
         self._by_column = None
-        self._free_scratch = []  # node counts may have changed (citation nodes)
 
     def link_titles(self, titles: list[str], boost: float, texts: list[str] | None = None) -> None:
         """A unit whose title names a phrase is *about* it ("Frank Lloyd" is the page of the phrase
@@ -358,12 +357,11 @@ class PhraseGraph:
         walk that failed half-way does not give its space back (it may not be all zero)."""
         with self._scratch_lock:
             pair = self._free_scratch.pop() if self._free_scratch else None
-        if pair is None:
+        if pair is None or len(pair[1].total) != self.walk_nodes:  # none yet, or from before link_citations
             pair = (_SparseMass(self.incidence.shape[0]), _SparseMass(self.walk_nodes))
         yield pair
         with self._scratch_lock:
-            if len(pair[1].total) == self.walk_nodes:  # not from before link_citations
-                self._free_scratch.append(pair)
+            self._free_scratch.append(pair)
 
     def _bounded_walk(self, units: "_SparseMass", phrases: "_SparseMass", phrase_seeds: dict[int, float],
                       unit_seeds: dict[int, float], damping: float, iterations: int, tolerance: float,
