@@ -12,7 +12,9 @@ import pytest
 
 from monjyu import Monjyu, MonjyuConfig, SearchFilters
 from monjyu.errors import ConfigError, EmbedderMismatchError, MonjyuError
+from monjyu.index import builder
 from monjyu.index.manifest import read_manifest
+from monjyu.store.lancedb_store import TEXT_UNITS, LanceStore
 
 from .conftest import SAMPLES
 
@@ -233,6 +235,47 @@ def test_ann_index_answers_unfiltered_vector_search_like_exact(tmp_path, samples
     pdf_only = m.search("Leiden communities", mode="vector", top_k=5, answer=False,
                         filters=SearchFilters(file_types=["pdf"]))
     assert pdf_only.hits and all(h.document_id.endswith(".pdf") for h in pdf_only.hits) and len(asked) == 4
+
+
+def test_an_add_and_a_remove_carry_the_tables_and_vector_index_over(tmp_path, samples_copy, make_config,
+                                                                     monkeypatch):
+    """A build that keeps most rows carries the previous generation's tables over (linked, the
+    change written): the vector index is kept, the rows it lacks are searched exactly, the previous
+    generation still reads as it was, and the searches are those of a full rebuild."""
+    # One file of seven is more than the share of unindexed rows a carried index keeps serving.
+    monkeypatch.setattr(builder, "ANN_STALE_SHARE", 1.0)
+    held = tmp_path / "held"
+    held.mkdir()
+    moving = samples_copy / "lazygraphrag.md"
+    shutil.move(moving, held / moving.name)
+    config = make_config(search={"ann_min_units": 1}, graph={"enabled": False})
+    m = Monjyu(tmp_path / "idx", config)
+    first = m.index([samples_copy])
+    assert "ann_index" in first.seconds
+    shutil.move(held / moving.name, moving)
+    added = m.index([samples_copy])
+    assert added.added and "ann_index" not in added.seconds  # the index came along
+    before = LanceStore(tmp_path / "idx" / "generations" / first.generation / "lancedb")
+    assert before.count(TEXT_UNITS) == first.text_units  # untouched by the carry
+    now = LanceStore(tmp_path / "idx" / "generations" / added.generation / "lancedb")
+    assert now.unindexed_rows() == added.text_units - first.text_units
+    fresh = Monjyu(tmp_path / "fresh", config)
+    fresh.index([samples_copy])
+
+    def ranked(index: Monjyu) -> list:
+        return [[(h.text_unit_id, round(h.score, 4)) for h in index.search(q, mode=mode, top_k=5, answer=False).hits]
+                for q in ("lazy graph retrieval", "Leiden communities", "検索拡張生成とは")
+                for mode in ("vector", "keyword", "hybrid")]
+
+    assert ranked(m) == ranked(fresh)
+    assert any(h.document_id.endswith("lazygraphrag.md")
+               for h in m.search("deferring LLM work to query time", mode="vector", top_k=3, answer=False).hits)
+    moving.unlink()
+    removed = m.index([samples_copy])
+    assert removed.removed and removed.text_units == first.text_units and "ann_index" not in removed.seconds
+    fresh_removed = Monjyu(tmp_path / "fresh-removed", config)
+    fresh_removed.index([samples_copy])
+    assert ranked(m) == ranked(fresh_removed)
 
 
 def test_long_queries_are_bounded_and_too_long_ones_refused(sample_index):

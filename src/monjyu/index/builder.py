@@ -38,7 +38,7 @@ from ..nlp.tokens import TokenCounter
 from ..runtime import cpu_cores, release_freed_memory
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
-from ..store.unit_vectors import save_unit_vectors
+from ..store.unit_vectors import carry_unit_vectors, load_unit_vectors, save_unit_vectors
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store.kv import SqliteKV
 from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, save_incidence, save_vectors
@@ -55,6 +55,12 @@ GENERATIONS = "generations"
 CLUSTER_CHUNK = 4096  # cache misses handed to the cluster at a time (embedding, noun phrases)
 LOAD_WORKERS_MIN_FILES = 4  # a build loads in worker processes from this many files ...
 LOAD_WORKERS_MIN_BYTES = 1 << 20  # ... and this many bytes in all
+# A build carries the previous generation's tables over (links them and writes the change) when
+# it keeps at least this share of their rows; otherwise it writes them anew, compact.
+CARRY_MIN_SHARE = 0.5
+# A carried vector index is rebuilt once the rows it does not hold (searched exactly meanwhile)
+# pass this share of the table.
+ANN_STALE_SHARE = 0.1
 ProgressFn = Callable[[str, int, int | None], None]  # (stage, advance, total)
 
 
@@ -110,6 +116,9 @@ class _BuildRun:
     store: LanceStore | None = None
     units_table: pa.Table | None = None
     n_documents: int = 0
+    carried: bool = False  # the previous generation's tables carried over, not rewritten
+    kept_rows: np.ndarray | None = None  # carried: the previous generation's units kept (a mask)
+    added_terms: pa.ChunkedArray | None = None  # carried: the new units' BM25 terms
 
 
 def file_sha256(path: Path) -> str:
@@ -347,24 +356,49 @@ class IndexBuilder:
         release_freed_memory()  # their Python objects' memory, before LanceDB, the ANN and BM25 allocate theirs
         carried_doc_ids = sorted({d for k, rec in run.sources.items() if k in run.old_sources and k not in run.to_load
                                   for d in rec.documents})
-        if previous and carried_doc_ids:
-            old = LanceStore(generation_dir(self.index_dir, previous.generation) / "lancedb")
-            keep = pa.array(carried_doc_ids, pa.string())
-            old_units = old.units()
-            old_units = old_units.filter(pc.is_in(old_units["document_id"], value_set=keep))
-            old_docs = old.documents()
-            old_docs = old_docs.filter(pc.is_in(old_docs["id"], value_set=keep))
-            units_table = pa.concat_tables([old_units.cast(units_table.schema), units_table])
-            docs_table = pa.concat_tables([old_docs.cast(docs_table.schema), docs_table])
-
         run.generation = self._next_generation(previous)
         run.gen_dir = generation_dir(self.index_dir, run.generation)
         run.gen_dir.mkdir(parents=True)
         run.store = LanceStore(run.gen_dir / "lancedb")
-        run.store.write({DOCUMENTS: docs_table, TEXT_UNITS: units_table})
-        save_unit_vectors(run.gen_dir, units_table["vector"], dim)
-        run.units_table, run.n_documents = units_table, docs_table.num_rows
+        old = LanceStore(generation_dir(self.index_dir, previous.generation) / "lancedb") if previous else None
+        if old is None or not carried_doc_ids or not self._carry(run, old, carried_doc_ids, units_table, docs_table):
+            if old is not None and carried_doc_ids:
+                keep = pa.array(carried_doc_ids, pa.string())
+                old_units = old.units()
+                old_units = old_units.filter(pc.is_in(old_units["document_id"], value_set=keep))
+                old_docs = old.documents()
+                old_docs = old_docs.filter(pc.is_in(old_docs["id"], value_set=keep))
+                units_table = pa.concat_tables([old_units.cast(units_table.schema), units_table])
+                docs_table = pa.concat_tables([old_docs.cast(docs_table.schema), docs_table])
+            run.store.write({DOCUMENTS: docs_table, TEXT_UNITS: units_table})
+            save_unit_vectors(run.gen_dir, units_table["vector"], dim)
+            run.units_table, run.n_documents = units_table, docs_table.num_rows
         run.report.seconds["write"] = time.perf_counter() - t_write
+
+    def _carry(self, run: _BuildRun, old: LanceStore, carried_doc_ids: list[str], units_table: pa.Table,
+               docs_table: pa.Table) -> bool:
+        """The previous generation's tables and vectors carried over with the change applied (their
+        files linked, the deletions and new rows written): an add to a large index costs what it
+        adds, not the index's size. False (nothing written) when the previous generation predates
+        this layout or the build keeps less than CARRY_MIN_SHARE of its rows."""
+        old_vectors = load_unit_vectors(old.path.parent)
+        if (old_vectors is None or old.column_names(TEXT_UNITS) != units_table.schema.names
+                or old.column_names(DOCUMENTS) != docs_table.schema.names):
+            return False
+        keep_ids = pa.array(carried_doc_ids, pa.string())
+        unit_docs, unit_rows = old.row_ids(TEXT_UNITS, "document_id")
+        keep = np.asarray(pc.is_in(unit_docs, value_set=keep_ids))
+        if keep.sum() < CARRY_MIN_SHARE * len(keep):
+            return False
+        doc_ids, doc_rows = old.row_ids(DOCUMENTS, "id")
+        doc_keep = np.asarray(pc.is_in(doc_ids, value_set=keep_ids))
+        run.store.carry(old, DOCUMENTS, doc_rows[~doc_keep], docs_table)
+        run.store.carry(old, TEXT_UNITS, unit_rows[~keep], units_table)
+        carry_unit_vectors(run.gen_dir, old_vectors, keep, units_table["vector"], run.dim)
+        run.units_table = run.store.units(["id", "title", "text"])
+        run.n_documents = int(doc_keep.sum()) + docs_table.num_rows
+        run.carried, run.kept_rows, run.added_terms = True, keep, units_table["terms"]
+        return True
 
     def _citations(self, run: _BuildRun) -> None:
         """Which reference entries are papers of the collection (index.citations), linked anew
@@ -375,9 +409,13 @@ class IndexBuilder:
         run.report.seconds["citations"] = time.perf_counter() - t_cite
 
     def _ann(self, run: _BuildRun) -> None:
-        """LanceDB's ANN index, for generations large enough to need one (PostgreSQL builds its own)."""
+        """LanceDB's ANN index, for generations large enough to need one (PostgreSQL builds its own).
+        A carried index is kept until the rows it lacks pass ANN_STALE_SHARE of the table."""
         ann_min = self.config.search.ann_min_units
         if ann_min and run.units_table.num_rows >= ann_min and self.config.store.backend == "lancedb":
+            unindexed = run.store.unindexed_rows() if run.carried else None
+            if unindexed is not None and unindexed <= ANN_STALE_SHARE * run.units_table.num_rows:
+                return  # the carried index serves; the rows it lacks are searched exactly
             t_ann = time.perf_counter()
             with self._step("ann"):
                 run.store.create_vector_index()
@@ -385,9 +423,18 @@ class IndexBuilder:
             run.report.seconds["ann_index"] = time.perf_counter() - t_ann
 
     def _bm25(self, run: _BuildRun) -> None:
+        """BM25 over every unit's terms; a carried generation updates the previous one's postings."""
         t_bm25 = time.perf_counter()
         with self._step("bm25"):
-            BM25Index.build_from_column(run.units_table["terms"]).save(run.gen_dir / "bm25")
+            index = None
+            if run.carried:
+                index = BM25Index.updated(generation_dir(self.index_dir, run.previous.generation) / "bm25",
+                                          run.kept_rows, run.added_terms)
+            if index is None:
+                terms = (run.units_table if "terms" in run.units_table.column_names else run.store.units(["terms"]))
+                index = BM25Index.build_from_column(terms["terms"])
+            index.save(run.gen_dir / "bm25")
+            del index
         run.report.seconds["bm25"] = time.perf_counter() - t_bm25
         # Level 1 reads only these; the vectors, terms and documents are written (at 100k units
         # the vectors alone are 150 MB).

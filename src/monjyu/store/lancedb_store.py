@@ -1,12 +1,16 @@
 """LanceDB tables of one index generation: `documents` and `text_units` (GraphRAG-like columns).
 
 A generation is written once into a fresh directory and never modified, so readers of the
-current generation are never disturbed by a build in progress.
+current generation are never disturbed by a build in progress. A build that adds or removes a
+few documents carries the previous generation's tables over (`LanceStore.carry`): their data
+and index files are linked, not copied, and only the change is written.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from dataclasses import asdict, astuple
 from pathlib import Path
 
@@ -17,6 +21,10 @@ from lancedb.index import IvfHnswSq
 
 from ..types import Document, TextUnit
 
+# The parts of a Lance dataset whose files Lance writes once under a new name and never changes:
+# a carried table links them; its manifests are copied (Lance rewrites its version hint in place).
+LINKED_PARTS = {"data", "_indices", "_deletions"}
+DELETE_BATCH = 8192  # row ids per delete
 DOCUMENTS = "documents"
 TEXT_UNITS = "text_units"
 ENTITIES = "entities"  # Level 1 noun phrases
@@ -122,6 +130,25 @@ class LanceStore:
             if table.num_rows:
                 created.add(table)
 
+    def carry(self, previous: "LanceStore", name: str, dropped_rows: np.ndarray, added: pa.Table) -> None:
+        """Table `name` of the previous generation with the rows at `dropped_rows` (row ids from
+        `row_ids`) deleted and `added` appended after the rest, in this generation; the previous one
+        is left as it was. Its vector index comes along: appended rows are searched exactly until
+        the index is rebuilt (`unindexed_rows`)."""
+        _clone_dataset(previous.path / f"{name}.lance", self.path / f"{name}.lance")
+        table = self._db.open_table(name)
+        for start in range(0, len(dropped_rows), DELETE_BATCH):
+            ids = ",".join(str(int(r)) for r in dropped_rows[start:start + DELETE_BATCH])
+            table.delete(f"_rowid IN ({ids})")  # integers of the table's own: no user value in the predicate
+        if added.num_rows:
+            table.add(added)
+
+    def row_ids(self, name: str, column: str) -> tuple[pa.ChunkedArray, np.ndarray]:
+        """One column of every row, with the row ids `carry` deletes by (read order)."""
+        table = self._db.open_table(name)
+        found = table.search().with_row_id(True).select([column]).limit(max(1, table.count_rows())).to_arrow()
+        return found[column], found["_rowid"].to_numpy()
+
     def has(self, name: str) -> bool:
         return (self.path / f"{name}.lance").exists()
 
@@ -155,6 +182,15 @@ class LanceStore:
         faster than exact search at large sizes (benchmarks page, Latency at scale)."""
         self._db.open_table(TEXT_UNITS).create_index("vector", config=IvfHnswSq(distance_type="cosine"))
 
+    def unindexed_rows(self) -> int | None:
+        """Text units the vector index does not hold yet (None without an index)."""
+        table = self._db.open_table(TEXT_UNITS)
+        index = next((idx for idx in table.list_indices() if "vector" in idx.columns), None)
+        if index is None:
+            return None
+        os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # statistics without the centroids
+        return int(table.index_stats(index.name).num_unindexed_rows)
+
     def vector_index(self) -> "VectorANN | None":
         """The text units' ANN index when the generation has one."""
         table = self._db.open_table(TEXT_UNITS)
@@ -166,6 +202,25 @@ class LanceStore:
 
     def documents(self, columns: list[str] | None = None) -> pa.Table:
         return self.read(DOCUMENTS, columns)
+
+
+def _clone_dataset(source: Path, target: Path) -> None:
+    """A copy of a Lance dataset that a new version can be written to without touching `source`:
+    data, index and deletion files hard-linked (copied where the file system cannot link), the
+    rest copied."""
+    for root, _dirs, files in os.walk(source):
+        rel = Path(root).relative_to(source)
+        (target / rel).mkdir(parents=True, exist_ok=True)
+        linked = bool(rel.parts) and rel.parts[0] in LINKED_PARTS
+        for name in files:
+            src, dst = Path(root) / name, target / rel / name
+            if linked:
+                try:
+                    os.link(src, dst)
+                    continue
+                except OSError:
+                    pass
+            shutil.copy2(src, dst)
 
 
 class VectorANN:

@@ -31,6 +31,25 @@ def save_unit_vectors(generation_dir: Path, vectors: pa.ChunkedArray, dim: int) 
     del out
 
 
+def carry_unit_vectors(generation_dir: Path, previous: np.ndarray, keep: np.ndarray, added: pa.ChunkedArray,
+                       dim: int, block: int = 1 << 16) -> None:
+    """The rows of the previous generation's matrix at `keep` (a mask), then `added` (the new
+    units' vector column), a block at a time: a carried table's row order."""
+    kept = np.flatnonzero(keep)
+    out = np.lib.format.open_memmap(Path(generation_dir) / UNIT_VECTORS, mode="w+", dtype=np.float32,
+                                    shape=(len(kept) + len(added), dim))
+    for at in range(0, len(kept), block):
+        rows = kept[at:at + block]
+        out[at:at + len(rows)] = previous[rows]
+    at = len(kept)
+    for chunk in added.chunks:
+        rows = chunk.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+        out[at:at + len(rows)] = rows
+        at += len(rows)
+    out.flush()
+    del out
+
+
 def load_unit_vectors(generation_dir: Path) -> np.ndarray | None:
     """The mapped matrix (read-only), or None for a generation written before this file existed."""
     path = Path(generation_dir) / UNIT_VECTORS
