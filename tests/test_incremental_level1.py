@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from monjyu import Monjyu
 from monjyu.cli import app
 from monjyu.config import GraphConfig
-from monjyu.index.level1 import build_level1, previous_clustering
+from monjyu.index.level1 import PhraseIncidence, build_level1, previous_clustering
 
 TOPICS = [["neural network", "gradient descent", "loss function", "training data", "learning rate"],
           ["protein folding", "amino acid", "molecular dynamics", "binding site", "crystal structure"],
@@ -103,7 +103,7 @@ def results(m: Monjyu) -> dict:
 
 
 @pytest.mark.parametrize("change", ["add", "remove"])
-def test_an_add_or_a_remove_searches_like_a_full_rebuild(tmp_path, samples_copy, make_config, change):
+def test_an_add_or_a_remove_searches_like_a_full_rebuild(tmp_path, samples_copy, make_config, change, monkeypatch):
     held = samples_copy.parent / "held"
     held.mkdir()
     moving = samples_copy / "lazygraphrag.md"
@@ -116,8 +116,13 @@ def test_an_add_or_a_remove_searches_like_a_full_rebuild(tmp_path, samples_copy,
         shutil.move(held / moving.name, moving)
     else:
         moving.unlink()
+    updates = []  # the build updates the carried incidence with the new units' phrases only
+    real_update = PhraseIncidence.update
+    monkeypatch.setattr(PhraseIncidence, "update",
+                        lambda self, keep, added, n: updates.append((len(keep), n)) or real_update(self, keep, added, n))
     report = m.index([samples_copy])
     assert (report.added if change == "add" else report.removed) and report.clustering["mode"] == "update"
+    assert report.carried and len(updates) == 1 and (updates[0][1] > 0) == (change == "add")
     fresh = Monjyu(tmp_path / "fresh", make_config())
     fresh.index([samples_copy])
     assert results(m) == results(fresh)

@@ -41,13 +41,14 @@ from ..store.bm25 import BM25Index
 from ..store.unit_vectors import carry_unit_vectors, load_unit_vectors, save_unit_vectors
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store.kv import SqliteKV
-from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, save_incidence, save_vectors
+from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, load_links, save_links, save_vectors
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
 from .citations import build_citation_graph, write_citation_graph
 from .distributed import ClusterEmbedder, ClusterPhraseExtractor, LoadFailure, RayExecutor, load_source, run_all
 from .communities import PreviousClustering
-from .level1 import Level1Result, PhraseCache, PhrasesAhead, build_level1, phrase_input, previous_clustering
+from .level1 import (Level1Result, PhraseCache, PhraseIncidence, PhrasesAhead, build_level1, phrase_input,
+                     previous_clustering)
 from ..types import DEFAULT_KINDS, Document, TextUnit
 from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
 
@@ -78,6 +79,7 @@ class BuildReport:
     generation: str = ""
     level1: dict[str, int] = field(default_factory=dict)  # phrases, hubs, edges, communities
     clustering: dict = field(default_factory=dict)  # how the communities were built (Manifest.clustering)
+    carried: bool = False  # the previous generation updated (tables linked, the change written), not rewritten
 
     @property
     def nothing_changed(self) -> bool:
@@ -119,6 +121,7 @@ class _BuildRun:
     carried: bool = False  # the previous generation's tables carried over, not rewritten
     kept_rows: np.ndarray | None = None  # carried: the previous generation's units kept (a mask)
     added_terms: pa.ChunkedArray | None = None  # carried: the new units' BM25 terms
+    added_units: pa.Table | None = None  # carried: the new units' ids, titles and texts
 
 
 def file_sha256(path: Path) -> str:
@@ -395,9 +398,11 @@ class IndexBuilder:
         run.store.carry(old, DOCUMENTS, doc_rows[~doc_keep], docs_table)
         run.store.carry(old, TEXT_UNITS, unit_rows[~keep], units_table)
         carry_unit_vectors(run.gen_dir, old_vectors, keep, units_table["vector"], run.dim)
-        run.units_table = run.store.units(["id", "title", "text"])
+        run.units_table = run.store.units(["id"])
         run.n_documents = int(doc_keep.sum()) + docs_table.num_rows
-        run.carried, run.kept_rows, run.added_terms = True, keep, units_table["terms"]
+        run.carried = run.report.carried = True
+        run.kept_rows, run.added_terms = keep, units_table["terms"]
+        run.added_units = units_table.select(["id", "title", "text"])
         return True
 
     def _citations(self, run: _BuildRun) -> None:
@@ -438,17 +443,18 @@ class IndexBuilder:
         run.report.seconds["bm25"] = time.perf_counter() - t_bm25
         # Level 1 reads only these; the vectors, terms and documents are written (at 100k units
         # the vectors alone are 150 MB).
-        run.units_table = run.units_table.select(["id", "title", "text"])
+        run.units_table = run.units_table.select([c for c in ("id", "title", "text") if c in run.units_table.column_names])
         release_freed_memory()
 
     def _level1(self, run: _BuildRun) -> None:
         """The noun-phrase graph, its communities and their vectors (when graph.enabled)."""
         if not self.config.graph.enabled:
             return
-        level1 = self._build_level1(run.units_table, self._previous_clustering(run))
+        level1 = self._build_level1(run, self._previous_clustering(run))
         run.store.write({ENTITIES: level1.entities, RELATIONSHIPS: level1.relationships,
                          COMMUNITIES: level1.communities})
-        save_incidence(run.gen_dir, level1.incidence)
+        level1.incidence.save(run.gen_dir)
+        save_links(run.gen_dir, *(level1.relationships[c].to_numpy() for c in ("source", "target", "weight")))
         t_embed = time.perf_counter()
         self._embed_graph(run.gen_dir, level1, run.embedder)
         level1.seconds["embedding"] = time.perf_counter() - t_embed
@@ -456,18 +462,35 @@ class IndexBuilder:
         run.report.level1 = level1.stats
         run.report.clustering = level1.clustering
 
+    def _same_graph(self, run: _BuildRun) -> bool:
+        """The current generation's Level 1 was built as this build's is (same settings, embedder
+        and chunking)."""
+        previous = run.previous
+        return (previous is not None and run.reuse and 1 in previous.levels
+                and previous.graph_hash == self.config.graph_hash())
+
+    def _carried_incidence(self, run: _BuildRun) -> PhraseIncidence | None:
+        """The current generation's incidence, for a carried build to update with the new units'
+        phrases only (None when not carried, or that generation's graph was built otherwise)."""
+        if not (run.carried and self._same_graph(run)):
+            return None
+        gen_dir = generation_dir(self.index_dir, run.previous.generation)
+        titles = LanceStore(gen_dir / "lancedb").read(ENTITIES, ["title"])["title"].to_pylist()
+        held = PhraseIncidence.load(gen_dir, titles)
+        return held if held is not None and held.matrix.shape[0] == len(run.kept_rows) else None
+
     def _previous_clustering(self, run: _BuildRun) -> PreviousClustering | None:
         """The current generation's communities, for the update to start from: None when asked to
         re-cluster or when that generation's graph was built otherwise (other settings, another
         embedder or chunking, no Level 1)."""
         previous = run.previous
-        if (run.recluster or previous is None or not run.reuse or 1 not in previous.levels
-                or previous.graph_hash != self.config.graph_hash()):
+        if run.recluster or not self._same_graph(run):
             return None
         old = LanceStore(generation_dir(self.index_dir, previous.generation) / "lancedb")
         if not old.has(COMMUNITIES):
             return None
-        return previous_clustering(old.read(ENTITIES, ["title"]), old.read(RELATIONSHIPS, ["source", "target", "weight"]),
+        links = load_links(old.path.parent) or old.read(RELATIONSHIPS, ["source", "target", "weight"])
+        return previous_clustering(old.read(ENTITIES, ["title"]), links,
                                    old.read(COMMUNITIES, ["id", "level", "parent", "entity_ids"]), previous.clustering)
 
     def _commit(self, run: _BuildRun) -> None:
@@ -504,11 +527,18 @@ class IndexBuilder:
         for start in range(0, len(sentences), batch):
             embedder.embed_passages(sentences[start:start + batch], progress=lambda n: self.progress("sentences", n, None))
 
-    def _build_level1(self, units_table: pa.Table, previous: PreviousClustering | None = None) -> Level1Result:
+    def _build_level1(self, run: _BuildRun, previous: PreviousClustering | None = None) -> Level1Result:
         """Noun phrases are read as a stream from the phrase cache (a large build never holds
-        all of them): extracted ahead while embedding, or here."""
+        all of them): extracted ahead while embedding, or here. A carried build reads only the
+        new units' phrases and updates the current generation's incidence."""
         t0 = time.perf_counter()
-        inputs = [phrase_input(t, x) for t, x in zip(units_table["title"].to_pylist(), units_table["text"].to_pylist())]
+        carried = self._carried_incidence(run)
+        units = run.added_units if carried is not None else run.units_table
+        if "text" not in units.column_names:
+            units = run.store.units(["id", "title", "text"])
+        inputs = [phrase_input(t, x) for t, x in zip(units["title"].to_pylist(), units["text"].to_pylist())]
+        unit_ids = (run.units_table if carried is not None else units)["id"].to_pylist()
+        del units
         if self._phrases is None:
             self.progress("phrases", 0, len(inputs))
         progress = lambda n: self.progress("phrases", n, None)  # noqa: E731
@@ -526,7 +556,9 @@ class IndexBuilder:
         t1 = time.perf_counter()
         try:
             with self._step("graph"):
-                result = build_level1(units_table["id"].to_pylist(), phrases, self.config.graph, previous)
+                if carried is not None:
+                    phrases = carried.update(run.kept_rows, phrases, len(inputs))
+                result = build_level1(unit_ids, phrases, self.config.graph, previous)
         finally:
             if extractor is not None:
                 extractor.close()

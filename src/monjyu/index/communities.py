@@ -41,7 +41,11 @@ class Graph:
     weight: np.ndarray  # what Leiden maximises modularity over
 
     def nodes(self) -> np.ndarray:
-        return np.unique(np.concatenate([self.src, self.dst]))
+        """The phrases with a link, ascending."""
+        linked = np.zeros(self.n_nodes, bool)
+        linked[self.src] = True
+        linked[self.dst] = True
+        return np.flatnonzero(linked)
 
     def adjacency(self) -> sp.csr_matrix:
         n = self.n_nodes
@@ -109,10 +113,12 @@ def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: 
 
     order = np.lexsort((dst, src))  # a fixed edge order: same input, same communities
     # The native Leiden takes (name, name, weight) tuples: one name string per node, shared by its
-    # edges (a string per edge end doubled the largest allocation of a 100k-unit build).
-    names = [str(n) for n in range(int(max(src.max(), dst.max())) + 1)]
-    edges = [(names[a], names[b], w) for a, b, w in zip(src[order].tolist(), dst[order].tolist(),
-                                                       weight[order].tolist())]
+    # edges (a string per edge end doubled the largest allocation of a 100k-unit build), made only
+    # for the nodes present (an update's scopes are small parts of a large graph).
+    present = np.unique(np.concatenate([src, dst]))
+    names = np.empty(int(present[-1]) + 1, dtype=object)
+    names[present] = [str(n) for n in present.tolist()]
+    edges = list(zip(names[src[order]].tolist(), names[dst[order]].tolist(), weight[order].tolist()))
     clusters = hierarchical_leiden(edges, max_cluster_size=cfg.max_cluster_size, seed=cfg.seed)
     return [(int(c.node), int(c.cluster), int(c.level),
              int(c.parent_cluster) if c.parent_cluster is not None else None) for c in clusters]
@@ -149,6 +155,9 @@ class _Update:
         remap[missing] = gone_base + np.arange(int(missing.sum()))
         self.in_graph = np.zeros(graph.n_nodes, bool)
         self.in_graph[graph.nodes()] = True
+        # The edges by their first phrase, so a scope's links are read from its own phrases' rows.
+        self.by_src = np.argsort(graph.src, kind="stable")
+        self.src_ptr = np.concatenate([[0], np.cumsum(np.bincount(graph.src, minlength=graph.n_nodes))])
 
         # The previous tree, in new ids, without phrases that left the graph.
         self.level = dict(zip(previous.ids, previous.levels))
@@ -298,10 +307,15 @@ class _Update:
         return out
 
     def _induced(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The links among `nodes` (in edge order), read from their rows only: a scope costs its
+        own links, not a pass over the whole graph's."""
         inside = np.zeros(self.graph.n_nodes, bool)
         inside[nodes] = True
-        keep = inside[self.graph.src] & inside[self.graph.dst]
-        return self.graph.src[keep], self.graph.dst[keep], self.graph.weight[keep]
+        starts, counts = self.src_ptr[nodes], self.src_ptr[nodes + 1] - self.src_ptr[nodes]
+        at = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+        edges = self.by_src[at]
+        edges = np.sort(edges[inside[self.graph.dst[edges]]])
+        return self.graph.src[edges], self.graph.dst[edges], self.graph.weight[edges]
 
     def _drop_empty(self) -> None:
         for c in [c for c, m in self.members.items() if not m]:

@@ -18,14 +18,17 @@ import time
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from ..config import GraphConfig
 from ..nlp.noun_phrases import CONCEPT, NounPhraseExtractor
 from ..store.kv import SqliteKV
+from ..store.sparse import INCIDENCE_KINDS, load_incidence, save_incidence
 from .communities import Graph, PreviousClustering, cluster, modularity
 
 log = logging.getLogger(__name__)
@@ -51,7 +54,7 @@ class Level1Result:
     entities: pa.Table
     relationships: pa.Table
     communities: pa.Table
-    incidence: sp.csr_matrix  # text units x phrases, rows in text_units table order
+    incidence: "PhraseIncidence"  # text units x phrases, rows in text_units table order
     seconds: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)
     clustering: dict = field(default_factory=dict)  # for the manifest (Manifest.clustering)
@@ -148,27 +151,96 @@ class PhrasesAhead:
             self._thread = None
 
 
-def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | Iterable[list[str]],
-                 cfg: GraphConfig, previous: PreviousClustering | None = None, recluster: bool = False) -> Level1Result:
-    """`unit_phrases`: per text unit, its phrases with their types (NounPhraseExtractor.extract),
-    or plain phrase lists (all CONCEPT). Read once: given an iterator over a list nothing else
-    holds, the list is freed as soon as it is read. `previous`: the current generation's
-    communities, updated rather than clustered anew (unless `recluster` or the drift bound says
-    otherwise)."""
-    t0 = time.perf_counter()
-    vocab: dict[str, int] = {}
-    kind_ids: dict[str, int] = {}
+@dataclass
+class PhraseIncidence:
+    """Which noun phrases each text unit holds (rows in text_units order), with the type each
+    entry was given: what the graph is computed from. Kept by a generation (graph/), so that a
+    build that adds or removes documents reads only the new units' phrases."""
+
+    matrix: sp.csr_matrix  # units x phrases, float32 ones, columns ascending within a row
+    kinds: np.ndarray  # int8 per entry (matrix order): an index into kind_names
+    kind_names: list[str]
+    phrases: list[str]  # column -> phrase text
+
+    @classmethod
+    def collect(cls, unit_phrases: Iterable[dict[str, str]] | Iterable[list[str]], n_units: int) -> "PhraseIncidence":
+        """From each unit's phrases and types (NounPhraseExtractor.extract) or plain phrase lists
+        (all CONCEPT), phrases numbered as first met."""
+        vocab: dict[str, int] = {}
+        kind_ids: dict[str, int] = {}
+        matrix, kinds = _collect(unit_phrases, n_units, vocab, kind_ids)
+        return cls(matrix, kinds, list(kind_ids), list(vocab))
+
+    def update(self, keep: np.ndarray, added: Iterable[dict[str, str]] | Iterable[list[str]],
+               n_added: int) -> "PhraseIncidence":
+        """The rows `keep` (a mask) leaves, then the `added` units' rows; new phrases numbered
+        after the others, phrases no unit holds any more dropped (the rest keep their order)."""
+        vocab = {p: i for i, p in enumerate(self.phrases)}
+        kind_ids = {k: i for i, k in enumerate(self.kind_names)}
+        new, new_kinds = _collect(added, n_added, vocab, kind_ids)
+        kept = self.matrix[np.flatnonzero(keep)]
+        kept.resize((kept.shape[0], len(vocab)))
+        matrix = sp.vstack([kept, new], format="csr")
+        kinds = np.concatenate([self.kinds[np.repeat(keep, np.diff(self.matrix.indptr))], new_kinds])
+        phrases = list(vocab)
+        held = np.bincount(matrix.indices, minlength=len(phrases)) > 0
+        if not held.all():
+            matrix.indices = (np.cumsum(held) - 1)[matrix.indices].astype(matrix.indices.dtype)
+            matrix = sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=(matrix.shape[0], int(held.sum())))
+            phrases = [p for p, h in zip(phrases, held.tolist()) if h]
+        return PhraseIncidence(matrix, kinds, list(kind_ids), phrases)
+
+    def save(self, generation_dir: Path) -> None:
+        save_incidence(generation_dir, self.matrix)
+        np.savez(generation_dir / INCIDENCE_KINDS, kinds=self.kinds, names=np.array(self.kind_names, dtype=str))
+
+    @classmethod
+    def load(cls, generation_dir: Path, phrases: list[str]) -> "PhraseIncidence | None":
+        """A generation's incidence (`phrases`: its entities' titles, in id order); None for one
+        saved before the entries' types were kept."""
+        matrix = load_incidence(generation_dir)
+        if matrix is None or not (generation_dir / INCIDENCE_KINDS).exists():
+            return None
+        with np.load(generation_dir / INCIDENCE_KINDS) as data:
+            kinds, names = data["kinds"], data["names"].tolist()
+        if len(kinds) != matrix.nnz or len(phrases) != matrix.shape[1]:
+            return None
+        return cls(matrix, kinds, names, phrases)
+
+
+def _collect(unit_phrases, n_units: int, vocab: dict[str, int], kind_ids: dict[str, int]
+             ) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The units' incidence rows (phrases numbered in `vocab`, extended as met) and each
+    entry's type (numbered in `kind_ids`)."""
     # One entry per (unit, phrase): compact arrays, since a large build holds millions of them.
     rows, cols, kinds = array("i"), array("i"), array("b")
     for u, phrases in enumerate(unit_phrases):
-        for p, kind in phrases.items() if isinstance(phrases, dict) else ((p, CONCEPT) for p in phrases):
+        for p, kind in phrases.items() if isinstance(phrases, dict) else ((p, CONCEPT) for p in dict.fromkeys(phrases)):
             rows.append(u)
             cols.append(vocab.setdefault(p, len(vocab)))
             kinds.append(kind_ids.setdefault(kind, len(kind_ids)))
-    n_units, n_phr = len(unit_ids), len(vocab)
     rows, cols = np.frombuffer(rows, np.int32), np.frombuffer(cols, np.int32)
-    incidence = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_units, n_phr))
-    incidence.data[:] = 1.0
+    # The entries' types ride along as the values (one entry per unit and phrase) while the
+    # matrix is put in row order; then the values become ones.
+    coded = np.frombuffer(kinds, np.int8).astype(np.float32) + 1
+    matrix = sp.csr_matrix((coded, (rows, cols)), shape=(n_units, len(vocab)))
+    codes = (matrix.data - 1).astype(np.int8)
+    matrix.data[:] = 1.0
+    return matrix, codes
+
+
+def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | Iterable[list[str]] | PhraseIncidence,
+                 cfg: GraphConfig, previous: PreviousClustering | None = None, recluster: bool = False) -> Level1Result:
+    """`unit_phrases`: per text unit, its phrases with their types (NounPhraseExtractor.extract),
+    or plain phrase lists (all CONCEPT), or their PhraseIncidence. Read once: given an iterator
+    over a list nothing else holds, the list is freed as soon as it is read. `previous`: the
+    current generation's communities, updated rather than clustered anew (unless `recluster` or
+    the drift bound says otherwise)."""
+    t0 = time.perf_counter()
+    n_units = len(unit_ids)
+    held = unit_phrases if isinstance(unit_phrases, PhraseIncidence) else PhraseIncidence.collect(unit_phrases, n_units)
+    incidence, phrases = held.matrix, held.phrases
+    n_phr = len(phrases)
     df = np.asarray(incidence.sum(axis=0)).ravel().astype(np.int64)
     hub_limit = max(cfg.min_hub_units, int(cfg.max_phrase_share * n_units))
     is_hub = df > hub_limit
@@ -187,9 +259,6 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
     degree = np.bincount(np.concatenate([src, dst]), minlength=n_phr) if len(src) else np.zeros(n_phr, np.int64)
     t_graph = time.perf_counter()
 
-    phrases = [None] * n_phr
-    for p, i in vocab.items():
-        phrases[i] = p
     # Edge weight: co-occurrence count scaled by positive NPMI, so chance co-occurrence of common
     # phrases weighs less than specific pairs.
     graph = Graph(n_phr, src, dst, cnt, cnt * np.clip(npmi, 0.05, 1.0))
@@ -197,11 +266,11 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
     communities = clustering.assignments
     t_leiden = time.perf_counter()
     # Each phrase's type: the one most of its units gave it; ties go to the first type by name.
-    names = sorted(kind_ids)
+    names = sorted(held.kind_names)
     width = max(len(names), 1)
     column = np.zeros(width, np.int64)  # a type's id -> its column, by name
-    column[[kind_ids[k] for k in names]] = np.arange(len(names))
-    votes = np.bincount(cols.astype(np.int64) * width + column[np.frombuffer(kinds, np.int8)],
+    column[[held.kind_names.index(k) for k in names]] = np.arange(len(names))
+    votes = np.bincount(incidence.indices.astype(np.int64) * width + column[held.kinds],
                         minlength=n_phr * width).reshape(n_phr, width)
     types = [names[k] for k in votes.argmax(axis=1)] if names else [CONCEPT] * n_phr
     inc_csc = incidence.tocsc()
@@ -222,7 +291,7 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
     community_table = _community_table(communities, inc_csc, unit_ids, phrases, df)
     t_end = time.perf_counter()
     return Level1Result(
-        entities=entities, relationships=relationships, communities=community_table, incidence=incidence,
+        entities=entities, relationships=relationships, communities=community_table, incidence=held,
         seconds={"graph": t_graph - t0, "leiden": t_leiden - t_graph, "tables": t_end - t_leiden},
         stats={"phrases": n_phr, "hubs": int(is_hub.sum()), "edges": int(len(src)),
                "communities": community_table.num_rows},
@@ -232,13 +301,15 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
     )
 
 
-def previous_clustering(entities: pa.Table, relationships: pa.Table, communities: pa.Table,
-                        state: dict) -> PreviousClustering:
-    """The current generation's Level 1 tables as an update starts from them."""
+def previous_clustering(entities: pa.Table, links: tuple[np.ndarray, np.ndarray, np.ndarray] | pa.Table,
+                        communities: pa.Table, state: dict) -> PreviousClustering:
+    """The current generation's Level 1 tables as an update starts from them; `links`: the
+    relationships' (source, target, weight), as arrays or the table."""
+    if isinstance(links, pa.Table):
+        links = tuple(links[c].to_numpy() for c in ("source", "target", "weight"))
+    src, dst, count = (np.asarray(a, np.int64) for a in links)
     return PreviousClustering(
-        titles=entities["title"].to_pylist(), src=relationships["source"].to_numpy().astype(np.int64),
-        dst=relationships["target"].to_numpy().astype(np.int64),
-        count=relationships["weight"].to_numpy().astype(np.int64), ids=communities["id"].to_pylist(),
+        titles=entities["title"].to_pylist(), src=src, dst=dst, count=count, ids=communities["id"].to_pylist(),
         levels=communities["level"].to_pylist(), parents=communities["parent"].to_pylist(),
         members=communities["entity_ids"].to_pylist(),
         changed_since_full=int(state.get("changed_since_full", 0)),
@@ -247,32 +318,53 @@ def previous_clustering(entities: pa.Table, relationships: pa.Table, communities
 
 def _community_table(assignments, inc_csc: sp.csc_matrix, unit_ids: list[str], phrases: list[str],
                      df: np.ndarray) -> pa.Table:
-    members: dict[int, list[int]] = {}
-    level: dict[int, int] = {}
-    parent: dict[int, int] = {}
-    for node, community, lvl, par in assignments:
-        members.setdefault(community, []).append(node)
-        level[community] = lvl
-        if par is not None:
-            parent[community] = par
+    """One row per community: its phrases (ascending ids), the units holding any of them (by id),
+    its children, and a title of its five most frequent phrases (ties by text). Computed with
+    sparse products and Arrow sorts, since a large collection has a hundred thousand communities."""
+    if not assignments:
+        return COMMUNITIES_SCHEMA.empty_table()
+    node = np.fromiter((a[0] for a in assignments), np.int64, len(assignments))
+    community = np.fromiter((a[1] for a in assignments), np.int64, len(assignments))
+    level_of = np.fromiter((a[2] for a in assignments), np.int64, len(assignments))
+    parent_of = np.fromiter((-1 if a[3] is None else a[3] for a in assignments), np.int64, len(assignments))
+    ids, row = np.unique(community, return_inverse=True)
+    level, parent = np.empty(len(ids), np.int64), np.full(len(ids), -1, np.int64)
+    level[row], parent[row] = level_of, parent_of
+    n_phrases = inc_csc.shape[1]
+    members = sp.csr_matrix((np.ones(len(node), np.float32), (row, node)), shape=(len(ids), n_phrases))
+    members.sum_duplicates()  # one entry per phrase, ascending
+    # Units of each community, ordered by id: unit rows ranked by their id, sorted within each row.
+    unit_arr = pa.array(unit_ids, pa.string())
+    by_id = pc.sort_indices(unit_arr).to_numpy()
+    holds = (members @ inc_csc.T).tocsr()
+    units = _sorted_rows(holds.indptr, np.argsort(by_id)[holds.indices])
+    text_unit_ids = pa.ListArray.from_arrays(pa.array(holds.indptr.astype(np.int32)),
+                                             unit_arr.take(pa.array(by_id[units])))
+    # Titles: each community's five phrases first by descending frequency, then by text.
+    by_text = np.argsort(pc.sort_indices(pa.array(phrases, pa.string())).to_numpy())
+    order = np.lexsort((by_text, -df))
+    first = _sorted_rows(members.indptr, np.argsort(order)[members.indices])
+    titles = []
+    for c in range(len(ids)):
+        top = order[first[members.indptr[c]:min(members.indptr[c] + 5, members.indptr[c + 1])]]
+        titles.append(", ".join(phrases[n] for n in top.tolist()))
     children: dict[int, list[int]] = {}
-    for c, p in parent.items():
-        children.setdefault(p, []).append(c)
-    ids = sorted(members)
-    rows = {"id": [], "level": [], "parent": [], "children": [], "entity_ids": [], "text_unit_ids": [],
-            "size": [], "title": []}
-    for c in ids:
-        nodes = sorted(set(members[c]))
-        rows_of = np.unique(np.concatenate([inc_csc.indices[inc_csc.indptr[n]:inc_csc.indptr[n + 1]] for n in nodes]))
-        units = sorted(unit_ids[r] for r in rows_of.tolist())
-        top = sorted(nodes, key=lambda n: (-df[n], phrases[n]))[:5]
-        rows["id"].append(c)
-        rows["level"].append(level[c])
-        rows["parent"].append(parent.get(c, -1))
-        rows["children"].append(sorted(children.get(c, [])))
-        rows["entity_ids"].append(nodes)
-        rows["text_unit_ids"].append(units)
-        rows["size"].append(len(nodes))
-        rows["title"].append(", ".join(phrases[n] for n in top))
-    return pa.table(rows, schema=COMMUNITIES_SCHEMA)
+    for c, p in zip(ids.tolist(), parent.tolist()):
+        if p >= 0:
+            children.setdefault(p, []).append(c)
+    return pa.table({
+        "id": pa.array(ids, pa.int32()), "level": pa.array(level, pa.int32()), "parent": pa.array(parent, pa.int32()),
+        "children": pa.array([sorted(children.get(c, [])) for c in ids.tolist()], pa.list_(pa.int32())),
+        "entity_ids": pa.ListArray.from_arrays(pa.array(members.indptr.astype(np.int32)),
+                                               pa.array(members.indices.astype(np.int32))),
+        "text_unit_ids": text_unit_ids, "size": pa.array(np.diff(members.indptr), pa.int32()), "title": titles,
+    }, schema=COMMUNITIES_SCHEMA)
 
+
+def _sorted_rows(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """`values` (distinct within a row) sorted within each row of a CSR layout."""
+    rows = sp.csr_matrix((np.ones(len(values), np.int8), values, indptr),
+                         shape=(len(indptr) - 1, int(values.max(initial=0)) + 1))
+    rows.has_sorted_indices = False
+    rows.sort_indices()
+    return rows.indices

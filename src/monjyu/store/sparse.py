@@ -10,8 +10,12 @@ import numpy as np
 import scipy.sparse as sp
 
 INCIDENCE = Path("graph") / "incidence.npz"
+INCIDENCE_KINDS = Path("graph") / "incidence_kinds.npz"  # each incidence entry's phrase type (index/level1.py)
 PHRASE_VECTORS = Path("graph") / "phrase_vectors.npz"
 COMMUNITY_VECTORS = Path("graph") / "community_vectors.npz"
+# The relationships table's (source, target, weight) columns as arrays, for the next build's
+# community update: tens of millions of rows read in a fraction of what the table takes.
+LINKS = Path("graph") / "links.npz"
 
 
 def save_incidence(generation_dir: Path, matrix: sp.spmatrix) -> None:
@@ -38,3 +42,19 @@ def load_vectors(generation_dir: Path, name: Path) -> tuple[np.ndarray, np.ndarr
         return None
     with np.load(path) as data:
         return data["ids"], data["vectors"]
+
+
+def save_links(generation_dir: Path, source: np.ndarray, target: np.ndarray, weight: np.ndarray) -> None:
+    path = generation_dir / LINKS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, source=np.asarray(source, np.int32), target=np.asarray(target, np.int32),
+             weight=np.asarray(weight, np.int32))
+
+
+def load_links(generation_dir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(source, target, weight), or None for a generation saved before they were kept."""
+    path = generation_dir / LINKS
+    if not path.exists():
+        return None
+    with np.load(path) as data:
+        return data["source"], data["target"], data["weight"]
