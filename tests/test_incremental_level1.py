@@ -14,6 +14,9 @@ from monjyu import Monjyu
 from monjyu.cli import app
 from monjyu.config import GraphConfig
 from monjyu.index.level1 import PhraseIncidence, build_level1, previous_clustering
+from monjyu.index.manifest import read_manifest
+from monjyu.store.lancedb_store import ENTITIES, LanceStore
+from monjyu.store.sparse import PHRASE_VECTORS, load_vectors
 
 TOPICS = [["neural network", "gradient descent", "loss function", "training data", "learning rate"],
           ["protein folding", "amino acid", "molecular dynamics", "binding site", "crystal structure"],
@@ -102,6 +105,13 @@ def results(m: Monjyu) -> dict:
     return out
 
 
+def phrase_vectors(index_dir) -> dict[str, np.ndarray]:
+    gen_dir = index_dir / "generations" / read_manifest(index_dir).generation
+    ids, vectors = load_vectors(gen_dir, PHRASE_VECTORS)
+    titles = LanceStore(gen_dir / "lancedb").read(ENTITIES, ["title"])["title"].to_pylist()
+    return {titles[i]: v for i, v in zip(ids.tolist(), vectors)}
+
+
 @pytest.mark.parametrize("change", ["add", "remove"])
 def test_an_add_or_a_remove_searches_like_a_full_rebuild(tmp_path, samples_copy, make_config, change, monkeypatch):
     held = samples_copy.parent / "held"
@@ -126,6 +136,9 @@ def test_an_add_or_a_remove_searches_like_a_full_rebuild(tmp_path, samples_copy,
     fresh = Monjyu(tmp_path / "fresh", make_config())
     fresh.index([samples_copy])
     assert results(m) == results(fresh)
+    # The phrase vectors carried over from the previous generation are those a full build looks up.
+    carried, built = phrase_vectors(tmp_path / "idx"), phrase_vectors(tmp_path / "fresh")
+    assert carried.keys() == built.keys() and all(np.array_equal(carried[t], built[t]) for t in built)
     # `monjyu index --recluster` clusters the same graph from scratch, even with nothing else to do.
     out = CliRunner().invoke(app, ["index", str(samples_copy), "--index", str(tmp_path / "idx"), "--recluster",
                                    "--json"], env={"MONJYU_CACHE_DIR": str(make_config().cache_dir)})

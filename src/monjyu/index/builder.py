@@ -41,7 +41,7 @@ from ..store.bm25 import BM25Index
 from ..store.unit_vectors import carry_unit_vectors, load_unit_vectors, save_unit_vectors
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store.kv import SqliteKV
-from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, load_links, save_links, save_vectors
+from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, load_links, load_vectors, save_links, save_vectors
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
 from .citations import build_citation_graph, write_citation_graph
@@ -456,7 +456,7 @@ class IndexBuilder:
         level1.incidence.save(run.gen_dir)
         save_links(run.gen_dir, *(level1.relationships[c].to_numpy() for c in ("source", "target", "weight")))
         t_embed = time.perf_counter()
-        self._embed_graph(run.gen_dir, level1, run.embedder)
+        self._embed_graph(run, level1)
         level1.seconds["embedding"] = time.perf_counter() - t_embed
         run.report.seconds.update({f"level1_{k}": v for k, v in level1.seconds.items()})
         run.report.level1 = level1.stats
@@ -586,26 +586,47 @@ class IndexBuilder:
         return NounPhraseExtractor(n_process=self.config.graph.processes or min(4, cpu_cores()),
                                    named_entities=self.config.graph.named_entities)
 
-    def _embed_graph(self, gen_dir: Path, level1: Level1Result, embedder: CachedEmbedder) -> None:
+    def _embed_graph(self, run: _BuildRun, level1: Level1Result) -> None:
         """Vectors of the phrases that link units (non-hubs in >= graph.embed_min_units units), so
         query phrases in another language reach them, and, with graph.embed_communities, of each
         community's representative phrases, so communities can be ranked by what they are about.
-        Cached by text."""
+        Cached by text; a carried build takes the phrases the current generation has vectors for
+        from it, and looks up only the others."""
         least, communities = self.config.graph.embed_min_units, self.config.graph.embed_communities
         if not least and not communities:
             return
-        entities = level1.entities
+        entities, embedder = level1.entities, run.embedder
         linking = np.flatnonzero((entities["frequency"].to_numpy() >= least)
                                  & ~entities["is_hub"].to_numpy(zero_copy_only=False)) if least else np.array([], np.int64)
         texts = entities["title"].take(pa.array(linking)).to_pylist()
-        if communities:
-            texts += level1.communities["title"].to_pylist()
-        self.progress("phrase vectors", 0, len(texts))
-        vectors = embedder.embed_passages(texts, progress=lambda n: self.progress("phrase vectors", n, None))
+        vectors = np.zeros((len(texts), embedder.dim or run.dim), np.float32)
+        known, old_vectors = self._previous_phrase_vectors(run)
+        at = np.array([known.get(t, -1) for t in texts], np.int64)
+        hit = at >= 0
+        if hit.any():
+            vectors[hit] = old_vectors[at[hit]]
+        todo = np.flatnonzero(at < 0)
+        asked = [texts[i] for i in todo.tolist()] + (level1.communities["title"].to_pylist() if communities else [])
+        self.progress("phrase vectors", 0, len(asked))
+        found = embedder.embed_passages(asked, progress=lambda n: self.progress("phrase vectors", n, None))
         if least:
-            save_vectors(gen_dir, PHRASE_VECTORS, linking, vectors[:len(linking)])
+            vectors[todo] = found[:len(todo)]
+            save_vectors(run.gen_dir, PHRASE_VECTORS, linking, vectors)
         if communities:
-            save_vectors(gen_dir, COMMUNITY_VECTORS, level1.communities["id"].to_numpy(), vectors[len(linking):])
+            save_vectors(run.gen_dir, COMMUNITY_VECTORS, level1.communities["id"].to_numpy(), found[len(todo):])
+
+    def _previous_phrase_vectors(self, run: _BuildRun) -> tuple[dict[str, int], np.ndarray]:
+        """The current generation's phrase vectors by phrase text, for a carried build (empty
+        otherwise)."""
+        if not (run.carried and self._same_graph(run)):
+            return {}, np.zeros((0, 0), np.float32)
+        gen_dir = generation_dir(self.index_dir, run.previous.generation)
+        saved = load_vectors(gen_dir, PHRASE_VECTORS)
+        if saved is None:
+            return {}, np.zeros((0, 0), np.float32)
+        ids, vectors = saved
+        titles = LanceStore(gen_dir / "lancedb").read(ENTITIES, ["title"])["title"]
+        return dict(zip(titles.take(pa.array(ids)).to_pylist(), range(len(ids)))), vectors
 
     def _cache_dir(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"
