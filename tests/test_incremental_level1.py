@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from monjyu import Monjyu
 from monjyu.cli import app
 from monjyu.config import GraphConfig
+from monjyu.index import level1
 from monjyu.index.level1 import PhraseIncidence, build_level1, previous_clustering
 from monjyu.index.manifest import read_manifest
 from monjyu.store.lancedb_store import ENTITIES, LanceStore
@@ -103,6 +104,32 @@ def results(m: Monjyu) -> dict:
             r = m.ask(q, mode=mode, top_k=5)
             out[q, mode] = ([h.text_unit_id for h in r.hits], r.answer.text if r.answer else None)
     return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_links_updated_from_the_changed_rows_equal_links_counted_anew(seed):
+    """Removing and adding units: the links updated from the previous ones and the changed rows
+    are those counted from every unit, including phrases that became linkable (a second unit, or
+    no longer a hub) or stopped being so."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(40)]
+    units = [list(rng.choice(words, size=rng.integers(1, 6), replace=False)) for _ in range(120)]
+    units += [["w0", "w1"]] * 10  # w0 and w1 sit near the hub bound
+    cfg = GraphConfig(min_hub_units=12, max_phrase_share=0.1, recluster_drift=1.0)
+    before = PhraseIncidence.collect(iter(units), len(units))
+    full = build_level1([f"u{i}" for i in range(len(units))], before, cfg)
+    keep = rng.random(len(units)) > 0.25
+    added = [list(rng.choice(words + ["fresh a", "fresh b"], size=rng.integers(1, 6), replace=False))
+             for _ in range(30)]
+    after = before.update(keep, iter(added), len(added))
+    df = np.bincount(after.matrix.indices, minlength=after.matrix.shape[1])
+    hub = max(cfg.min_hub_units, int(cfg.max_phrase_share * after.matrix.shape[0]))
+    linkable = (df <= hub) & (df >= 2)
+    counted = level1._links_counted(after.matrix, linkable, 1)
+    updated = level1._links_updated(after, linkable, previous_of(full), cfg)
+    order = np.lexsort((counted[1], counted[0]))
+    for mine, theirs in zip(updated, counted):
+        assert np.array_equal(mine, theirs[order])
 
 
 def phrase_vectors(index_dir) -> dict[str, np.ndarray]:

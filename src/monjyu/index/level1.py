@@ -161,6 +161,7 @@ class PhraseIncidence:
     kinds: np.ndarray  # int8 per entry (matrix order): an index into kind_names
     kind_names: list[str]
     phrases: list[str]  # column -> phrase text
+    change: "IncidenceChange | None" = None  # set by update
 
     @classmethod
     def collect(cls, unit_phrases: Iterable[dict[str, str]] | Iterable[list[str]], n_units: int) -> "PhraseIncidence":
@@ -174,21 +175,27 @@ class PhraseIncidence:
     def update(self, keep: np.ndarray, added: Iterable[dict[str, str]] | Iterable[list[str]],
                n_added: int) -> "PhraseIncidence":
         """The rows `keep` (a mask) leaves, then the `added` units' rows; new phrases numbered
-        after the others, phrases no unit holds any more dropped (the rest keep their order)."""
+        after the others, phrases no unit holds any more dropped (the rest keep their order).
+        The result's `change` says what changed, for the links to be updated rather than
+        recounted."""
         vocab = {p: i for i, p in enumerate(self.phrases)}
         kind_ids = {k: i for i, k in enumerate(self.kind_names)}
         new, new_kinds = _collect(added, n_added, vocab, kind_ids)
         kept = self.matrix[np.flatnonzero(keep)]
         kept.resize((kept.shape[0], len(vocab)))
+        removed = self.matrix[np.flatnonzero(~keep)]
+        removed.resize((removed.shape[0], len(vocab)))
         matrix = sp.vstack([kept, new], format="csr")
         kinds = np.concatenate([self.kinds[np.repeat(keep, np.diff(self.matrix.indptr))], new_kinds])
         phrases = list(vocab)
         held = np.bincount(matrix.indices, minlength=len(phrases)) > 0
+        number = np.arange(len(phrases))  # id before -> id after (-1: gone)
         if not held.all():
-            matrix.indices = (np.cumsum(held) - 1)[matrix.indices].astype(matrix.indices.dtype)
-            matrix = sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=(matrix.shape[0], int(held.sum())))
+            number = np.where(held, np.cumsum(held) - 1, -1)
+            matrix, new, removed = (_renumbered(m, number) for m in (matrix, new, removed))
             phrases = [p for p, h in zip(phrases, held.tolist()) if h]
-        return PhraseIncidence(matrix, kinds, list(kind_ids), phrases)
+        change = IncidenceChange(number[:len(self.phrases)], new, removed)
+        return PhraseIncidence(matrix, kinds, list(kind_ids), phrases, change)
 
     def save(self, generation_dir: Path) -> None:
         save_incidence(generation_dir, self.matrix)
@@ -206,6 +213,25 @@ class PhraseIncidence:
         if len(kinds) != matrix.nnz or len(phrases) != matrix.shape[1]:
             return None
         return cls(matrix, kinds, names, phrases)
+
+
+@dataclass
+class IncidenceChange:
+    """What an update did: each earlier phrase id's new one (-1: gone), and the rows added and
+    removed (in the new phrase ids; a gone phrase's entries dropped)."""
+
+    number: np.ndarray
+    added: sp.csr_matrix
+    removed: sp.csr_matrix
+
+
+def _renumbered(matrix: sp.csr_matrix, number: np.ndarray) -> sp.csr_matrix:
+    """`matrix` with its columns renumbered (entries of columns numbered -1 dropped)."""
+    coo = matrix.tocoo()
+    cols = number[coo.col]
+    alive = cols >= 0
+    return sp.csr_matrix((coo.data[alive], (coo.row[alive], cols[alive])),
+                         shape=(matrix.shape[0], int(number.max(initial=-1)) + 1))
 
 
 def _collect(unit_phrases, n_units: int, vocab: dict[str, int], kind_ids: dict[str, int]
@@ -247,11 +273,10 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
 
     # Co-occurrence within a text unit, among non-hub phrases found in >= 2 units.
     linkable = (~is_hub) & (df >= 2)
-    sub = incidence[:, linkable]
-    sub_ids = np.flatnonzero(linkable)
-    co = (sub.T @ sub).tocoo()
-    keep = (co.row < co.col) & (co.data >= cfg.min_edge_units)
-    src, dst, cnt = sub_ids[co.row[keep]], sub_ids[co.col[keep]], co.data[keep].astype(np.int64)
+    if held.change is not None and previous is not None and cfg.min_edge_units == 1:
+        src, dst, cnt = _links_updated(held, linkable, previous, cfg)
+    else:
+        src, dst, cnt = _links_counted(incidence, linkable, cfg.min_edge_units)
     p_xy = cnt / n_units
     p_x, p_y = df[src] / n_units, df[dst] / n_units
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -299,6 +324,62 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
                     "drift": round(clustering.drift, 4), "modularity": round(modularity(graph, communities), 4),
                     **clustering.state},
     )
+
+
+def _links_counted(incidence: sp.csr_matrix, linkable: np.ndarray, least: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair of linkable phrases sharing at least `least` units, (src < dst) ascending, and
+    the units they share."""
+    sub = incidence[:, linkable]
+    sub_ids = np.flatnonzero(linkable)
+    co = (sub.T @ sub).tocoo()
+    keep = (co.row < co.col) & (co.data >= least)
+    return sub_ids[co.row[keep]], sub_ids[co.col[keep]], co.data[keep].astype(np.int64)
+
+
+def _links_updated(held: PhraseIncidence, linkable: np.ndarray, previous: PreviousClustering, cfg: GraphConfig
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What _links_counted gives, from the previous generation's links and the rows added and
+    removed: the counts among phrases linkable before and after change by the changed rows only;
+    the links of a phrase that became linkable (found a second time, or no longer a hub) are
+    counted from its units. Exact: the same links and counts (ascending by source, then target)."""
+    change, incidence = held.change, held.matrix
+    n = incidence.shape[1]
+    df = np.bincount(incidence.indices, minlength=n)
+    df_before = (df - np.bincount(change.added.indices, minlength=n)
+                 + np.bincount(change.removed.indices, minlength=n))
+    units_before = incidence.shape[0] - change.added.shape[0] + change.removed.shape[0]
+    hub_before = max(cfg.min_hub_units, int(cfg.max_phrase_share * units_before))
+    was_linkable = (df_before <= hub_before) & (df_before >= 2)
+    stable, fresh = linkable & was_linkable, linkable & ~was_linkable
+    # Links among stable phrases: the previous counts (renumbered) plus the changed rows' pairs.
+    a, b = change.number[previous.src], change.number[previous.dst]
+    alive = (a >= 0) & (b >= 0)
+    a, b, count = a[alive], b[alive], previous.count[alive]
+    alive = stable[a] & stable[b]
+    pairs = [_upper(a[alive], b[alive], count[alive], n)]
+    for rows, sign in ((change.added, 1), (change.removed, -1)):
+        part = rows[:, stable]
+        ids = np.flatnonzero(stable)
+        co = (part.T @ part).tocoo()
+        upper = co.row < co.col
+        pairs.append(_upper(ids[co.row[upper]], ids[co.col[upper]], sign * co.data[upper].astype(np.int64), n))
+    # Links of phrases that became linkable, counted from their units (pairs of two such once).
+    if fresh.any():
+        co = (incidence[:, fresh].T @ incidence[:, linkable]).tocoo()
+        rows, cols = np.flatnonzero(fresh)[co.row], np.flatnonzero(linkable)[co.col]
+        once = (rows != cols) & (~fresh[cols] | (rows < cols))
+        pairs.append(_upper(rows[once], cols[once], co.data[once].astype(np.int64), n))
+    total = sum(pairs[1:], pairs[0]).tocoo()
+    positive = total.data > 0
+    src, dst, cnt = total.row[positive], total.col[positive], total.data[positive]
+    order = np.lexsort((dst, src))
+    return src[order].astype(np.int64), dst[order].astype(np.int64), cnt[order].astype(np.int64)
+
+
+def _upper(a: np.ndarray, b: np.ndarray, count: np.ndarray, n: int) -> sp.csr_matrix:
+    """Counts of phrase pairs as an upper-triangular matrix (each pair at (min, max))."""
+    return sp.csr_matrix((count, (np.minimum(a, b), np.maximum(a, b))), shape=(n, n))
 
 
 def previous_clustering(entities: pa.Table, links: tuple[np.ndarray, np.ndarray, np.ndarray] | pa.Table,
