@@ -2,10 +2,11 @@
 
 Tables (GraphRAG vocabulary): `entities` (noun phrases), `relationships` (co-occurrence edges),
 `communities` (hierarchy with level/parent/children). Noun phrases are cached by content hash,
-so a rebuild after adding documents only runs NLP on new text; the graph is then recomputed over
-the whole collection from the cached phrases (exact: the same graph as a build from scratch),
-and the communities are updated where the graph changed (index/communities.py) or clustered
-from scratch.
+so a rebuild after adding documents only runs NLP on new text. A build that carries the previous
+generation over updates its incidence and links with the changed units only (PhraseIncidence,
+_links_updated); other builds recompute them from every unit's cached phrases. Either way the
+graph is the one a build from scratch makes, and the communities are updated where it changed
+(index/communities.py) or clustered from scratch.
 """
 
 from __future__ import annotations
@@ -352,29 +353,40 @@ def _links_updated(held: PhraseIncidence, linkable: np.ndarray, previous: Previo
     hub_before = max(cfg.min_hub_units, int(cfg.max_phrase_share * units_before))
     was_linkable = (df_before <= hub_before) & (df_before >= 2)
     stable, fresh = linkable & was_linkable, linkable & ~was_linkable
-    # Links among stable phrases: the previous counts (renumbered) plus the changed rows' pairs.
+    # Links among stable phrases: the previous counts (renumbered: the order of ids is kept), as
+    # sorted pair keys, plus the changed rows' pairs; then the new links of fresh phrases.
     a, b = change.number[previous.src], change.number[previous.dst]
     alive = (a >= 0) & (b >= 0)
-    a, b, count = a[alive], b[alive], previous.count[alive]
-    alive = stable[a] & stable[b]
-    pairs = [_upper(a[alive], b[alive], count[alive], n)]
+    alive[alive] = stable[a[alive]] & stable[b[alive]]
+    keys, count = a[alive] * n + b[alive], previous.count[alive].copy()
+    if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
+        order = np.argsort(keys)
+        keys, count = keys[order], count[order]
+    ids = np.flatnonzero(stable)
+    changed = []
     for rows, sign in ((change.added, 1), (change.removed, -1)):
         part = rows[:, stable]
-        ids = np.flatnonzero(stable)
         co = (part.T @ part).tocoo()
         upper = co.row < co.col
-        pairs.append(_upper(ids[co.row[upper]], ids[co.col[upper]], sign * co.data[upper].astype(np.int64), n))
+        changed.append(_upper(ids[co.row[upper]], ids[co.col[upper]], sign * co.data[upper].astype(np.int64), n))
     # Links of phrases that became linkable, counted from their units (pairs of two such once).
     if fresh.any():
         co = (incidence[:, fresh].T @ incidence[:, linkable]).tocoo()
         rows, cols = np.flatnonzero(fresh)[co.row], np.flatnonzero(linkable)[co.col]
         once = (rows != cols) & (~fresh[cols] | (rows < cols))
-        pairs.append(_upper(rows[once], cols[once], co.data[once].astype(np.int64), n))
-    total = sum(pairs[1:], pairs[0]).tocoo()
-    positive = total.data > 0
-    src, dst, cnt = total.row[positive], total.col[positive], total.data[positive]
-    order = np.lexsort((dst, src))
-    return src[order].astype(np.int64), dst[order].astype(np.int64), cnt[order].astype(np.int64)
+        changed.append(_upper(rows[once], cols[once], co.data[once].astype(np.int64), n))
+    delta = sum(changed[1:], changed[0]).tocoo()
+    delta_keys, delta_count = delta.row.astype(np.int64) * n + delta.col, delta.data.astype(np.int64)
+    at = np.searchsorted(keys, delta_keys)
+    known = at < len(keys)
+    known[known] = keys[at[known]] == delta_keys[known]
+    np.add.at(count, at[known], delta_count[known])
+    new = ~known & (delta_count > 0)
+    keys = np.insert(keys, at[new], delta_keys[new])
+    count = np.insert(count, at[new], delta_count[new])
+    positive = count > 0
+    keys, count = keys[positive], count[positive]
+    return keys // n, keys % n, count
 
 
 def _upper(a: np.ndarray, b: np.ndarray, count: np.ndarray, n: int) -> sp.csr_matrix:
