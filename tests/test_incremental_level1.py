@@ -47,7 +47,8 @@ def check_hierarchy(result) -> dict[int, dict]:
 
 
 def previous_of(result):
-    return previous_clustering(result.entities, result.relationships, result.communities, result.clustering)
+    return previous_clustering(result.entities["title"].to_pylist(), result.relationships, result.communities,
+                               result.clustering)
 
 
 def titles_of(result, community) -> set[str]:

@@ -118,10 +118,10 @@ class _BuildRun:
     store: LanceStore | None = None
     units_table: pa.Table | None = None
     n_documents: int = 0
-    carried: bool = False  # the previous generation's tables carried over, not rewritten
     kept_rows: np.ndarray | None = None  # carried: the previous generation's units kept (a mask)
     added_terms: pa.ChunkedArray | None = None  # carried: the new units' BM25 terms
     added_units: pa.Table | None = None  # carried: the new units' ids, titles and texts
+    previous_phrases: list[str] | None = None  # the current generation's phrases (entity titles), read once
 
 
 def file_sha256(path: Path) -> str:
@@ -400,7 +400,7 @@ class IndexBuilder:
         carry_unit_vectors(run.gen_dir, old_vectors, keep, units_table["vector"], run.dim)
         run.units_table = run.store.units(["id"])
         run.n_documents = int(doc_keep.sum()) + docs_table.num_rows
-        run.carried = run.report.carried = True
+        run.report.carried = True
         run.kept_rows, run.added_terms = keep, units_table["terms"]
         run.added_units = units_table.select(["id", "title", "text"])
         return True
@@ -418,7 +418,7 @@ class IndexBuilder:
         A carried index is kept until the rows it lacks pass ANN_STALE_SHARE of the table."""
         ann_min = self.config.search.ann_min_units
         if ann_min and run.units_table.num_rows >= ann_min and self.config.store.backend == "lancedb":
-            unindexed = run.store.unindexed_rows() if run.carried else None
+            unindexed = run.store.unindexed_rows() if run.report.carried else None
             if unindexed is not None and unindexed <= ANN_STALE_SHARE * run.units_table.num_rows:
                 return  # the carried index serves; the rows it lacks are searched exactly
             t_ann = time.perf_counter()
@@ -432,7 +432,7 @@ class IndexBuilder:
         t_bm25 = time.perf_counter()
         with self._step("bm25"):
             index = None
-            if run.carried:
+            if run.report.carried:
                 index = BM25Index.updated(generation_dir(self.index_dir, run.previous.generation) / "bm25",
                                           run.kept_rows, run.added_terms)
             if index is None:
@@ -472,12 +472,19 @@ class IndexBuilder:
     def _carried_incidence(self, run: _BuildRun) -> PhraseIncidence | None:
         """The current generation's incidence, for a carried build to update with the new units'
         phrases only (None when not carried, or that generation's graph was built otherwise)."""
-        if not (run.carried and self._same_graph(run)):
+        if not (run.report.carried and self._same_graph(run)):
             return None
         gen_dir = generation_dir(self.index_dir, run.previous.generation)
-        titles = LanceStore(gen_dir / "lancedb").read(ENTITIES, ["title"])["title"].to_pylist()
-        held = PhraseIncidence.load(gen_dir, titles)
+        held = PhraseIncidence.load(gen_dir, self._previous_phrases(run))
         return held if held is not None and held.matrix.shape[0] == len(run.kept_rows) else None
+
+    def _previous_phrases(self, run: _BuildRun) -> list[str]:
+        """The current generation's phrases (its entities' titles, in id order): the incidence,
+        the community update and the phrase vectors of a build all start from them."""
+        if run.previous_phrases is None:
+            old = LanceStore(generation_dir(self.index_dir, run.previous.generation) / "lancedb")
+            run.previous_phrases = old.read(ENTITIES, ["title"])["title"].to_pylist()
+        return run.previous_phrases
 
     def _previous_clustering(self, run: _BuildRun) -> PreviousClustering | None:
         """The current generation's communities, for the update to start from: None when asked to
@@ -490,7 +497,7 @@ class IndexBuilder:
         if not old.has(COMMUNITIES):
             return None
         links = load_links(old.path.parent) or old.read(RELATIONSHIPS, ["source", "target", "weight"])
-        return previous_clustering(old.read(ENTITIES, ["title"]), links,
+        return previous_clustering(self._previous_phrases(run), links,
                                    old.read(COMMUNITIES, ["id", "level", "parent", "entity_ids"]), previous.clustering)
 
     def _commit(self, run: _BuildRun) -> None:
@@ -618,15 +625,15 @@ class IndexBuilder:
     def _previous_phrase_vectors(self, run: _BuildRun) -> tuple[dict[str, int], np.ndarray]:
         """The current generation's phrase vectors by phrase text, for a carried build (empty
         otherwise)."""
-        if not (run.carried and self._same_graph(run)):
+        if not (run.report.carried and self._same_graph(run)):
             return {}, np.zeros((0, 0), np.float32)
         gen_dir = generation_dir(self.index_dir, run.previous.generation)
         saved = load_vectors(gen_dir, PHRASE_VECTORS)
         if saved is None:
             return {}, np.zeros((0, 0), np.float32)
         ids, vectors = saved
-        titles = LanceStore(gen_dir / "lancedb").read(ENTITIES, ["title"])["title"]
-        return dict(zip(titles.take(pa.array(ids)).to_pylist(), range(len(ids)))), vectors
+        phrases = self._previous_phrases(run)
+        return {phrases[i]: row for row, i in enumerate(ids.tolist())}, vectors
 
     def _cache_dir(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"

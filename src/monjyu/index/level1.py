@@ -394,15 +394,16 @@ def _upper(a: np.ndarray, b: np.ndarray, count: np.ndarray, n: int) -> sp.csr_ma
     return sp.csr_matrix((count, (np.minimum(a, b), np.maximum(a, b))), shape=(n, n))
 
 
-def previous_clustering(entities: pa.Table, links: tuple[np.ndarray, np.ndarray, np.ndarray] | pa.Table,
+def previous_clustering(phrases: list[str], links: tuple[np.ndarray, np.ndarray, np.ndarray] | pa.Table,
                         communities: pa.Table, state: dict) -> PreviousClustering:
-    """The current generation's Level 1 tables as an update starts from them; `links`: the
-    relationships' (source, target, weight), as arrays or the table."""
+    """The current generation's Level 1 as an update starts from it: its phrases (entity titles
+    in id order), the relationships' (source, target, weight) as arrays or the table, and the
+    communities table."""
     if isinstance(links, pa.Table):
         links = tuple(links[c].to_numpy() for c in ("source", "target", "weight"))
     src, dst, count = (np.asarray(a, np.int64) for a in links)
     return PreviousClustering(
-        titles=entities["title"].to_pylist(), src=src, dst=dst, count=count, ids=communities["id"].to_pylist(),
+        titles=phrases, src=src, dst=dst, count=count, ids=communities["id"].to_pylist(),
         levels=communities["level"].to_pylist(), parents=communities["parent"].to_pylist(),
         members=communities["entity_ids"].to_pylist(),
         changed_since_full=int(state.get("changed_since_full", 0)),

@@ -22,11 +22,7 @@ def save_unit_vectors(generation_dir: Path, vectors: pa.ChunkedArray, dim: int) 
     the whole matrix in memory)."""
     out = np.lib.format.open_memmap(Path(generation_dir) / UNIT_VECTORS, mode="w+", dtype=np.float32,
                                     shape=(len(vectors), dim))
-    at = 0
-    for chunk in vectors.chunks:
-        block = chunk.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
-        out[at:at + len(block)] = block
-        at += len(block)
+    _write_column(out, 0, vectors, dim)
     out.flush()
     del out
 
@@ -41,13 +37,17 @@ def carry_unit_vectors(generation_dir: Path, previous: np.ndarray, keep: np.ndar
     for at in range(0, len(kept), block):
         rows = kept[at:at + block]
         out[at:at + len(rows)] = previous[rows]
-    at = len(kept)
-    for chunk in added.chunks:
-        rows = chunk.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
-        out[at:at + len(rows)] = rows
-        at += len(rows)
+    _write_column(out, len(kept), added, dim)
     out.flush()
     del out
+
+
+def _write_column(out: np.ndarray, at: int, vectors: pa.ChunkedArray, dim: int) -> None:
+    """A fixed-size-list vector column into `out` from row `at`, a chunk at a time."""
+    for chunk in vectors.chunks:
+        block = chunk.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+        out[at:at + len(block)] = block
+        at += len(block)
 
 
 def load_unit_vectors(generation_dir: Path) -> np.ndarray | None:
