@@ -193,3 +193,31 @@ def test_a_conversation_forgets_a_removed_documents_claims(tmp_path, samples_cop
     result = m.lazy_search("And how does it stop?", conversation=conversation)
     assert result.answer is not None and len(conversation.turns) == 2
     assert not any(set(c.text_unit_ids) & removed for c in conversation.claims)
+
+
+def test_leiden_hierarchy_splits_what_is_too_large_and_only_that():
+    """Four dense groups of 30 phrases, loosely chained: four top communities; each (larger than
+    max_cluster_size) split one level down inside itself; the same communities for the same seed."""
+    from monjyu.index.communities import leiden_hierarchy
+
+    rng = np.random.default_rng(3)
+    pairs = [(g * 30 + a, g * 30 + b) for g in range(4) for a in range(30) for b in range(a + 1, 30)
+             if rng.random() < 0.4] + [(29, 30), (59, 60), (89, 90)]
+    src, dst = (np.array(x, dtype=np.int64) for x in zip(*pairs))
+    weight = rng.uniform(1.0, 2.0, len(src))
+    cfg = GraphConfig(max_cluster_size=10, seed=11)
+    rows = leiden_hierarchy(src, dst, weight, cfg)
+    assert rows == leiden_hierarchy(src, dst, weight, cfg)
+    members: dict[int, set[int]] = {}
+    info = {}
+    for node, community, level, parent in rows:
+        members.setdefault(community, set()).add(node)
+        info[community] = (level, parent)
+    tops = sorted((sorted(m) for c, m in members.items() if info[c][0] == 0), key=min)
+    assert tops == [list(range(g * 30, g * 30 + 30)) for g in range(4)]
+    for c, (level, parent) in info.items():
+        if parent is not None:
+            assert info[parent][0] == level - 1 and members[c] < members[parent]
+    split = {parent for level, parent in info.values() if parent is not None}
+    assert {c for c, (level, _) in info.items() if level == 0} <= split
+    assert all(len(members[c]) > cfg.max_cluster_size for c in split)

@@ -18,7 +18,7 @@ of every phrase it mentions). Past `graph.recluster_drift` the build clusters fr
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,23 +105,61 @@ def cluster(graph: Graph, cfg: GraphConfig, titles: list[str], previous: Previou
 
 
 def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: GraphConfig) -> list[Assignment]:
-    """Hierarchical Leiden, deterministic for a seed: communities larger than
-    cfg.max_cluster_size are split again."""
+    """Hierarchical Leiden, deterministic for a seed: Leiden over the whole graph, then again over
+    the links inside each community larger than cfg.max_cluster_size, its parts one level down,
+    until every community is small enough or Leiden no longer splits it (graspologic's
+    hierarchical_leiden does the same, but takes the graph as a Python tuple per edge: 9.6 GB for
+    the 26.9M links of a 100k-unit collection). Each run takes the graph as CSR arrays, read in
+    place by the native code."""
     if len(src) == 0:
         return []
-    from graspologic_native import hierarchical_leiden
+    present, ends = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n = len(present)
+    half = sp.csr_matrix((np.asarray(weight, np.float64), (ends[:len(src)], ends[len(src):])), shape=(n, n))
+    adjacency = (half + half.T).tocsr()
+    del half
+    adjacency.sort_indices()
+    top = _leiden(adjacency, cfg.seed)
+    rows: list[tuple[np.ndarray, int, int, int | None]] = []
+    todo: deque[tuple[np.ndarray, int, int]] = deque()
+    next_id = 0
+    for members in _groups(top):
+        rows.append((members, next_id, 0, None))
+        if len(members) > cfg.max_cluster_size:
+            todo.append((members, next_id, 0))
+        next_id += 1
+    while todo:
+        parent_members, parent, level = todo.popleft()
+        parts = _groups(_leiden(adjacency[parent_members][:, parent_members], cfg.seed))
+        if len(parts) < 2:
+            continue  # Leiden keeps it whole: it stays a leaf
+        for part in parts:
+            members = parent_members[part]
+            rows.append((members, next_id, level + 1, parent))
+            if len(members) > cfg.max_cluster_size:
+                todo.append((members, next_id, level + 1))
+            next_id += 1
+    return [(node, community, level, parent) for members, community, level, parent in rows
+            for node in present[members].tolist()]
 
-    order = np.lexsort((dst, src))  # a fixed edge order: same input, same communities
-    # The native Leiden takes (name, name, weight) tuples: one name string per node, shared by its
-    # edges (a string per edge end doubled the largest allocation of a 100k-unit build), made only
-    # for the nodes present (an update's scopes are small parts of a large graph).
-    present = np.unique(np.concatenate([src, dst]))
-    names = np.empty(int(present[-1]) + 1, dtype=object)
-    names[present] = [str(n) for n in present.tolist()]
-    edges = list(zip(names[src[order]].tolist(), names[dst[order]].tolist(), weight[order].tolist()))
-    clusters = hierarchical_leiden(edges, max_cluster_size=cfg.max_cluster_size, seed=cfg.seed)
-    return [(int(c.node), int(c.cluster), int(c.level),
-             int(c.parent_cluster) if c.parent_cluster is not None else None) for c in clusters]
+
+def _leiden(adjacency: sp.csr_matrix, seed: int) -> np.ndarray:
+    """Leiden (modularity) over a symmetric adjacency: each node's community number."""
+    from graspologic_native import leiden_csr
+
+    _, found = leiden_csr(np.asarray(adjacency.indptr, np.int64), np.asarray(adjacency.indices, np.int32),
+                          np.asarray(adjacency.data, np.float64), adjacency.shape[0], seed=seed)
+    labels = np.empty(adjacency.shape[0], np.int64)
+    labels[np.fromiter(found.keys(), np.int64, len(found))] = np.fromiter(found.values(), np.int64, len(found))
+    return labels
+
+
+def _groups(labels: np.ndarray) -> list[np.ndarray]:
+    """The positions of each label, by the label's first position: a fixed order for a seed."""
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    groups = np.split(order, bounds)
+    return sorted(groups, key=lambda g: int(g[0]))
 
 
 def modularity(graph: Graph, assignments: list[Assignment], level: int = 0) -> float:
