@@ -5,8 +5,11 @@ sentence of the answer gets a support figure (0-1) for each numbered source: the
 scorer's blend of meaning (the sentence's e5 vector against the source's best sentence) and
 words (the IDF-weighted share of the sentence's terms the source holds), on its 0-10 scale / 10.
 Then:
-- cited, and a cited source supports it: kept, citing the sources that support it ("supported");
-- cited wrongly, another source supports it: re-cited to the best one ("recited");
+- cited, and a cited source supports it nearly as well as the best source does (within
+  RECITE_MARGIN): kept, citing the sources that do ("supported");
+- cited wrongly (no cited source supports it, or another supports it far better: the passage
+  that says it, beside one that merely shares its subject), another source supports it:
+  re-cited to the best one ("recited");
 - uncited, a source supports it: that source cited ("cited");
 - no source supports it: dropped from the answer and named in its note ("dropped").
 An answer left with no sentence says that the passages do not cover the question
@@ -28,6 +31,7 @@ from .context import Source
 from .relevance import LocalRelevanceScorer
 
 MIN_CHECKED_TERMS = 3
+RECITE_MARGIN = 0.25  # support a cited source may lack against the best source and still be cited
 # A sentence ends at . ! ? 。！？ with the citation markers that follow it.
 _SENTENCE = re.compile(r".+?(?:[.!?。！？]+(?:\s*[\[［][^\]］]*[\]］])*(?=\s|$)|$)", re.S)
 
@@ -123,8 +127,9 @@ class AnswerVerifier:
                 lines.setdefault(piece.line, []).append(piece.raw)
                 continue
             scores = matrix[row[i]]
-            backing = [n for n in cited if scores[by_number[n]] >= self.min_support]
             best = int(np.argmax(scores))
+            bar = max(self.min_support, float(scores[best]) - RECITE_MARGIN)
+            backing = [n for n in cited if scores[by_number[n]] >= bar]
             if backing:
                 check = CheckedSentence(piece.bare, backing, float(max(scores[by_number[n]] for n in backing)),
                                         "supported")
