@@ -113,9 +113,15 @@ def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: 
     place by the native code."""
     if len(src) == 0:
         return []
-    present, ends = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    # The nodes with a link, numbered 0..n-1 in id order (a mask, not a sort of every link end).
+    linked = np.zeros(int(max(src.max(), dst.max())) + 1, bool)
+    linked[src] = True
+    linked[dst] = True
+    present = np.flatnonzero(linked)
+    number = np.cumsum(linked, dtype=np.int64) - 1
     n = len(present)
-    half = sp.csr_matrix((np.asarray(weight, np.float64), (ends[:len(src)], ends[len(src):])), shape=(n, n))
+    half = sp.csr_matrix((np.asarray(weight, np.float64), (number[src], number[dst])), shape=(n, n))
+    del linked, number
     adjacency = (half + half.T).tocsr()
     del half
     adjacency.sort_indices()

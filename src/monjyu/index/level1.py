@@ -256,6 +256,19 @@ def _collect(unit_phrases, n_units: int, vocab: dict[str, int], kind_ids: dict[s
     return matrix, codes
 
 
+def _edge_weights(src: np.ndarray, dst: np.ndarray, cnt: np.ndarray, df: np.ndarray, n_units: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Each link's weight, its co-occurrence count scaled by positive NPMI (so chance
+    co-occurrence of common phrases weighs less than specific pairs), and its NPMI as the
+    relationships table keeps it (float32). Its own function: the per-link float64 temporaries
+    are gone before the clustering starts."""
+    p_xy = cnt / n_units
+    p_x, p_y = df[src] / n_units, df[dst] / n_units
+    with np.errstate(divide="ignore", invalid="ignore"):
+        npmi = np.where(p_xy < 1.0, np.log(p_xy / (p_x * p_y)) / -np.log(p_xy), 1.0)
+    return cnt * np.clip(npmi, 0.05, 1.0), npmi.astype(np.float32)
+
+
 def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | Iterable[list[str]] | PhraseIncidence,
                  cfg: GraphConfig, previous: PreviousClustering | None = None, recluster: bool = False) -> Level1Result:
     """`unit_phrases`: per text unit, its phrases with their types (NounPhraseExtractor.extract),
@@ -278,16 +291,11 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
         src, dst, cnt = _links_updated(held, linkable, previous, cfg)
     else:
         src, dst, cnt = _links_counted(incidence, linkable, cfg.min_edge_units)
-    p_xy = cnt / n_units
-    p_x, p_y = df[src] / n_units, df[dst] / n_units
-    with np.errstate(divide="ignore", invalid="ignore"):
-        npmi = np.where(p_xy < 1.0, np.log(p_xy / (p_x * p_y)) / -np.log(p_xy), 1.0)
-    degree = np.bincount(np.concatenate([src, dst]), minlength=n_phr) if len(src) else np.zeros(n_phr, np.int64)
+    degree = (np.bincount(src, minlength=n_phr) + np.bincount(dst, minlength=n_phr)) if len(src) else \
+        np.zeros(n_phr, np.int64)
+    weight, npmi = _edge_weights(src, dst, cnt, df, n_units)
+    graph = Graph(n_phr, src, dst, cnt, weight)
     t_graph = time.perf_counter()
-
-    # Edge weight: co-occurrence count scaled by positive NPMI, so chance co-occurrence of common
-    # phrases weighs less than specific pairs.
-    graph = Graph(n_phr, src, dst, cnt, cnt * np.clip(npmi, 0.05, 1.0))
     clustering = cluster(graph, cfg, phrases, previous, recluster)
     communities = clustering.assignments
     t_leiden = time.perf_counter()
