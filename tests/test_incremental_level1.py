@@ -126,7 +126,7 @@ def test_links_updated_from_the_changed_rows_equal_links_counted_anew(seed):
     df = np.bincount(after.matrix.indices, minlength=after.matrix.shape[1])
     hub = max(cfg.min_hub_units, int(cfg.max_phrase_share * after.matrix.shape[0]))
     linkable = (df <= hub) & (df >= 2)
-    counted = level1._links_counted(after.matrix, linkable, 1)
+    counted = level1._links_counted(after.matrix, linkable, 1, df, after.matrix.shape[0], cfg.max_links)[:3]
     updated = level1._links_updated(after, linkable, previous_of(full), cfg)
     order = np.lexsort((counted[1], counted[0]))
     for mine, theirs in zip(updated, counted):
@@ -221,3 +221,84 @@ def test_leiden_hierarchy_splits_what_is_too_large_and_only_that():
     split = {parent for level, parent in info.values() if parent is not None}
     assert {c for c, (level, _) in info.items() if level == 0} <= split
     assert all(len(members[c]) > cfg.max_cluster_size for c in split)
+
+
+def brute_links(units: list[list[str]], phrases: list[str], linkable: np.ndarray) -> dict[tuple[int, int], int]:
+    """Every pair of linkable phrases and the units they share, counted one unit at a time."""
+    at = {p: i for i, p in enumerate(phrases)}
+    counts: dict[tuple[int, int], int] = {}
+    for unit in units:
+        ids = sorted({at[p] for p in unit if linkable[at[p]]})
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                counts[a, b] = counts.get((a, b), 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("slice_size", [10**9, 7])
+def test_links_counted_in_slices_and_cut_to_each_phrases_strongest(monkeypatch, slice_size):
+    """Counted a few phrases at a time or all at once, the links are every pair sharing a unit;
+    past max_links each phrase keeps its `bound` strongest links (by the clustering weight), a
+    link staying when either end keeps it, and no more than max_links stay."""
+    monkeypatch.setattr(level1, "LINK_SLICE", slice_size)
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(60)]
+    units = [list(rng.choice(words, size=rng.integers(2, 8), replace=False)) for _ in range(200)]
+    held = PhraseIncidence.collect(iter(units), len(units))
+    df = np.bincount(held.matrix.indices, minlength=len(held.phrases)).astype(np.int64)
+    linkable = df >= 2
+    truth = brute_links(units, held.phrases, linkable)
+    src, dst, count, bound = level1._links_counted(held.matrix, linkable, 1, df, len(units), 10**9)
+    assert bound == 0 and dict(zip(zip(src.tolist(), dst.tolist()), count.tolist())) == truth
+    assert np.all(np.diff(src * len(df) + dst) > 0)
+
+    src, dst, count, bound = level1._links_counted(held.matrix, linkable, 1, df, len(units), 300)
+    assert 1 <= bound < 20 and len(src) <= 300
+    kept = dict(zip(zip(src.tolist(), dst.tolist()), count.tolist()))
+    assert all(truth[pair] == c for pair, c in kept.items())
+    weight = {pair: level1._edge_weights(np.array([pair[0]]), np.array([pair[1]]), np.array([c]), df,
+                                         len(units))[0][0] for pair, c in truth.items()}
+    for phrase in range(len(df)):
+        mine = sorted((p for p in truth if phrase in p), key=lambda p: (-weight[p], p[0] + p[1] - phrase))
+        assert set(mine[:bound]) <= set(kept), phrase  # its strongest stay
+    assert all(pair in sorted((p for p in truth if pair[0] in p), key=lambda p: -weight[p])[:bound + 1]
+               or pair in sorted((p for p in truth if pair[1] in p), key=lambda p: -weight[p])[:bound + 1]
+               for pair in kept)  # and nothing else (the +1: ties)
+
+
+def test_a_bounded_graph_is_updated_where_it_changed():
+    """A build past graph.max_links records the bound. The next build updates the links: a link
+    with an untouched phrase stays with its count; pairs of phrases the new units hold are counted
+    from their units and each such phrase keeps its strongest; asked to re-cluster, the build
+    counts every link anew, as a full build does."""
+    cfg = GraphConfig(max_cluster_size=4, seed=7, max_links=20, recluster_drift=1.0)
+    units = topic_units(TOPICS, 60, seed=1)
+    base = build_level1([f"u{i}" for i in range(60)], PhraseIncidence.collect(iter(units), 60), cfg)
+    bound = base.clustering["link_bound"]
+    assert bound >= 1 and base.relationships.num_rows <= 20
+    check_hierarchy(base)
+    more = units + topic_units([NEW_TOPIC], 6, seed=2) + [["tokyo", "coral reef"]]
+    ids = [f"u{i}" for i in range(len(more))]
+
+    def update(recluster: bool):
+        held = PhraseIncidence.collect(iter(units), 60).update(np.ones(60, bool), iter(more[60:]), len(more) - 60)
+        return build_level1(ids, held, cfg, previous_of(base), recluster=recluster)
+
+    updated = update(False)
+    assert updated.clustering["mode"] == "update" and updated.clustering["link_bound"] == bound
+    check_hierarchy(updated)
+    titles = updated.entities["title"].to_pylist()
+    linkable = np.ones(len(titles), bool)
+    truth = brute_links(more, titles, linkable)
+    named = {(titles[a], titles[b]): c for a, b, c in zip(*(updated.relationships[k].to_pylist()
+                                                           for k in ("source", "target", "weight")))}
+    assert all(truth[titles.index(x), titles.index(y)] == c for (x, y), c in named.items())
+    old_titles = base.entities["title"].to_pylist()
+    touched = set(NEW_TOPIC) | {"tokyo"}
+    kept_before = {(old_titles[a], old_titles[b]) for a, b in zip(base.relationships["source"].to_pylist(),
+                                                                  base.relationships["target"].to_pylist())}
+    assert {p for p in kept_before if not set(p) <= touched} <= set(named)
+    for phrase in NEW_TOPIC:  # a new phrase found twice keeps a link
+        assert sum(phrase in unit for unit in more) < 2 or any(phrase in pair for pair in named)
+    assert update(True).relationships.equals(
+        build_level1(ids, PhraseIncidence.collect(iter(more), len(more)), cfg).relationships)

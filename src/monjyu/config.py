@@ -158,6 +158,9 @@ class GraphConfig(Section):
     max_cluster_size: int = Field(10, ge=2, description="Leiden splits communities larger than this")
     seed: int = 0xDEADBEEF
     min_edge_units: int = Field(1, ge=1, description="co-occurrence edges need at least this many shared units")
+    max_links: int = Field(20_000_000, ge=1, description="past this many co-occurrence links, each phrase keeps only its "
+                           "strongest ones (the most per phrase that fit; a link stays when either phrase keeps it): "
+                           "bounds the memory of a large build (2wiki's 6,638 units have 0.4M links, 100k units 27M)")
     max_phrase_share: float = Field(0.05, gt=0, le=1, description="phrases in a larger share of units are hubs and pruned")
     embed_min_units: int = Field(2, ge=0, description="embed the non-hub phrases found in at least this many units (query phrases in another language reach them); 0: none")
     embed_communities: bool = Field(False, description="embed each community's representative phrases, which search.community_title_weight > 0 "

@@ -31,6 +31,32 @@ Assignment = tuple[int, int, int, "int | None"]
 
 
 @dataclass
+class Assignments:
+    """The rows of Assignment as arrays (parent -1 for a top community): a million-unit
+    collection has ten million of them, too many for Python tuples."""
+
+    node: np.ndarray
+    community: np.ndarray
+    level: np.ndarray
+    parent: np.ndarray
+
+    @classmethod
+    def of(cls, rows: list[Assignment]) -> "Assignments":
+        arrays = [np.fromiter(((-1 if r[i] is None else r[i]) for r in rows), np.int64, len(rows)) for i in range(4)]
+        return cls(*arrays)
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+    def __iter__(self):
+        for n, c, lvl, p in zip(*(a.tolist() for a in (self.node, self.community, self.level, self.parent))):
+            yield n, c, lvl, (None if p < 0 else p)
+
+    def __eq__(self, other) -> bool:
+        return all(np.array_equal(getattr(self, k), getattr(other, k)) for k in ("node", "community", "level", "parent"))
+
+
+@dataclass
 class Graph:
     """The co-occurrence graph as Leiden sees it: edges (src < dst) and their weights."""
 
@@ -68,11 +94,12 @@ class PreviousClustering:
     members: list[list[int]]  # old phrase ids
     changed_since_full: int = 0  # co-occurrence counts added and removed since the last full clustering
     links_at_full: int = 0  # the sum of the co-occurrence counts that clustering saw
+    link_bound: int = 0  # the links kept per phrase when there were more than graph.max_links (0: all)
 
 
 @dataclass
 class Clustering:
-    assignments: list[Assignment]
+    assignments: Assignments
     mode: str  # "full" or "update"
     changed: int = 0  # phrases added, removed or with changed links
     reclustered: int = 0  # phrases Leiden ran over
@@ -104,7 +131,7 @@ def cluster(graph: Graph, cfg: GraphConfig, titles: list[str], previous: Previou
                       state={"links_at_full": previous.links_at_full, "changed_since_full": total})
 
 
-def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: GraphConfig) -> list[Assignment]:
+def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: GraphConfig) -> Assignments:
     """Hierarchical Leiden, deterministic for a seed: Leiden over the whole graph, then again over
     the links inside each community larger than cfg.max_cluster_size, its parts one level down,
     until every community is small enough or Leiden no longer splits it (graspologic's
@@ -112,7 +139,7 @@ def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: 
     the 26.9M links of a 100k-unit collection). Each run takes the graph as CSR arrays, read in
     place by the native code."""
     if len(src) == 0:
-        return []
+        return Assignments.of([])
     # The nodes with a link, numbered 0..n-1 in id order (a mask, not a sort of every link end).
     linked = np.zeros(int(max(src.max(), dst.max())) + 1, bool)
     linked[src] = True
@@ -145,8 +172,10 @@ def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: 
             if len(members) > cfg.max_cluster_size:
                 todo.append((members, next_id, level + 1))
             next_id += 1
-    return [(node, community, level, parent) for members, community, level, parent in rows
-            for node in present[members].tolist()]
+    sizes = [len(members) for members, _, _, _ in rows]
+    return Assignments(present[np.concatenate([members for members, _, _, _ in rows])],
+                       *(np.repeat(np.array([r[i] if r[i] is not None else -1 for r in rows], np.int64), sizes)
+                         for i in (1, 2, 3)))
 
 
 def _leiden(adjacency: sp.csr_matrix, seed: int) -> np.ndarray:
@@ -168,16 +197,15 @@ def _groups(labels: np.ndarray) -> list[np.ndarray]:
     return sorted(groups, key=lambda g: int(g[0]))
 
 
-def modularity(graph: Graph, assignments: list[Assignment], level: int = 0) -> float:
+def modularity(graph: Graph, assignments: Assignments, level: int = 0) -> float:
     """Modularity of the partition at `level` (the top one by default): how much more weight
     lies inside communities than chance would put there. Phrases without a community at that
     level count as their own."""
     if len(graph.src) == 0:
         return 0.0
     label = np.arange(graph.n_nodes, dtype=np.int64) + (1 << 40)
-    for node, community, lvl, _ in assignments:
-        if lvl == level:
-            label[node] = community
+    at = assignments.level == level
+    label[assignments.node[at]] = assignments.community[at]
     m = float(graph.weight.sum())
     degree = np.bincount(graph.src, graph.weight, graph.n_nodes) + np.bincount(graph.dst, graph.weight, graph.n_nodes)
     inside = float(graph.weight[label[graph.src] == label[graph.dst]].sum())
@@ -240,7 +268,7 @@ class _Update:
         self.changed = set(np.flatnonzero((touched & present) | left).tolist()) | self.fresh
 
     # ------------------------------------------------------------------ the update
-    def run(self) -> tuple[list[Assignment], int]:
+    def run(self) -> tuple[Assignments, int]:
         adjacency = self.graph.adjacency()
         leaf = self._leaves()
         unplaced = self._place_fresh(adjacency, leaf)
@@ -319,7 +347,7 @@ class _Update:
         src, dst, weight = self._induced(np.array(nodes, dtype=np.int64))
         self._graft(leiden_hierarchy(src, dst, weight, self.cfg), None, whole=set())
 
-    def _graft(self, assignments: list[Assignment], parent: int | None, whole: set[int]) -> None:
+    def _graft(self, assignments: Assignments, parent: int | None, whole: set[int]) -> None:
         """Leiden's communities of a subgraph under `parent` (None: at the top), with fresh ids.
         A single community holding all of the parent's phrases adds nothing."""
         base = 0 if parent is None else self.level[parent] + 1
@@ -371,8 +399,9 @@ class _Update:
         for c, kids in self.children.items():
             self.children[c] = [k for k in kids if k in self.members]
 
-    def _assignments(self) -> list[Assignment]:
-        return [(n, c, self.level[c], self.parent[c]) for c in sorted(self.members) for n in sorted(self.members[c])]
+    def _assignments(self) -> Assignments:
+        return Assignments.of([(n, c, self.level[c], self.parent[c]) for c in sorted(self.members)
+                               for n in sorted(self.members[c])])
 
 
 def _pair_counts(src: np.ndarray, dst: np.ndarray, count: np.ndarray, n: int) -> sp.csr_matrix:

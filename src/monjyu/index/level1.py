@@ -6,7 +6,9 @@ so a rebuild after adding documents only runs NLP on new text. A build that carr
 generation over updates its incidence and links with the changed units only (PhraseIncidence,
 _links_updated); other builds recompute them from every unit's cached phrases. Either way the
 graph is the one a build from scratch makes, and the communities are updated where it changed
-(index/communities.py) or clustered from scratch.
+(index/communities.py) or clustered from scratch. Past graph.max_links (a collection of hundreds
+of thousands of units) each phrase keeps only its strongest links, and an update keeps them
+where units did not change (_links_updated_bounded).
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from ..config import GraphConfig
 from ..nlp.noun_phrases import CONCEPT, NounPhraseExtractor
 from ..store.kv import SqliteKV
 from ..store.sparse import INCIDENCE_KINDS, load_incidence, save_incidence
-from .communities import Graph, PreviousClustering, cluster, modularity
+from .communities import Assignments, Graph, PreviousClustering, cluster, modularity
 
 log = logging.getLogger(__name__)
 LOOKUP = 16_384  # texts whose phrases are looked up (and extracted) at a time
+LINK_SLICE = 8_000_000  # phrase pairs counted at a time (an upper bound: the summed lengths of their units)
 
 ENTITIES_SCHEMA = pa.schema([
     ("id", pa.int32()), ("title", pa.string()), ("frequency", pa.int32()), ("degree", pa.int32()),
@@ -287,10 +290,17 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
 
     # Co-occurrence within a text unit, among non-hub phrases found in >= 2 units.
     linkable = (~is_hub) & (df >= 2)
-    if held.change is not None and previous is not None and cfg.min_edge_units == 1:
-        src, dst, cnt = _links_updated(held, linkable, previous, cfg)
+    if held.change is not None and previous is not None and cfg.min_edge_units == 1 and not recluster:
+        if previous.link_bound:
+            src, dst, cnt = _links_updated_bounded(held, linkable, previous, df, n_units)
+            bound = previous.link_bound
+        else:
+            src, dst, cnt = _links_updated(held, linkable, previous, cfg)
+            bound = 0
+            if len(src) > cfg.max_links:
+                src, dst, cnt, bound = _bounded(src, dst, cnt, df, n_units, cfg.max_links)
     else:
-        src, dst, cnt = _links_counted(incidence, linkable, cfg.min_edge_units)
+        src, dst, cnt, bound = _links_counted(incidence, linkable, cfg.min_edge_units, df, n_units, cfg.max_links)
     degree = (np.bincount(src, minlength=n_phr) + np.bincount(dst, minlength=n_phr)) if len(src) else \
         np.zeros(n_phr, np.int64)
     weight, npmi = _edge_weights(src, dst, cnt, df, n_units)
@@ -331,19 +341,80 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
                "communities": community_table.num_rows},
         clustering={"mode": clustering.mode, "changed": clustering.changed, "reclustered": clustering.reclustered,
                     "drift": round(clustering.drift, 4), "modularity": round(modularity(graph, communities), 4),
-                    **clustering.state},
+                    "link_bound": bound, **clustering.state},
     )
 
 
-def _links_counted(incidence: sp.csr_matrix, linkable: np.ndarray, least: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every pair of linkable phrases sharing at least `least` units, (src < dst) ascending, and
-    the units they share."""
-    sub = incidence[:, linkable]
-    sub_ids = np.flatnonzero(linkable)
-    co = (sub.T @ sub).tocoo()
-    keep = (co.row < co.col) & (co.data >= least)
-    return sub_ids[co.row[keep]], sub_ids[co.col[keep]], co.data[keep].astype(np.int64)
+def _links_counted(incidence: sp.csr_matrix, linkable: np.ndarray, least: int, df: np.ndarray, n_units: int,
+                   max_links: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Every pair of linkable phrases sharing at least `least` units, (src < dst) ascending, the
+    units they share, and 0; or, when there are more than `max_links` such pairs, only the
+    strongest `bound` links of each phrase (see _strongest), and `bound`. Counted a slice of
+    phrases at a time: a collection of a million units has hundreds of millions of pairs, more
+    than memory holds at once."""
+    ids = np.flatnonzero(linkable)
+    n = len(ids)
+    by_unit = incidence[:, linkable].tocsr()
+    by_phrase = by_unit.T.tocsr()
+    # A phrase's row of pairs holds at most the summed lengths of its units: slices of about
+    # LINK_SLICE entries.
+    lengths = np.diff(by_unit.indptr).astype(np.int64)
+    work = np.cumsum(np.add.reduceat(lengths[by_phrase.indices], by_phrase.indptr[:-1]) if n else lengths[:0])
+    cuts = np.unique(np.r_[0, np.searchsorted(work, np.arange(LINK_SLICE, work[-1] if n else 0, LINK_SLICE)), n])
+
+    def pairs(s: int, e: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        part = by_phrase[s:e] @ by_unit
+        rows = np.repeat(np.arange(s, e, dtype=np.int32), np.diff(part.indptr))
+        count = part.data.astype(np.int32)
+        keep = (part.indices != rows) & (count >= least)
+        return rows[keep], part.indices[keep].astype(np.int32), count[keep]
+
+    # First pass: each phrase's links, kept while they fit.
+    degree, upper, held = np.zeros(n, np.int64), [], 0
+    for s, e in zip(cuts[:-1], cuts[1:]):
+        rows, cols, count = pairs(s, e)
+        degree[s:e] += np.bincount(rows - s, minlength=e - s)
+        if held <= max_links:
+            up = cols > rows
+            upper.append((rows[up], cols[up], count[up]))
+            held += int(up.sum())
+    bound = 0
+    if held > max_links:  # second pass: each phrase's strongest links
+        bound = _bound(degree, max_links)
+        upper = []
+        for s, e in zip(cuts[:-1], cuts[1:]):
+            rows, cols, count = pairs(s, e)
+            chosen = _strongest(rows, cols, count, df[ids], n_units, bound)
+            rows, cols, count = rows[chosen], cols[chosen], count[chosen]
+            upper.append((np.minimum(rows, cols), np.maximum(rows, cols), count))
+    a, b, count = (np.concatenate([u[i] for u in upper]) if upper else np.zeros(0, np.int32) for i in range(3))
+    keys, first = np.unique(a.astype(np.int64) * n + b, return_index=True)  # ascending; a link chosen twice once
+    return ids[keys // n], ids[keys % n], count[first].astype(np.int64), bound
+
+
+def _bound(degree: np.ndarray, max_links: int) -> int:
+    """The most links per phrase for which the phrases' kept links cannot pass `max_links`
+    (at least 1)."""
+    low, high = 1, max(1, int(degree.max(initial=1)))
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if int(np.minimum(degree, mid).sum()) <= max_links else (low, mid - 1)
+    return low
+
+
+def _strongest(rows: np.ndarray, cols: np.ndarray, count: np.ndarray, df: np.ndarray, n_units: int,
+               bound: int) -> np.ndarray:
+    """Which of the pairs (each phrase's links listed under it, `rows` and `cols` numbered as
+    `df`) are among their row phrase's `bound` strongest, by the weight clustering gives a
+    link (ties: the lower column first). A link stays when either of its phrases keeps it."""
+    weight, _ = _edge_weights(rows, cols, count, df, n_units)
+    order = np.lexsort((cols, -weight, rows))
+    ranked = rows[order]
+    first = np.r_[0, np.flatnonzero(ranked[1:] != ranked[:-1]) + 1]
+    rank = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
+    chosen = np.zeros(len(rows), bool)
+    chosen[order[rank < bound]] = True
+    return chosen
 
 
 def _links_updated(held: PhraseIncidence, linkable: np.ndarray, previous: PreviousClustering, cfg: GraphConfig
@@ -397,9 +468,70 @@ def _links_updated(held: PhraseIncidence, linkable: np.ndarray, previous: Previo
     return keys // n, keys % n, count
 
 
+def _links_updated_bounded(held: PhraseIncidence, linkable: np.ndarray, previous: PreviousClustering,
+                           df: np.ndarray, n_units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The links of a graph cut to each phrase's strongest (previous.link_bound), updated from the
+    changed rows. A pair's count changes only when a changed row holds both its phrases (both
+    touched), so a kept link with an untouched phrase keeps its count and stays; pairs of touched
+    phrases are recounted from their units, and one stays when it is among the strongest of
+    either phrase's candidates (its kept links and its recounted pairs). A phrase that became
+    linkable untouched (no longer a hub) has its links counted from its units. Close to what a
+    full count keeps, not always equal: an untouched phrase does not choose again."""
+    change, incidence, bound = held.change, held.matrix, previous.link_bound
+    n = incidence.shape[1]
+    touched = np.zeros(n, bool)
+    touched[change.added.indices] = True
+    touched[change.removed.indices] = True
+    touched &= linkable
+    a, b = change.number[previous.src], change.number[previous.dst]
+    alive = (a >= 0) & (b >= 0)
+    a, b, count = a[alive], b[alive], previous.count[alive]
+    ok = linkable[a] & linkable[b] & ~(touched[a] & touched[b])
+    a, b, count = a[ok], b[ok], count[ok]
+    was_linked = np.zeros(n, bool)
+    was_linked[a], was_linked[b] = True, True
+    ids = np.flatnonzero(touched)
+    block = (incidence[:, ids].T @ incidence[:, ids]).tocoo()
+    up = block.row < block.col
+    ta, tb, tc = ids[block.row[up]], ids[block.col[up]], block.data[up].astype(np.int64)
+    rows, cols = np.concatenate([a, b, ta, tb]), np.concatenate([b, a, tb, ta])
+    counts = np.concatenate([count, count, tc, tc])
+    recounted = np.r_[np.zeros(2 * len(a), bool), np.ones(2 * len(ta), bool)]
+    mine = touched[rows]
+    chosen = np.zeros(len(rows), bool)
+    chosen[mine] = _strongest(rows[mine], cols[mine], counts[mine], df, n_units, bound)
+    chosen &= recounted
+    parts = [(a, b, count), (np.minimum(rows[chosen], cols[chosen]), np.maximum(rows[chosen], cols[chosen]),
+                             counts[chosen])]
+    # Linkable phrases with no link and untouched: a hub no longer (counted from its units).
+    fresh = np.flatnonzero(linkable & ~touched & ~was_linked & (df >= 2))
+    if len(fresh):
+        co = (incidence[:, fresh].T @ incidence[:, linkable]).tocoo()
+        r, c, k = fresh[co.row], np.flatnonzero(linkable)[co.col], co.data.astype(np.int64)
+        other = r != c
+        r, c, k = r[other], c[other], k[other]
+        pick = _strongest(r, c, k, df, n_units, bound)
+        parts.append((np.minimum(r[pick], c[pick]), np.maximum(r[pick], c[pick]), k[pick]))
+    src, dst, count = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    keys, first = np.unique(src * n + dst, return_index=True)
+    return keys // n, keys % n, count[first]
+
+
 def _upper(a: np.ndarray, b: np.ndarray, count: np.ndarray, n: int) -> sp.csr_matrix:
     """Counts of phrase pairs as an upper-triangular matrix (each pair at (min, max))."""
     return sp.csr_matrix((count, (np.minimum(a, b), np.maximum(a, b))), shape=(n, n))
+
+
+def _bounded(src: np.ndarray, dst: np.ndarray, count: np.ndarray, df: np.ndarray, n_units: int, max_links: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The links (src < dst, ascending) cut to each phrase's strongest, as _links_counted cuts
+    them past `max_links`."""
+    n = len(df)
+    bound = _bound(np.bincount(src, minlength=n) + np.bincount(dst, minlength=n), max_links)
+    rows, cols = np.concatenate([src, dst]), np.concatenate([dst, src])
+    chosen = _strongest(rows, cols, np.concatenate([count, count]), df, n_units, bound)
+    half = chosen[:len(src)] | chosen[len(src):]
+    return src[half], dst[half], count[half], bound
 
 
 def previous_clustering(phrases: list[str], links: tuple[np.ndarray, np.ndarray, np.ndarray] | pa.Table,
@@ -415,20 +547,18 @@ def previous_clustering(phrases: list[str], links: tuple[np.ndarray, np.ndarray,
         levels=communities["level"].to_pylist(), parents=communities["parent"].to_pylist(),
         members=communities["entity_ids"].to_pylist(),
         changed_since_full=int(state.get("changed_since_full", 0)),
-        links_at_full=int(state.get("links_at_full", 0)))
+        links_at_full=int(state.get("links_at_full", 0)), link_bound=int(state.get("link_bound", 0)))
 
 
-def _community_table(assignments, inc_csc: sp.csc_matrix, unit_ids: list[str], phrases: list[str],
+def _community_table(assignments: Assignments, inc_csc: sp.csc_matrix, unit_ids: list[str], phrases: list[str],
                      df: np.ndarray) -> pa.Table:
     """One row per community: its phrases (ascending ids), the units holding any of them (by id),
     its children, and a title of its five most frequent phrases (ties by text). Computed with
     sparse products and Arrow sorts, since a large collection has a hundred thousand communities."""
-    if not assignments:
+    if not len(assignments):
         return COMMUNITIES_SCHEMA.empty_table()
-    node = np.fromiter((a[0] for a in assignments), np.int64, len(assignments))
-    community = np.fromiter((a[1] for a in assignments), np.int64, len(assignments))
-    level_of = np.fromiter((a[2] for a in assignments), np.int64, len(assignments))
-    parent_of = np.fromiter((-1 if a[3] is None else a[3] for a in assignments), np.int64, len(assignments))
+    node, community, level_of, parent_of = (assignments.node, assignments.community, assignments.level,
+                                            assignments.parent)
     ids, row = np.unique(community, return_inverse=True)
     level, parent = np.empty(len(ids), np.int64), np.full(len(ids), -1, np.int64)
     level[row], parent[row] = level_of, parent_of
