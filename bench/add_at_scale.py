@@ -3,13 +3,13 @@ of each stage, and the peak memory of the first build.
 
     python bench/add_at_scale.py --real-index IDX --paper PAPER [--units 100000] [--work DIR] [--phrase-model heaps]
 
-N synthetic units (one JSONL record each) are indexed first, their passage and sentence
+N synthetic units (JSONL records, 100k a file) are indexed first, their passage and sentence
 vectors and their noun phrases pre-seeded in the caches, so that the builder's own work is
 measured, not the embedder's or spaCy's: a unit's vector blends two real units' vectors
 (bench/build_memory.py does the same) and its phrases are the union of two real units' phrases,
 grown as bench/synthetic_graph.py's --phrase-model says (`heaps`: the vocabulary grows as the
-real collection's does; `union`: every phrase grows with the collection, the densest graph).
-Then PAPER (a real file: embedded and parsed for real) is added in a build of its own, and
+real collection's does; `union`: every phrase grows with the collection, the densest graph), and a phrase's vector is its real phrase's (embedded
+for real once; a copy "frank lloyd x3" shares the vector of "frank lloyd"). Then PAPER (a real file: embedded and parsed for real) is added in a build of its own, and
 removed in another. --work DIR keeps the corpus, caches and index: run again after
 an interruption, the first build resumes from the caches (and skips when the index is complete).
 """
@@ -46,10 +46,14 @@ from monjyu.retrieval import LoadedIndex  # noqa: E402
 from monjyu.store.kv import SqliteKV  # noqa: E402
 
 
+PART = 100_000  # records per corpus file: a file stays under ingest.max_file_mb
+
+
 def seed(real_index: Path, units: int, work: Path, model: str) -> Path:
-    """The synthetic corpus (work/corpus/synthetic.jsonl) with its vectors and phrases cached."""
-    corpus = work / "corpus" / "synthetic.jsonl"
-    if corpus.exists():
+    """The synthetic corpus (work/corpus/synthetic-*.jsonl, PART records a file) with its vectors
+    and phrases cached."""
+    corpus = work / "corpus"
+    if any(corpus.glob("synthetic*.jsonl")):
         return corpus
     manifest = read_manifest(real_index)
     real = LoadedIndex.load(generation_dir(real_index, manifest.generation), manifest.embedder_dim)
@@ -60,38 +64,58 @@ def seed(real_index: Path, units: int, work: Path, model: str) -> Path:
     grown = synthetic_graph.grow(graph.incidence, graph.phrases, graph.is_hub, types, real.columns["title"], units,
                                  rng, model)
     incidence = grown.incidence
-    tmp = work / "seeding" / corpus.name  # moved into the corpus folder once its caches are complete
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    with tmp.open("w", encoding="utf-8") as fh:
-        for i, text in enumerate(texts):
-            fh.write(json.dumps({"_id": f"s{i}", "title": "", "text": text}) + "\n")
+    seeding = work / "seeding"  # the files move into the corpus folder once their caches are complete
+    shutil.rmtree(seeding, ignore_errors=True)
+    seeding.mkdir(parents=True)
     embedder_id = create_embedder(EmbeddingConfig()).id
     vectors_cache = EmbeddingCache(work / "cache" / "embeddings.sqlite")
     phrases = PhraseCache(SqliteKV(work / "cache" / "phrases.sqlite", "phrases"))
     chunker = Chunker(config.chunking)
-    docs = load_file(tmp, "synthetic.jsonl", config.ingest)
-    by_doc = {d.id: i for i, d in enumerate(docs)}
-    items, phrase_items = [], []
-    for d in docs:
-        for u in chunker.chunk(d):
-            i = by_doc[u.document_id]
-            v = vectors[i]
-            items.append((EmbeddingCache.key(embedder_id, "passage", u.embedding_text), v))
-            items += [(EmbeddingCache.key(embedder_id, "passage", u.text[a:b]), v)
-                      for a, b in statement_spans(u.text, u.sentences or None)]
-            cols = incidence.indices[incidence.indptr[i]:incidence.indptr[i + 1]]
-            record = {grown.phrases[c]: str(grown.types[c]) for c in cols.tolist()}
-            phrase_items.append((PhraseCache.key(phrase_input(u.title, u.text), extraction_id(False)),
-                                 json.dumps(record, ensure_ascii=False).encode()))
-        if len(items) > 50_000:
-            vectors_cache.put_many(items)
-            phrases._kv.put_many(phrase_items)
-            items, phrase_items = [], []
-    vectors_cache.put_many(items)
-    phrases._kv.put_many(phrase_items)
-    corpus.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, corpus)
+    for first in range(0, units, PART):
+        part = seeding / f"synthetic-{first // PART:03d}.jsonl"
+        with part.open("w", encoding="utf-8") as fh:
+            for i in range(first, min(first + PART, units)):
+                fh.write(json.dumps({"_id": f"s{i}", "title": "", "text": texts[i]}) + "\n")
+        docs = load_file(part, part.name, config.ingest)
+        by_doc = {d.id: first + j for j, d in enumerate(docs)}
+        items, phrase_items = [], []
+        for d in docs:
+            for u in chunker.chunk(d):
+                i = by_doc[u.document_id]
+                v = vectors[i]
+                items.append((EmbeddingCache.key(embedder_id, "passage", u.embedding_text), v))
+                items += [(EmbeddingCache.key(embedder_id, "passage", u.text[a:b]), v)
+                          for a, b in statement_spans(u.text, u.sentences or None)]
+                cols = incidence.indices[incidence.indptr[i]:incidence.indptr[i + 1]]
+                record = {grown.phrases[c]: str(grown.types[c]) for c in cols.tolist()}
+                phrase_items.append((PhraseCache.key(phrase_input(u.title, u.text), extraction_id(False)),
+                                     json.dumps(record, ensure_ascii=False).encode()))
+            if len(items) > 50_000:
+                vectors_cache.put_many(items)
+                phrases._kv.put_many(phrase_items)
+                items, phrase_items = [], []
+        vectors_cache.put_many(items)
+        phrases._kv.put_many(phrase_items)
+        print(f"  seeded {min(first + PART, units):,} units", flush=True)
+    seed_phrase_vectors(vectors_cache, embedder_id, graph.phrases, grown)
+    corpus.mkdir(parents=True, exist_ok=True)
+    for part in sorted(seeding.glob("synthetic*.jsonl")):
+        os.replace(part, corpus / part.name)
     return corpus
+
+
+def seed_phrase_vectors(cache: EmbeddingCache, embedder_id: str, real_phrases: list[str], grown) -> None:
+    """Every grown phrase found in two units or more (what the build embeds) cached with the vector
+    of its real phrase, those embedded for real first."""
+    from monjyu.embed.cache import CachedEmbedder
+
+    real_vectors = CachedEmbedder(create_embedder(EmbeddingConfig()), cache).embed_passages(list(real_phrases))
+    df = np.bincount(grown.incidence.indices, minlength=len(grown.phrases))
+    todo = np.flatnonzero(df >= 2)
+    for s in range(0, len(todo), 50_000):
+        part = todo[s:s + 50_000].tolist()
+        cache.put_many([(EmbeddingCache.key(embedder_id, "passage", grown.phrases[p]), real_vectors[grown.base[p]])
+                        for p in part])
 
 
 def build(corpus_dir: str, index: str, cache: str, out: str) -> None:

@@ -62,6 +62,7 @@ class GrownGraph:
     titles: list[str]
     first: np.ndarray  # each synthetic unit's real unit a
     home: np.ndarray  # True for the units of the first sub-collection (real names)
+    base: np.ndarray | None = None  # each phrase's real phrase (a copy's original)
 
 
 def _copy_of(sub: np.ndarray, node: np.ndarray, copies: int) -> np.ndarray:
@@ -91,7 +92,7 @@ def grow(incidence: sp.csr_matrix, phrases: list[str], is_hub: np.ndarray, types
     sub = np.arange(n) % scale
     if model == "union" or scale == 1:
         return GrownGraph(sp.csr_matrix(union), list(phrases), is_hub, types, [str(t) for t in titles[a]], a,
-                          sub == 0)
+                          sub == 0, np.arange(n_phr))
     if beta is None:
         beta = heaps_exponent(incidence, is_hub, rng)
     df = np.asarray((incidence > 0).sum(axis=0)).ravel()
@@ -115,4 +116,5 @@ def grow(incidence: sp.csr_matrix, phrases: list[str], is_hub: np.ndarray, types
         node = vocab.get(normalize_phrase([w.lower() for w in _WORDS.findall(bare)])) if bare else None
         c = 0 if node is None or generic[node] else int(_copy_of(sub[i:i + 1], np.array([node]), copies)[0])
         title_of.append(title if c == 0 else f"{bare} x{c}")
-    return GrownGraph(grown, names, is_hub[base], None if types is None else types[base], title_of, a, sub == 0)
+    return GrownGraph(grown, names, is_hub[base], None if types is None else types[base], title_of, a, sub == 0,
+                      base)

@@ -54,6 +54,7 @@ from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_ma
 
 GENERATIONS = "generations"
 CLUSTER_CHUNK = 4096  # cache misses handed to the cluster at a time (embedding, noun phrases)
+PHRASE_CHUNK = 65_536  # phrases embedded (or looked up) at a time, written into one array
 LOAD_WORKERS_MIN_FILES = 4  # a build loads in worker processes from this many files ...
 LOAD_WORKERS_MIN_BYTES = 1 << 20  # ... and this many bytes in all
 # A build carries the previous generation's tables over (links them and writes the change) when
@@ -561,10 +562,12 @@ class IndexBuilder:
             extractor = self._phrase_extractor()
             phrases = self._phrase_cache().stream(inputs, extractor, progress)
         t1 = time.perf_counter()
+        n_inputs = len(inputs)
+        del inputs  # the stream holds them while it is read (a million texts), not beyond
         try:
             with self._step("graph"):
                 if carried is not None:
-                    phrases = carried.update(run.kept_rows, phrases, len(inputs))
+                    phrases = carried.update(run.kept_rows, phrases, n_inputs)
                 result = build_level1(unit_ids, phrases, self.config.graph, previous)
         finally:
             if extractor is not None:
@@ -613,14 +616,17 @@ class IndexBuilder:
         if hit.any():
             vectors[hit] = old_vectors[at[hit]]
         todo = np.flatnonzero(at < 0)
-        asked = [texts[i] for i in todo.tolist()] + (level1.communities["title"].to_pylist() if communities else [])
-        self.progress("phrase vectors", 0, len(asked))
-        found = embedder.embed_passages(asked, progress=lambda n: self.progress("phrase vectors", n, None))
+        titles = level1.communities["title"].to_pylist() if communities else []
+        self.progress("phrase vectors", 0, len(todo) + len(titles))
+        progress = lambda n: self.progress("phrase vectors", n, None)  # noqa: E731
+        for start in range(0, len(todo), PHRASE_CHUNK):  # into place: never a second copy of millions of vectors
+            part = todo[start:start + PHRASE_CHUNK]
+            vectors[part] = embedder.embed_passages([texts[i] for i in part.tolist()], progress=progress)
         if least:
-            vectors[todo] = found[:len(todo)]
             save_vectors(run.gen_dir, PHRASE_VECTORS, linking, vectors)
         if communities:
-            save_vectors(run.gen_dir, COMMUNITY_VECTORS, level1.communities["id"].to_numpy(), found[len(todo):])
+            save_vectors(run.gen_dir, COMMUNITY_VECTORS, level1.communities["id"].to_numpy(),
+                         embedder.embed_passages(titles, progress=progress))
 
     def _previous_phrase_vectors(self, run: _BuildRun) -> tuple[dict[str, int], np.ndarray]:
         """The current generation's phrase vectors by phrase text, for a carried build (empty
