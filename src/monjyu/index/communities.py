@@ -91,7 +91,7 @@ class PreviousClustering:
     ids: list[int]  # communities
     levels: list[int]
     parents: list[int]  # -1: a top community
-    members: list[list[int]]  # old phrase ids
+    members: tuple[np.ndarray, np.ndarray]  # each community's old phrase ids: (offsets, values)
     changed_since_full: int = 0  # co-occurrence counts added and removed since the last full clustering
     links_at_full: int = 0  # the sum of the co-occurrence counts that clustering saw
     link_bound: int = 0  # the links kept per phrase when there were more than graph.max_links (0: all)
@@ -215,7 +215,9 @@ def modularity(graph: Graph, assignments: Assignments, level: int = 0) -> float:
 
 
 class _Update:
-    """One update of a previous hierarchy to a new graph (see the module docstring)."""
+    """One update of a previous hierarchy to a new graph (see the module docstring). The
+    hierarchy is held as arrays, one row per community and member phrase (ten million rows at a
+    million units); only the communities the update touches are read one by one."""
 
     def __init__(self, graph: Graph, cfg: GraphConfig, titles: list[str], previous: PreviousClustering):
         self.graph, self.cfg = graph, cfg
@@ -225,6 +227,7 @@ class _Update:
         remap = np.array([new_id.get(t, -1) for t in previous.titles], dtype=np.int64)
         missing = remap < 0
         remap[missing] = gone_base + np.arange(int(missing.sum()))
+        n_ids = gone_base + int(missing.sum())
         self.in_graph = np.zeros(graph.n_nodes, bool)
         self.in_graph[graph.nodes()] = True
         # The edges by their first phrase, so a scope's links are read from its own phrases' rows.
@@ -238,21 +241,23 @@ class _Update:
         for c, p in self.parent.items():
             if p is not None:
                 self.children[p].append(c)
-        n_ids = gone_base + int(missing.sum())
+        offsets, values = previous.members
+        sizes = np.diff(offsets)
+        row_comm = np.repeat(np.asarray(previous.ids, np.int64), sizes)
+        row_node = remap[np.asarray(values, np.int64)]
         present = np.zeros(n_ids, bool)
         present[:gone_base] = self.in_graph
-        self.members: dict[int, set[int]] = {}
-        self.left_leaves: set[int] = set()  # communities a phrase left
-        was_clustered = np.zeros(n_ids, bool)
-        for c, level, nodes in zip(previous.ids, previous.levels, previous.members):
-            ids = remap[np.asarray(nodes, dtype=np.int64)]
-            if level == 0:  # the top level holds every clustered phrase
-                was_clustered[ids] = True
-            kept = present[ids]
-            self.members[c] = set(ids[kept].tolist())
-            if not kept.all():
-                self.left_leaves.add(c)
+        was_clustered = np.zeros(n_ids, bool)  # the top level holds every clustered phrase
+        was_clustered[row_node[np.repeat(np.asarray(previous.levels, np.int64), sizes) == 0]] = True
+        kept = present[row_node]
+        self.left_leaves = set(np.unique(row_comm[~kept]).tolist())  # communities a phrase left
+        # The rows grouped by community (ascending), each community's phrases ascending.
+        order = np.lexsort((row_node[kept], row_comm[kept]))
+        self.row_comm, self.row_node = row_comm[kept][order], row_node[kept][order]
         self.next_id = max(previous.ids) + 1
+        self.added: dict[int, list[int]] = defaultdict(list)  # placed new phrases, by community
+        self.grafted: list[tuple[int, np.ndarray]] = []  # (new community, its phrases)
+        self.dropped: set[int] = set()  # communities a re-clustering replaced
 
         # Which phrases changed: the ends of every link added, dropped or recounted, phrases new to
         # the graph and those that left it.
@@ -266,47 +271,69 @@ class _Update:
         self.fresh = set(np.flatnonzero(present & ~was_clustered).tolist())
         left = was_clustered & ~present
         self.changed = set(np.flatnonzero((touched & present) | left).tolist()) | self.fresh
+        self.n_ids = n_ids
 
     # ------------------------------------------------------------------ the update
     def run(self) -> tuple[Assignments, int]:
-        adjacency = self.graph.adjacency()
         leaf = self._leaves()
-        unplaced = self._place_fresh(adjacency, leaf)
-        scopes = {self._scope(leaf[n]) for n in self.changed if n in leaf}
-        scopes |= {self._scope(c) for c in self.left_leaves if c in self.members}
+        unplaced = self._place_fresh(leaf)
+        scopes = {self._scope(int(leaf[n])) for n in self.changed if leaf[n] >= 0}
+        scopes |= {self._scope(c) for c in self.left_leaves}
         scopes = {s for s in scopes if not any(a in scopes for a in self._ancestors(s))}
         reclustered = 0
         for scope in sorted(scopes):
-            reclustered += len(self.members[scope])
-            self._recluster(scope)
+            nodes = self._members(scope)
+            reclustered += len(nodes)
+            self._recluster(scope, nodes)
         if unplaced:
             reclustered += len(unplaced)
             self._new_tops(sorted(unplaced))
-        self._drop_empty()
         return self._assignments(), reclustered
 
-    def _leaves(self) -> dict[int, int]:
-        """Each clustered phrase's smallest community."""
-        leaf: dict[int, int] = {}
-        for c in sorted(self.members, key=lambda c: self.level[c]):
-            for n in self.members[c]:
-                leaf[n] = c
+    def _leaves(self) -> np.ndarray:
+        """Each clustered phrase's smallest community (-1: none)."""
+        leaf = np.full(self.n_ids, -1, np.int64)
+        levels = np.array([self.level[c] for c in self.row_comm[np.r_[True, self.row_comm[1:] != self.row_comm[:-1]]]
+                           .tolist()], np.int64) if len(self.row_comm) else np.zeros(0, np.int64)
+        row_level = np.repeat(levels, np.diff(self._starts())) if len(self.row_comm) else levels
+        order = np.lexsort((row_level, self.row_node))  # by phrase, deepest last
+        last = np.r_[self.row_node[order][1:] != self.row_node[order][:-1], True]
+        leaf[self.row_node[order][last]] = self.row_comm[order][last]
         return leaf
 
-    def _place_fresh(self, adjacency: sp.csr_matrix, leaf: dict[int, int]) -> set[int]:
+    def _starts(self) -> np.ndarray:
+        """Where each community's rows start in row_comm, and the end."""
+        return np.r_[np.flatnonzero(np.r_[True, self.row_comm[1:] != self.row_comm[:-1]]), len(self.row_comm)]
+
+    def _members(self, community: int) -> np.ndarray:
+        """A community's phrases now (ascending): its kept rows and the new phrases placed in it."""
+        a, b = np.searchsorted(self.row_comm, [community, community + 1])
+        extra = self.added.get(community)
+        return np.union1d(self.row_node[a:b], np.array(extra, np.int64)) if extra else self.row_node[a:b]
+
+    def _place_fresh(self, leaf: np.ndarray) -> set[int]:
         """Each new phrase joins the smallest community holding most of its link weight (phrases
         linked only to other new phrases wait for those); what links to no community is left."""
         waiting = set(self.fresh)
+        if not waiting:
+            return waiting
+        fresh = np.zeros(self.graph.n_nodes, bool)
+        fresh[sorted(waiting)] = True
+        src, dst, weight = self.graph.src, self.graph.dst, self.graph.weight
+        touching = np.flatnonzero(fresh[src] | fresh[dst])
+        links: dict[int, list[tuple[int, float]]] = defaultdict(list)
+        for a, b, w in zip(src[touching].tolist(), dst[touching].tolist(), weight[touching].tolist()):
+            links[a].append((b, w))
+            links[b].append((a, w))
         while waiting:
             placed = []
             for n in sorted(waiting):
-                row = slice(adjacency.indptr[n], adjacency.indptr[n + 1])
-                weight: dict[int, float] = defaultdict(float)
-                for m, w in zip(adjacency.indices[row].tolist(), adjacency.data[row].tolist()):
-                    if m in leaf and m not in waiting:
-                        weight[leaf[m]] += w
-                if weight:
-                    best = max(weight.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+                weights: dict[int, float] = defaultdict(float)
+                for m, w in sorted(links[n]):
+                    if leaf[m] >= 0 and m not in waiting:
+                        weights[int(leaf[m])] += w
+                if weights:
+                    best = max(weights.items(), key=lambda kv: (kv[1], -kv[0]))[0]
                     placed.append((n, best))
             if not placed:
                 break
@@ -314,7 +341,7 @@ class _Update:
                 leaf[n] = c
                 waiting.discard(n)
                 for a in [c, *self._ancestors(c)]:
-                    self.members[a].add(n)
+                    self.added[a].append(n)
         return waiting
 
     def _scope(self, community: int) -> int:
@@ -330,45 +357,38 @@ class _Update:
             p = self.parent.get(p)
         return out
 
-    def _recluster(self, scope: int) -> None:
+    def _recluster(self, scope: int, nodes: np.ndarray) -> None:
         """Leiden over the phrases of `scope` and the links among them, replacing its subtree."""
-        for c in self._descendants(scope):
-            del self.members[c], self.level[c], self.parent[c]
-            self.children.pop(c, None)
-        self.children[scope] = []
-        nodes = np.array(sorted(self.members[scope]), dtype=np.int64)
+        self.dropped.update(self._descendants(scope))
         if len(nodes) < self.cfg.max_cluster_size:
             return
         src, dst, weight = self._induced(nodes)
-        self._graft(leiden_hierarchy(src, dst, weight, self.cfg), scope, whole=set(nodes.tolist()))
+        self._graft(leiden_hierarchy(src, dst, weight, self.cfg), scope, whole=len(nodes))
 
     def _new_tops(self, nodes: list[int]) -> None:
         """New phrases linked only among themselves: communities of their own at the top."""
         src, dst, weight = self._induced(np.array(nodes, dtype=np.int64))
-        self._graft(leiden_hierarchy(src, dst, weight, self.cfg), None, whole=set())
+        self._graft(leiden_hierarchy(src, dst, weight, self.cfg), None, whole=0)
 
-    def _graft(self, assignments: Assignments, parent: int | None, whole: set[int]) -> None:
+    def _graft(self, assignments: Assignments, parent: int | None, whole: int) -> None:
         """Leiden's communities of a subgraph under `parent` (None: at the top), with fresh ids.
-        A single community holding all of the parent's phrases adds nothing."""
+        A single community holding all `whole` of the parent's phrases adds nothing."""
         base = 0 if parent is None else self.level[parent] + 1
-        groups: dict[int, set[int]] = defaultdict(set)
-        info: dict[int, tuple[int, int | None]] = {}
-        for node, c, lvl, par in assignments:
-            groups[c].add(node)
-            info[c] = (lvl, par)
-        if parent is not None and [g for c, g in groups.items() if info[c][0] == 0] == [whole]:
+        groups = sorted(set(assignments.community.tolist()))
+        info = {c: (lvl, None if p < 0 else p) for c, lvl, p in zip(assignments.community.tolist(),
+                                                                    assignments.level.tolist(),
+                                                                    assignments.parent.tolist())}
+        tops = [c for c in groups if info[c][0] == 0]
+        if parent is not None and len(tops) == 1 and int((assignments.community == tops[0]).sum()) == whole:
             return
-        fresh = {c: self.next_id + i for i, c in enumerate(sorted(groups))}
+        fresh = {c: self.next_id + i for i, c in enumerate(groups)}
         self.next_id += len(fresh)
-        for c in sorted(groups):
+        for c in groups:
             lvl, par = info[c]
             cid = fresh[c]
-            up = fresh[par] if par is not None else parent
-            self.members[cid] = groups[c]
             self.level[cid] = base + lvl
-            self.parent[cid] = up
-            if up is not None:
-                self.children[up].append(cid)
+            self.parent[cid] = fresh[par] if par is not None else parent
+            self.grafted.append((cid, np.unique(assignments.node[assignments.community == c])))
 
     def _descendants(self, community: int) -> list[int]:
         out, todo = [], list(self.children.get(community, []))
@@ -389,19 +409,25 @@ class _Update:
         edges = np.sort(edges[inside[self.graph.dst[edges]]])
         return self.graph.src[edges], self.graph.dst[edges], self.graph.weight[edges]
 
-    def _drop_empty(self) -> None:
-        for c in [c for c, m in self.members.items() if not m]:
-            for d in [c, *self._descendants(c)]:
-                self.members.pop(d, None)
-                self.level.pop(d, None)
-                self.parent.pop(d, None)
-                self.children.pop(d, None)
-        for c, kids in self.children.items():
-            self.children[c] = [k for k in kids if k in self.members]
-
     def _assignments(self) -> Assignments:
-        return Assignments.of([(n, c, self.level[c], self.parent[c]) for c in sorted(self.members)
-                               for n in sorted(self.members[c])])
+        """The kept rows (communities a re-clustering replaced dropped), the placed new phrases and
+        the grafted communities, by community and phrase. A community left with no phrase is gone
+        with its subtree (its descendants hold no phrase either)."""
+        dropped = np.array(sorted(self.dropped), np.int64)
+        keep = ~np.isin(self.row_comm, dropped)
+        added = [(c, n) for c, nodes in self.added.items() if c not in self.dropped for n in nodes]
+        comm = np.concatenate([self.row_comm[keep], np.array([c for c, _ in added], np.int64)]
+                              + [np.full(len(nodes), c, np.int64) for c, nodes in self.grafted])
+        node = np.concatenate([self.row_node[keep], np.array([n for _, n in added], np.int64)]
+                              + [nodes.astype(np.int64) for _, nodes in self.grafted])
+        order = np.lexsort((node, comm))
+        comm, node = comm[order], node[order]
+        ids = np.fromiter(self.level, np.int64, len(self.level))
+        level, parent = np.zeros(self.next_id, np.int64), np.full(self.next_id, -1, np.int64)
+        level[ids] = np.fromiter(self.level.values(), np.int64, len(ids))
+        parent[ids] = np.fromiter((-1 if p is None else p for p in (self.parent[c] for c in self.level)), np.int64,
+                                  len(ids))
+        return Assignments(node, comm, level[comm], parent[comm])
 
 
 def _pair_counts(src: np.ndarray, dst: np.ndarray, count: np.ndarray, n: int) -> sp.csr_matrix:

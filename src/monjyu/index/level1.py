@@ -545,9 +545,16 @@ def previous_clustering(phrases: list[str], links: tuple[np.ndarray, np.ndarray,
     return PreviousClustering(
         titles=phrases, src=src, dst=dst, count=count, ids=communities["id"].to_pylist(),
         levels=communities["level"].to_pylist(), parents=communities["parent"].to_pylist(),
-        members=communities["entity_ids"].to_pylist(),
+        members=_list_arrays(communities["entity_ids"]),
         changed_since_full=int(state.get("changed_since_full", 0)),
         links_at_full=int(state.get("links_at_full", 0)), link_bound=int(state.get("link_bound", 0)))
+
+
+def _list_arrays(column: pa.ChunkedArray | pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
+    """A list column as (offsets, values) arrays: ten million members are no Python lists."""
+    lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    offsets = np.asarray(lists.offsets, np.int64)
+    return offsets - offsets[0], np.asarray(lists.flatten(), np.int64)
 
 
 def _community_table(assignments: Assignments, inc_csc: sp.csc_matrix, unit_ids: list[str], phrases: list[str],
