@@ -93,6 +93,26 @@ def test_an_update_after_units_are_removed_drops_their_phrases():
     assert all(u in {f"u{i}" for i in range(60)} for c in by_id.values() for u in c["text_unit_ids"])
 
 
+
+def test_a_phrase_that_leaves_reclusters_only_where_it_was_smallest():
+    """A phrase whose units are removed leaves every community that held it, but Leiden re-runs
+    only inside the parent of the smallest one, not over the whole top community."""
+    rng = np.random.default_rng(4)
+    topics = [[f"t{t} p{i}" for i in range(120)] for t in range(2)]
+    units = [list(rng.choice(topics[i % 2], size=4, replace=False)) for i in range(300)]
+    units += [["rare one", "t0 p1"], ["rare one", "t0 p2"]]
+    cfg = GraphConfig(max_cluster_size=5, seed=3)
+    base = build_level1([f"u{i}" for i in range(302)], units, cfg)
+    rare = base.entities["title"].to_pylist().index("rare one")
+    top = next(c for c in base.communities.to_pylist() if c["level"] == 0 and rare in c["entity_ids"])
+    assert top["children"]
+    updated = build_level1([f"u{i}" for i in range(300)], units[:300], cfg, previous_of(base))
+    assert updated.clustering["mode"] == "update"
+    assert 0 < updated.clustering["reclustered"] < top["size"] - 1
+    check_hierarchy(updated)
+    assert "rare one" not in updated.entities["title"].to_pylist()
+
+
 QUERIES = ["How does Leiden find communities in a graph?", "What does lazy search do with its budget?",
            "検索拡張生成とは何ですか"]
 MODES = ["vector", "keyword", "hybrid", "graph", "lazy", "hybridrag"]

@@ -247,10 +247,15 @@ class _Update:
         row_node = remap[np.asarray(values, np.int64)]
         present = np.zeros(n_ids, bool)
         present[:gone_base] = self.in_graph
+        row_level = np.repeat(np.asarray(previous.levels, np.int64), sizes)
         was_clustered = np.zeros(n_ids, bool)  # the top level holds every clustered phrase
-        was_clustered[row_node[np.repeat(np.asarray(previous.levels, np.int64), sizes) == 0]] = True
+        was_clustered[row_node[row_level == 0]] = True
         kept = present[row_node]
-        self.left_leaves = set(np.unique(row_comm[~kept]).tolist())  # communities a phrase left
+        # The smallest community each phrase that left the graph was in (its ancestors lost it too,
+        # but a change is re-clustered where it is smallest).
+        gone = np.lexsort((row_level[~kept], row_node[~kept]))
+        last = np.r_[row_node[~kept][gone][1:] != row_node[~kept][gone][:-1], True] if len(gone) else gone
+        self.left_leaves = set(row_comm[~kept][gone][last].tolist()) if len(gone) else set()
         # The rows grouped by community (ascending), each community's phrases ascending.
         order = np.lexsort((row_node[kept], row_comm[kept]))
         self.row_comm, self.row_node = row_comm[kept][order], row_node[kept][order]
