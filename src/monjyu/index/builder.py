@@ -456,6 +456,12 @@ class IndexBuilder:
                          COMMUNITIES: level1.communities})
         level1.incidence.save(run.gen_dir)
         save_links(run.gen_dir, *(level1.relationships[c].to_numpy() for c in ("source", "target", "weight")))
+        # Written: what the phrase vectors need stays (each list of unit ids is a hundred million
+        # strings at a million units, beside millions of phrase vectors).
+        level1.entities = level1.entities.select(["title", "frequency", "is_hub"])
+        level1.communities = level1.communities.select(["id", "title"])
+        level1.relationships = level1.relationships.slice(0, 0)
+        release_freed_memory()
         t_embed = time.perf_counter()
         self._embed_graph(run, level1)
         level1.seconds["embedding"] = time.perf_counter() - t_embed

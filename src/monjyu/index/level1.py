@@ -308,6 +308,13 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
     t_graph = time.perf_counter()
     clustering = cluster(graph, cfg, phrases, previous, recluster)
     communities = clustering.assignments
+    quality = round(modularity(graph, communities), 4)
+    n_links = len(src)
+    relationships = pa.table({
+        "source": pa.array(src, pa.int32()), "target": pa.array(dst, pa.int32()),
+        "weight": pa.array(cnt, pa.int32()), "npmi": pa.array(npmi, pa.float32()),
+    }, schema=RELATIONSHIPS_SCHEMA)
+    del graph, src, dst, cnt, weight, npmi  # tens of millions of links: gone before the tables
     t_leiden = time.perf_counter()
     # Each phrase's type: the one most of its units gave it; ties go to the first type by name.
     names = sorted(held.kind_names)
@@ -328,19 +335,15 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
         "degree": pa.array(degree, pa.int32()), "text_unit_ids": entity_units,
         "is_hub": pa.array(is_hub), "type": types,
     }, schema=ENTITIES_SCHEMA)
-    relationships = pa.table({
-        "source": pa.array(src, pa.int32()), "target": pa.array(dst, pa.int32()),
-        "weight": pa.array(cnt, pa.int32()), "npmi": pa.array(npmi, pa.float32()),
-    }, schema=RELATIONSHIPS_SCHEMA)
     community_table = _community_table(communities, inc_csc, unit_ids, phrases, df)
     t_end = time.perf_counter()
     return Level1Result(
         entities=entities, relationships=relationships, communities=community_table, incidence=held,
         seconds={"graph": t_graph - t0, "leiden": t_leiden - t_graph, "tables": t_end - t_leiden},
-        stats={"phrases": n_phr, "hubs": int(is_hub.sum()), "edges": int(len(src)),
+        stats={"phrases": n_phr, "hubs": int(is_hub.sum()), "edges": n_links,
                "communities": community_table.num_rows},
         clustering={"mode": clustering.mode, "changed": clustering.changed, "reclustered": clustering.reclustered,
-                    "drift": round(clustering.drift, 4), "modularity": round(modularity(graph, communities), 4),
+                    "drift": round(clustering.drift, 4), "modularity": quality,
                     "link_bound": bound, **clustering.state},
     )
 
@@ -574,11 +577,14 @@ def _community_table(assignments: Assignments, inc_csc: sp.csc_matrix, unit_ids:
     members.sum_duplicates()  # one entry per phrase, ascending
     # Units of each community, ordered by id: unit rows ranked by their id, sorted within each row.
     unit_arr = pa.array(unit_ids, pa.string())
-    by_id = pc.sort_indices(unit_arr).to_numpy()
-    holds = (members @ inc_csc.T).tocsr()
-    units = _sorted_rows(holds.indptr, np.argsort(by_id)[holds.indices])
-    text_unit_ids = pa.ListArray.from_arrays(pa.array(holds.indptr.astype(np.int32)),
-                                             unit_arr.take(pa.array(by_id[units])))
+    by_id = pc.sort_indices(unit_arr).to_numpy().astype(np.int32)
+    holds = (members @ inc_csc.T).tocsr()  # a hundred million entries at a million units: int32, freed early
+    offsets, rank = holds.indptr.astype(np.int32), np.argsort(by_id).astype(np.int32)[holds.indices]
+    del holds
+    units = _sorted_rows(offsets, rank)
+    del rank
+    text_unit_ids = pa.ListArray.from_arrays(pa.array(offsets), unit_arr.take(pa.array(by_id[units])))
+    del units
     # Titles: each community's five phrases first by descending frequency, then by text.
     by_text = np.argsort(pc.sort_indices(pa.array(phrases, pa.string())).to_numpy())
     order = np.lexsort((by_text, -df))
