@@ -3,11 +3,13 @@ found, and how to walk down into their sub-communities (what lazy search deepens
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import MonjyuError
 from ..store import LanceStore
@@ -25,7 +27,11 @@ class Community:
     title: str  # representative phrases
     unit_rows: np.ndarray  # rows of the text_units table, ascending
     size: int  # phrases
-    phrases: frozenset[int] = frozenset()  # its noun phrases (entity ids)
+    phrase_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # its noun phrases (entity ids)
+
+    @cached_property
+    def phrases(self) -> frozenset[int]:
+        return frozenset(self.phrase_ids.tolist())
 
 
 @dataclass
@@ -41,34 +47,60 @@ class CommunityHit:
 
 
 class CommunityIndex:
-    def __init__(self, communities: Sequence[Community], title_vectors: tuple[np.ndarray, np.ndarray] | None = None):
+    def __init__(self, communities: Sequence[Community], title_vectors: tuple[np.ndarray, np.ndarray] | None = None,
+                 by_unit: sp.csr_matrix | None = None):
+        """`by_unit`: units x communities (by position in `communities`), when the caller has it."""
         self.by_id = {c.id: c for c in communities}
         # Embeddings of each community's representative phrases (ids, vectors), when built.
         self.title_ids, self.title_vectors = title_vectors if title_vectors is not None else (None, None)
         self.levels = sorted({c.level for c in communities})
-        # unit row -> the communities (any level) that contain it
-        self._of_unit: dict[int, list[int]] = {}
-        for c in communities:
-            for r in c.unit_rows.tolist():
-                self._of_unit.setdefault(r, []).append(c.id)
+        # unit row -> the communities (any level) that contain it, as CSR arrays: a million units
+        # lie in a hundred million (community, unit) pairs.
+        self._ids = np.array([c.id for c in communities], np.int64)
+        if by_unit is None:
+            sizes = np.array([len(c.unit_rows) for c in communities], np.int64)
+            rows = np.concatenate([c.unit_rows for c in communities]) if communities else np.zeros(0, np.int64)
+            by_unit = sp.csr_matrix((np.ones(len(rows), np.int8), (rows, np.repeat(np.arange(len(sizes)), sizes))),
+                                    shape=(int(rows.max(initial=-1)) + 1, len(sizes)))
+        self._unit_ptr, self._unit_positions = by_unit.indptr, by_unit.indices
 
     @classmethod
-    def load(cls, generation_dir: Path, row_of_unit: Mapping[str, int]) -> "CommunityIndex | None":
+    def load(cls, generation_dir: Path, incidence: sp.csr_matrix) -> "CommunityIndex | None":
+        """The hierarchy of a generation; each community's units are those holding one of its
+        phrases (`incidence`: units x phrases, rows in the text_units table's order), computed
+        here as arrays rather than read as strings."""
         store = LanceStore(generation_dir / "lancedb")
         if not store.has(COMMUNITIES):
             return None
-        t = store.read(COMMUNITIES, ["id", "level", "parent", "children", "title", "text_unit_ids", "size",
-                                     "entity_ids"]).to_pydict()
-        if not t["id"]:  # a collection too small to group its phrases: no hierarchy to walk
+        t = store.read(COMMUNITIES, ["id", "level", "parent", "children", "title", "size", "entity_ids"])
+        if not t.num_rows:  # a collection too small to group its phrases: no hierarchy to walk
             return None
+        lists = t["entity_ids"].combine_chunks()
+        offsets = np.asarray(lists.offsets, np.int64) - lists.offsets[0].as_py()
+        members = np.asarray(lists.flatten(), np.int64)
+        holding = sp.csr_matrix((np.ones(len(members), np.float32), members, offsets),
+                                shape=(t.num_rows, incidence.shape[1]))
+        units = (holding @ (incidence > 0).astype(np.float32).T).tocsr()
+        units.sort_indices()
+        by_unit = units.T.tocsr()
+        by_unit.sort_indices()
+        ptr, unit_rows = units.indptr, units.indices.astype(np.int64)
+        del units
+        columns = {k: t[k].to_pylist() for k in ("id", "level", "parent", "title", "size")}
+        children = t["children"].to_pylist()
         communities = [
-            Community(id=t["id"][i], level=t["level"][i], parent=t["parent"][i], children=list(t["children"][i]),
-                      title=t["title"][i], size=t["size"][i], phrases=frozenset(t["entity_ids"][i]),
-                      unit_rows=np.array(sorted(row_of_unit[u] for u in t["text_unit_ids"][i] if u in row_of_unit),
-                                         dtype=np.int64))
-            for i in range(len(t["id"]))
+            Community(id=columns["id"][i], level=columns["level"][i], parent=columns["parent"][i],
+                      children=list(children[i]), title=columns["title"][i], size=columns["size"][i],
+                      phrase_ids=members[offsets[i]:offsets[i + 1]], unit_rows=unit_rows[ptr[i]:ptr[i + 1]])
+            for i in range(t.num_rows)
         ]
-        return cls(communities, load_vectors(generation_dir, COMMUNITY_VECTORS))
+        return cls(communities, load_vectors(generation_dir, COMMUNITY_VECTORS), by_unit)
+
+    def _of_unit(self, row: int) -> np.ndarray:
+        """The ids of the communities (any level) holding a unit row, in the order of the table."""
+        if row >= len(self._unit_ptr) - 1:
+            return self._ids[:0]
+        return self._ids[self._unit_positions[self._unit_ptr[row]:self._unit_ptr[row + 1]]]
 
     def __len__(self) -> int:
         return len(self.by_id)
@@ -80,7 +112,7 @@ class CommunityIndex:
         return [self.by_id[c] for c in self.by_id[community_id].children if c in self.by_id]
 
     def of_unit(self, row: int, level: int | None = None) -> list[Community]:
-        found = [self.by_id[c] for c in self._of_unit.get(row, [])]
+        found = [self.by_id[c] for c in self._of_unit(row).tolist()]
         return [c for c in found if level is None or c.level == level]
 
     def title_similarity(self, query_vectors: np.ndarray, weight: float) -> dict[int, float]:
@@ -113,7 +145,7 @@ class CommunityIndex:
             return (level is None or c.level == level) and (allowed is None or cid in allowed)
 
         for rank, row in enumerate(ranked_rows, start=1):
-            for cid in self._of_unit.get(row, []):
+            for cid in self._of_unit(row).tolist():
                 if eligible(cid):
                     scores[cid] = scores.get(cid, 0.0) + 1.0 / (rrf_k + rank)
                     matched.setdefault(cid, []).append(row)

@@ -142,7 +142,7 @@ class LoadedIndex:
             graph.link_citations(_citation_groups(columns, citations["edges"]), citation_links)
         communities = None
         if graph is not None:
-            communities = CommunityIndex.load(generation_dir, {u: i for i, u in enumerate(columns["id"])})
+            communities = CommunityIndex.load(generation_dir, graph.incidence)
         ann = store.vector_index()
         if ann is not None and len(vectors):  # LanceDB loads its index on the first search: here, before the trim
             ann.candidates(np.array(vectors[0], dtype=np.float32), 10, 1)
