@@ -253,12 +253,11 @@ class _Update:
         kept = present[row_node]
         # The smallest community each phrase that left the graph was in (its ancestors lost it too,
         # but a change is re-clustered where it is smallest).
-        gone = np.lexsort((row_level[~kept], row_node[~kept]))
-        last = np.r_[row_node[~kept][gone][1:] != row_node[~kept][gone][:-1], True] if len(gone) else gone
-        self.left_leaves = set(row_comm[~kept][gone][last].tolist()) if len(gone) else set()
+        self.left_leaves = set(_smallest(row_node[~kept], row_comm[~kept], row_level[~kept])[1].tolist())
         # The rows grouped by community (ascending), each community's phrases ascending.
         order = np.lexsort((row_node[kept], row_comm[kept]))
         self.row_comm, self.row_node = row_comm[kept][order], row_node[kept][order]
+        self.row_level = row_level[kept][order]
         self.next_id = max(previous.ids) + 1
         self.added: dict[int, list[int]] = defaultdict(list)  # placed new phrases, by community
         self.grafted: list[tuple[int, np.ndarray]] = []  # (new community, its phrases)
@@ -298,17 +297,9 @@ class _Update:
     def _leaves(self) -> np.ndarray:
         """Each clustered phrase's smallest community (-1: none)."""
         leaf = np.full(self.n_ids, -1, np.int64)
-        levels = np.array([self.level[c] for c in self.row_comm[np.r_[True, self.row_comm[1:] != self.row_comm[:-1]]]
-                           .tolist()], np.int64) if len(self.row_comm) else np.zeros(0, np.int64)
-        row_level = np.repeat(levels, np.diff(self._starts())) if len(self.row_comm) else levels
-        order = np.lexsort((row_level, self.row_node))  # by phrase, deepest last
-        last = np.r_[self.row_node[order][1:] != self.row_node[order][:-1], True]
-        leaf[self.row_node[order][last]] = self.row_comm[order][last]
+        nodes, communities = _smallest(self.row_node, self.row_comm, self.row_level)
+        leaf[nodes] = communities
         return leaf
-
-    def _starts(self) -> np.ndarray:
-        """Where each community's rows start in row_comm, and the end."""
-        return np.r_[np.flatnonzero(np.r_[True, self.row_comm[1:] != self.row_comm[:-1]]), len(self.row_comm)]
 
     def _members(self, community: int) -> np.ndarray:
         """A community's phrases now (ascending): its kept rows and the new phrases placed in it."""
@@ -433,6 +424,13 @@ class _Update:
         parent[ids] = np.fromiter((-1 if p is None else p for p in (self.parent[c] for c in self.level)), np.int64,
                                   len(ids))
         return Assignments(node, comm, level[comm], parent[comm])
+
+
+def _smallest(nodes: np.ndarray, communities: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of (phrase, community, level) rows, each phrase once with its deepest community."""
+    order = np.lexsort((levels, nodes))  # by phrase, the deepest last
+    last = np.r_[nodes[order][1:] != nodes[order][:-1], True] if len(order) else np.zeros(0, bool)
+    return nodes[order][last], communities[order][last]
 
 
 def _pair_counts(src: np.ndarray, dst: np.ndarray, count: np.ndarray, n: int) -> sp.csr_matrix:
