@@ -114,12 +114,13 @@ def full_clustering(graph: Graph, cfg: GraphConfig) -> Clustering:
 
 
 def cluster(graph: Graph, cfg: GraphConfig, titles: list[str], previous: PreviousClustering | None,
-            recluster: bool = False) -> Clustering:
+            recluster: bool = False, number: np.ndarray | None = None) -> Clustering:
     """A full clustering when asked, when there is nothing to update, or when the drift since the
-    last full one would pass `cfg.recluster_drift`; else an update of `previous`."""
+    last full one would pass `cfg.recluster_drift`; else an update of `previous`. `number`: each
+    previous phrase's id in `titles` (-1: gone), when the caller knows it (else found by text)."""
     if previous is None or recluster or not previous.ids or cfg.recluster_drift <= 0:
         return full_clustering(graph, cfg)
-    update = _Update(graph, cfg, titles, previous)
+    update = _Update(graph, cfg, titles, previous, number)
     total = previous.changed_since_full + update.moved
     drift = total / max(previous.links_at_full, 1)
     if drift > cfg.recluster_drift:
@@ -219,12 +220,16 @@ class _Update:
     hierarchy is held as arrays, one row per community and member phrase (ten million rows at a
     million units); only the communities the update touches are read one by one."""
 
-    def __init__(self, graph: Graph, cfg: GraphConfig, titles: list[str], previous: PreviousClustering):
+    def __init__(self, graph: Graph, cfg: GraphConfig, titles: list[str], previous: PreviousClustering,
+                 number: np.ndarray | None = None):
         self.graph, self.cfg = graph, cfg
-        new_id = {t: i for i, t in enumerate(titles)}
         # Old phrase ids in the new numbering; a phrase no unit has any more gets an id past the end.
         gone_base = graph.n_nodes
-        remap = np.array([new_id.get(t, -1) for t in previous.titles], dtype=np.int64)
+        if number is not None and len(number) == len(previous.titles):
+            remap = np.array(number, dtype=np.int64)
+        else:
+            new_id = {t: i for i, t in enumerate(titles)}
+            remap = np.array([new_id.get(t, -1) for t in previous.titles], dtype=np.int64)
         missing = remap < 0
         remap[missing] = gone_base + np.arange(int(missing.sum()))
         n_ids = gone_base + int(missing.sum())

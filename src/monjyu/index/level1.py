@@ -306,7 +306,7 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
     weight, npmi = _edge_weights(src, dst, cnt, df, n_units)
     graph = Graph(n_phr, src, dst, cnt, weight)
     t_graph = time.perf_counter()
-    clustering = cluster(graph, cfg, phrases, previous, recluster)
+    clustering = cluster(graph, cfg, phrases, previous, recluster, held.change.number if held.change else None)
     communities = clustering.assignments
     quality = round(modularity(graph, communities), 4)
     n_links = len(src)
