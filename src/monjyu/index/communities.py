@@ -155,23 +155,26 @@ def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: 
     adjacency.sort_indices()
     top = _leiden(adjacency, cfg.seed)
     rows: list[tuple[np.ndarray, int, int, int | None]] = []
-    todo: deque[tuple[np.ndarray, int, int]] = deque()
+    # (members, their links: the parent's links sliced to them, so a split costs its parent's
+    # size, not a pass over the whole graph's columns; community, level)
+    todo: deque[tuple[np.ndarray, sp.csr_matrix, int, int]] = deque()
     next_id = 0
     for members in _groups(top):
         rows.append((members, next_id, 0, None))
         if len(members) > cfg.max_cluster_size:
-            todo.append((members, next_id, 0))
+            todo.append((members, adjacency[members][:, members], next_id, 0))
         next_id += 1
+    del adjacency
     while todo:
-        parent_members, parent, level = todo.popleft()
-        parts = _groups(_leiden(adjacency[parent_members][:, parent_members], cfg.seed))
+        parent_members, links, parent, level = todo.popleft()
+        parts = _groups(_leiden(links, cfg.seed))
         if len(parts) < 2:
             continue  # Leiden keeps it whole: it stays a leaf
         for part in parts:
             members = parent_members[part]
             rows.append((members, next_id, level + 1, parent))
             if len(members) > cfg.max_cluster_size:
-                todo.append((members, next_id, level + 1))
+                todo.append((members, links[part][:, part], next_id, level + 1))
             next_id += 1
     sizes = [len(members) for members, _, _, _ in rows]
     return Assignments(present[np.concatenate([members for members, _, _, _ in rows])],
