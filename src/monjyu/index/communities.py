@@ -26,14 +26,10 @@ import scipy.sparse as sp
 
 from ..config import GraphConfig
 
-# (phrase, community, level, parent community or None): one row per level a phrase belongs to.
-Assignment = tuple[int, int, int, "int | None"]
-
-
 @dataclass
 class Assignments:
-    """The rows of Assignment as arrays (parent -1 for a top community): a million-unit
-    collection has ten million of them, too many for Python tuples."""
+    """One row per level a phrase belongs to: (phrase, community, level, parent community, -1 for
+    a top one), as arrays: a million-unit collection has ten million rows, too many for tuples."""
 
     node: np.ndarray
     community: np.ndarray
@@ -41,14 +37,14 @@ class Assignments:
     parent: np.ndarray
 
     @classmethod
-    def of(cls, rows: list[Assignment]) -> "Assignments":
-        arrays = [np.fromiter(((-1 if r[i] is None else r[i]) for r in rows), np.int64, len(rows)) for i in range(4)]
-        return cls(*arrays)
+    def empty(cls) -> "Assignments":
+        return cls(*(np.zeros(0, np.int64) for _ in range(4)))
 
     def __len__(self) -> int:
         return len(self.node)
 
     def __iter__(self):
+        """(phrase, community, level, parent or None) tuples, for reading a few."""
         for n, c, lvl, p in zip(*(a.tolist() for a in (self.node, self.community, self.level, self.parent))):
             yield n, c, lvl, (None if p < 0 else p)
 
@@ -140,7 +136,7 @@ def leiden_hierarchy(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, cfg: 
     the 26.9M links of a 100k-unit collection). Each run takes the graph as CSR arrays, read in
     place by the native code."""
     if len(src) == 0:
-        return Assignments.of([])
+        return Assignments.empty()
     # The nodes with a link, numbered 0..n-1 in id order (a mask, not a sort of every link end).
     linked = np.zeros(int(max(src.max(), dst.max())) + 1, bool)
     linked[src] = True

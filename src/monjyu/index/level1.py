@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from ..config import GraphConfig
 from ..nlp.noun_phrases import CONCEPT, NounPhraseExtractor
 from ..store.kv import SqliteKV
-from ..store.sparse import INCIDENCE_KINDS, load_incidence, save_incidence
+from ..store.sparse import INCIDENCE_KINDS, list_arrays, load_incidence, save_incidence
 from .communities import Assignments, Graph, PreviousClustering, cluster, modularity
 
 log = logging.getLogger(__name__)
@@ -548,16 +548,9 @@ def previous_clustering(phrases: list[str], links: tuple[np.ndarray, np.ndarray,
     return PreviousClustering(
         titles=phrases, src=src, dst=dst, count=count, ids=communities["id"].to_pylist(),
         levels=communities["level"].to_pylist(), parents=communities["parent"].to_pylist(),
-        members=_list_arrays(communities["entity_ids"]),
+        members=list_arrays(communities["entity_ids"]),
         changed_since_full=int(state.get("changed_since_full", 0)),
         links_at_full=int(state.get("links_at_full", 0)), link_bound=int(state.get("link_bound", 0)))
-
-
-def _list_arrays(column: pa.ChunkedArray | pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
-    """A list column as (offsets, values) arrays: ten million members are no Python lists."""
-    lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    offsets = np.asarray(lists.offsets, np.int64)
-    return offsets - offsets[0], np.asarray(lists.flatten(), np.int64)
 
 
 def _community_table(assignments: Assignments, inc_csc: sp.csc_matrix, unit_ids: list[str], phrases: list[str],

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from ..errors import MonjyuError
 from ..store import LanceStore
 from ..store.lancedb_store import COMMUNITIES
-from ..store.sparse import COMMUNITY_VECTORS, load_vectors
+from ..store.sparse import COMMUNITY_VECTORS, list_arrays, load_vectors
 from .fusion import weighted_rrf
 
 
@@ -75,9 +75,7 @@ class CommunityIndex:
         t = store.read(COMMUNITIES, ["id", "level", "parent", "children", "title", "size", "entity_ids"])
         if not t.num_rows:  # a collection too small to group its phrases: no hierarchy to walk
             return None
-        lists = t["entity_ids"].combine_chunks()
-        offsets = np.asarray(lists.offsets, np.int64) - lists.offsets[0].as_py()
-        members = np.asarray(lists.flatten(), np.int64)
+        offsets, members = list_arrays(t["entity_ids"])
         holding = sp.csr_matrix((np.ones(len(members), np.float32), members, offsets),
                                 shape=(t.num_rows, incidence.shape[1]))
         units = (holding @ (incidence > 0).astype(np.float32).T).tocsr()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import scipy.sparse as sp
 
 INCIDENCE = Path("graph") / "incidence.npz"
@@ -58,3 +59,11 @@ def load_links(generation_dir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
         return None
     with np.load(path) as data:
         return data["source"], data["target"], data["weight"]
+
+
+def list_arrays(column: pa.ChunkedArray | pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
+    """A list column (a community's phrases) as (offsets, values) arrays: ten million members at a
+    million units are no Python lists."""
+    lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    offsets = np.asarray(lists.offsets, np.int64)
+    return offsets - offsets[0], np.asarray(lists.flatten(), np.int64)
