@@ -85,7 +85,7 @@ def main() -> None:
         t0 = time.perf_counter()
         phrases = cache.extract(texts[:head], extractor)
         t_np = time.perf_counter() - t0
-        result = build_level1(ids[:head], phrases, cfg)
+        result = build_level1(head, phrases, cfg)
         per10k = 10_000 / head
         g, lei = result.seconds["graph"], result.seconds["leiden"]
         print(f"{head} units: noun phrases {t_np:.1f}s ({head / t_np:.0f} units/s, {args.processes} processes), "
@@ -105,7 +105,7 @@ def main() -> None:
         t1 = time.perf_counter()
         phrases = cache.extract(texts, extractor)  # only the new 1% is extracted
         t_np2 = time.perf_counter() - t1
-        again = build_level1(ids, phrases, cfg)
+        again = build_level1(len(ids), phrases, cfg)
         print(f"incremental (+{n - head} units): noun phrases {t_np2:.2f}s, graph {again.seconds['graph']:.2f}s, "
               f"Leiden {again.seconds['leiden']:.2f}s, tables {again.seconds['tables']:.2f}s; "
               f"communities {result.stats['communities']} -> {again.stats['communities']}")

@@ -39,7 +39,7 @@ def check_hierarchy(result) -> dict[int, dict]:
     placed = [e for c in tops for e in c["entity_ids"]]
     assert sorted(placed) == sorted(set(placed)) and set(placed) == linked
     for c in by_id.values():
-        assert c["size"] == len(c["entity_ids"]) and c["text_unit_ids"]
+        assert c["size"] == len(c["entity_ids"]) > 0
         for child in c["children"]:
             assert by_id[child]["parent"] == c["id"] and by_id[child]["level"] == c["level"] + 1
             assert set(by_id[child]["entity_ids"]) <= set(c["entity_ids"])
@@ -59,11 +59,11 @@ def titles_of(result, community) -> set[str]:
 def test_an_update_keeps_untouched_communities_and_places_new_phrases():
     cfg = GraphConfig(max_cluster_size=4, seed=7)
     units = topic_units(TOPICS, 60, 1)
-    base = build_level1([f"u{i}" for i in range(60)], units, cfg)
+    base = build_level1(60, units, cfg)
     assert base.clustering["mode"] == "full" and base.clustering["changed_since_full"] == 0
     # A few units of a topic the collection did not have.
     more = units + topic_units([NEW_TOPIC], 4, 2)
-    updated = build_level1([f"u{i}" for i in range(64)], more, cfg, previous_of(base))
+    updated = build_level1(64, more, cfg, previous_of(base))
     assert updated.clustering["mode"] == "update" and 0 < updated.clustering["drift"] < cfg.recluster_drift
     by_id = check_hierarchy(updated)
     # Communities whose phrases kept their links are there as they were, under their ids.
@@ -74,9 +74,9 @@ def test_an_update_keeps_untouched_communities_and_places_new_phrases():
     new_tops = [titles_of(updated, c) for c in by_id.values() if c["level"] == 0 and c["id"] not in before]
     assert any(set(NEW_TOPIC) & t for t in new_tops) and all(t <= set(NEW_TOPIC) for t in new_tops)
     # Asked to, or with no room for drift, the same graph is clustered from scratch.
-    again = build_level1([f"u{i}" for i in range(64)], more, cfg, previous_of(base), recluster=True)
+    again = build_level1(64, more, cfg, previous_of(base), recluster=True)
     assert again.clustering["mode"] == "full"
-    tight = build_level1([f"u{i}" for i in range(64)], more, GraphConfig(max_cluster_size=4, seed=7, recluster_drift=0.01),
+    tight = build_level1(64, more, GraphConfig(max_cluster_size=4, seed=7, recluster_drift=0.01),
                          previous_of(base))
     assert tight.clustering["mode"] == "full" and tight.clustering["drift"] > 0.01
     assert again.communities.equals(tight.communities)
@@ -85,12 +85,12 @@ def test_an_update_keeps_untouched_communities_and_places_new_phrases():
 def test_an_update_after_units_are_removed_drops_their_phrases():
     cfg = GraphConfig(max_cluster_size=4, seed=7)
     units = topic_units(TOPICS, 60, 1) + topic_units([NEW_TOPIC], 6, 2)
-    base = build_level1([f"u{i}" for i in range(66)], units, cfg)
-    updated = build_level1([f"u{i}" for i in range(60)], units[:60], cfg, previous_of(base))
+    base = build_level1(66, units, cfg)
+    updated = build_level1(60, units[:60], cfg, previous_of(base))
     assert updated.clustering["mode"] == "update"
     by_id = check_hierarchy(updated)
     assert not any(set(NEW_TOPIC) & titles_of(updated, c) for c in by_id.values())
-    assert all(u in {f"u{i}" for i in range(60)} for c in by_id.values() for u in c["text_unit_ids"])
+    assert updated.incidence.matrix.shape[0] == 60
 
 
 
@@ -102,11 +102,11 @@ def test_a_phrase_that_leaves_reclusters_only_where_it_was_smallest():
     units = [list(rng.choice(topics[i % 2], size=4, replace=False)) for i in range(300)]
     units += [["rare one", "t0 p1"], ["rare one", "t0 p2"]]
     cfg = GraphConfig(max_cluster_size=5, seed=3)
-    base = build_level1([f"u{i}" for i in range(302)], units, cfg)
+    base = build_level1(302, units, cfg)
     rare = base.entities["title"].to_pylist().index("rare one")
     top = next(c for c in base.communities.to_pylist() if c["level"] == 0 and rare in c["entity_ids"])
     assert top["children"]
-    updated = build_level1([f"u{i}" for i in range(300)], units[:300], cfg, previous_of(base))
+    updated = build_level1(300, units[:300], cfg, previous_of(base))
     assert updated.clustering["mode"] == "update"
     assert 0 < updated.clustering["reclustered"] < top["size"] - 1
     check_hierarchy(updated)
@@ -138,7 +138,7 @@ def test_links_updated_from_the_changed_rows_equal_links_counted_anew(seed):
     units += [["w0", "w1"]] * 10  # w0 and w1 sit near the hub bound
     cfg = GraphConfig(min_hub_units=12, max_phrase_share=0.1, recluster_drift=1.0)
     before = PhraseIncidence.collect(iter(units), len(units))
-    full = build_level1([f"u{i}" for i in range(len(units))], before, cfg)
+    full = build_level1(len(units), before, cfg)
     keep = rng.random(len(units)) > 0.25
     added = [list(rng.choice(words + ["fresh a", "fresh b"], size=rng.integers(1, 6), replace=False))
              for _ in range(30)]
@@ -293,7 +293,7 @@ def test_a_bounded_graph_is_updated_where_it_changed():
     counts every link anew, as a full build does."""
     cfg = GraphConfig(max_cluster_size=4, seed=7, max_links=20, recluster_drift=1.0)
     units = topic_units(TOPICS, 60, seed=1)
-    base = build_level1([f"u{i}" for i in range(60)], PhraseIncidence.collect(iter(units), 60), cfg)
+    base = build_level1(60, PhraseIncidence.collect(iter(units), 60), cfg)
     bound = base.clustering["link_bound"]
     assert bound >= 1 and base.relationships.num_rows <= 20
     check_hierarchy(base)
@@ -302,7 +302,7 @@ def test_a_bounded_graph_is_updated_where_it_changed():
 
     def update(recluster: bool):
         held = PhraseIncidence.collect(iter(units), 60).update(np.ones(60, bool), iter(more[60:]), len(more) - 60)
-        return build_level1(ids, held, cfg, previous_of(base), recluster=recluster)
+        return build_level1(len(ids), held, cfg, previous_of(base), recluster=recluster)
 
     updated = update(False)
     assert updated.clustering["mode"] == "update" and updated.clustering["link_bound"] == bound
@@ -321,4 +321,4 @@ def test_a_bounded_graph_is_updated_where_it_changed():
     for phrase in NEW_TOPIC:  # a new phrase found twice keeps a link
         assert sum(phrase in unit for unit in more) < 2 or any(phrase in pair for pair in named)
     assert update(True).relationships.equals(
-        build_level1(ids, PhraseIncidence.collect(iter(more), len(more)), cfg).relationships)
+        build_level1(len(ids), PhraseIncidence.collect(iter(more), len(more)), cfg).relationships)

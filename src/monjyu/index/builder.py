@@ -41,7 +41,8 @@ from ..store.bm25 import BM25Index
 from ..store.unit_vectors import carry_unit_vectors, load_unit_vectors, save_unit_vectors
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store.kv import SqliteKV
-from ..store.sparse import COMMUNITY_VECTORS, PHRASE_VECTORS, load_links, load_vectors, save_links, save_vectors
+from ..store.sparse import (COMMUNITY_VECTORS, PHRASE_VECTORS, load_links, load_vectors, save_links, save_vectors,
+                            vectors_to_fill)
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
 from .citations import build_citation_graph, write_citation_graph
@@ -49,12 +50,13 @@ from .distributed import ClusterEmbedder, ClusterPhraseExtractor, LoadFailure, R
 from .communities import PreviousClustering
 from .level1 import (Level1Result, PhraseCache, PhraseIncidence, PhrasesAhead, build_level1, phrase_input,
                      previous_clustering)
-from ..types import DEFAULT_KINDS, Document, TextUnit
+from ..types import DEFAULT_KINDS, TextUnit
 from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
 
 GENERATIONS = "generations"
 CLUSTER_CHUNK = 4096  # cache misses handed to the cluster at a time (embedding, noun phrases)
 PHRASE_CHUNK = 65_536  # phrases embedded (or looked up) at a time, written into one array
+UNIT_BATCH = 65_536  # new units embedded and turned into table rows at a time
 LOAD_WORKERS_MIN_FILES = 4  # a build loads in worker processes from this many files ...
 LOAD_WORKERS_MIN_BYTES = 1 << 20  # ... and this many bytes in all
 # A build carries the previous generation's tables over (links them and writes the change) when
@@ -107,11 +109,13 @@ class _BuildRun:
     to_load: list[str] = field(default_factory=list)
     levels: list[int] = field(default_factory=list)
     recluster: bool = False  # communities from scratch, not updated
-    # load, embed
-    new_docs: list[Document] = field(default_factory=list)
-    new_units: list[TextUnit] = field(default_factory=list)
-    new_terms: list[list[str]] = field(default_factory=list)
-    vectors: np.ndarray | None = None
+    # load, embed: the new documents and units' BM25 terms become Arrow as each file is loaded,
+    # the units once embedded (UNIT_BATCH at a time): a large build never holds millions of
+    # Python objects beside their tables
+    new_docs: list[pa.Table] = field(default_factory=list)
+    new_units: list[TextUnit | None] = field(default_factory=list)
+    new_terms: list[pa.Array] = field(default_factory=list)
+    new_table: pa.Table | None = None  # the new units' rows, vectors included
     # write, ann, bm25, level1, commit
     dim: int = 0
     generation: str = ""
@@ -305,7 +309,8 @@ class IndexBuilder:
         loaded = run_all(self.executor, load_source, [(seen[key][0], seen[key][3], self.config) for key in to_load],
                          lambda n: self.progress("load", n, None),
                          processes=self._load_processes([seen[key][2] for key in to_load]))
-        for key, result in zip(to_load, loaded):
+        for i, key in enumerate(to_load):
+            result, loaded[i] = loaded[i], None  # each file's objects freed once in tables
             path, sha, size, doc_id, mtime_ns = seen[key]
             if isinstance(result, LoadFailure):
                 report.failures.append((result.path, result.reason))
@@ -316,48 +321,60 @@ class IndexBuilder:
                 report.failures.append((str(path), f"document id '{dup}' is already used by another file or record; "
                                                    "ids must be unique"))
                 continue
-            run.new_docs.extend(docs)
+            unit_ids: dict[str, list[str]] = {}
+            for u in units:
+                unit_ids.setdefault(u.document_id, []).append(u.id)
+            run.new_docs.append(documents_to_table(docs, unit_ids))
             run.new_units.extend(units)
-            run.new_terms.extend(terms)
+            run.new_terms.append(pa.array(terms, pa.list_(pa.string())))
             kept_doc_ids.update(d.id for d in docs)
             run.sources[key] = SourceRecord(sha256=sha, size=size, documents=[d.id for d in docs], mtime_ns=mtime_ns)
         del loaded  # the run's new units, terms and documents hold what is still needed
         report.seconds["load_chunk"] = time.perf_counter() - t_load
 
     def _embed(self, run: _BuildRun) -> None:
-        """Embed the new units (cache first); their noun phrases are extracted meanwhile."""
-        new_units, embedder, report = run.new_units, run.embedder, run.report
+        """Embed the new units (cache first) and their sentences, UNIT_BATCH units at a time, each
+        batch then turned into table rows; their noun phrases are extracted meanwhile."""
+        new_units, embedder, report, previous = run.new_units, run.embedder, run.report, run.previous
         if self.config.graph.enabled and self.executor is None and new_units:
             self._phrases = PhrasesAhead(self._phrase_cache(), self._phrase_extractor(),
                                          lambda n: self.progress("phrases", n, None))
             self.progress("phrases", 0, len(new_units))
             self._phrases.start([phrase_input(u.title, u.text) for u in new_units])
-        t_embed = time.perf_counter()
+        terms = pa.chunked_array(run.new_terms, pa.list_(pa.string()))
+        run.new_terms = []
+        t_embed, t_sentences, sentences = time.perf_counter(), 0.0, 0
         self.progress("embed", 0, len(new_units))
-        before = embedder.misses
-        run.vectors = embedder.embed_passages([u.embedding_text for u in new_units],
-                                              progress=lambda n: self.progress("embed", n, None))
-        report.embedded = embedder.misses - before
-        report.seconds["embed"] = time.perf_counter() - t_embed
+        tables = []
+        for start in range(0, len(new_units), UNIT_BATCH):
+            batch = new_units[start:start + UNIT_BATCH]
+            before = embedder.misses
+            vectors = embedder.embed_passages([u.embedding_text for u in batch],
+                                              progress=lambda n: self.progress("embed", n, None)).reshape(len(batch), -1)
+            report.embedded += embedder.misses - before
+            if self.config.embedding.sentences:
+                t_sent = time.perf_counter()
+                sentences = self._embed_sentences(batch, embedder, sentences)
+                t_sentences += time.perf_counter() - t_sent
+            tables.append(units_to_table(batch, terms.slice(start, len(batch)), vectors, vectors.shape[1]))
+            new_units[start:start + len(batch)] = [None] * len(batch)
+            del batch, vectors
+        run.dim = dim = embedder.dim or (previous.embedder_dim if previous else 0)
+        run.new_table = pa.concat_tables(tables) if tables else units_to_table([], terms, np.zeros((0, dim)), dim)
+        run.new_units = []
+        del tables, terms
+        release_freed_memory()  # the units' Python objects, before LanceDB, the ANN and BM25 allocate
+        report.seconds["embed"] = time.perf_counter() - t_embed - t_sentences
         if self.config.embedding.sentences:
-            t_sent = time.perf_counter()
-            self._embed_sentences(new_units, embedder)
-            report.seconds["embed_sentences"] = time.perf_counter() - t_sent
+            report.seconds["embed_sentences"] = t_sentences
 
     def _write(self, run: _BuildRun) -> None:
         """The new generation's tables: rows carried over from the current one plus the new rows."""
         t_write = time.perf_counter()
-        previous, new_units = run.previous, run.new_units
-        run.dim = dim = run.embedder.dim or (previous.embedder_dim if previous else 0)
-        units_table = units_to_table(new_units, run.new_terms, run.vectors.reshape(len(new_units), dim), dim)
-        unit_ids: dict[str, list[str]] = {}
-        for u in new_units:
-            unit_ids.setdefault(u.document_id, []).append(u.id)
-        docs_table = documents_to_table(run.new_docs, unit_ids)
-        # In the tables now: a large build holds them once.
-        run.new_units, run.new_terms, run.new_docs, run.vectors = [], [], [], None
-        del new_units, unit_ids
-        release_freed_memory()  # their Python objects' memory, before LanceDB, the ANN and BM25 allocate theirs
+        previous, dim = run.previous, run.dim
+        units_table, run.new_table = run.new_table, None
+        docs_table = pa.concat_tables(run.new_docs) if run.new_docs else documents_to_table([], {})
+        run.new_docs = []
         carried_doc_ids = sorted({d for k, rec in run.sources.items() if k in run.old_sources and k not in run.to_load
                                   for d in rec.documents})
         run.generation = self._next_generation(previous)
@@ -376,7 +393,8 @@ class IndexBuilder:
                 docs_table = pa.concat_tables([old_docs.cast(docs_table.schema), docs_table])
             run.store.write({DOCUMENTS: docs_table, TEXT_UNITS: units_table})
             save_unit_vectors(run.gen_dir, units_table["vector"], dim)
-            run.units_table, run.n_documents = units_table, docs_table.num_rows
+            # Written: the vectors (1.5 GB at a million units) are not needed again.
+            run.units_table, run.n_documents = units_table.drop_columns(["vector"]), docs_table.num_rows
         run.report.seconds["write"] = time.perf_counter() - t_write
 
     def _carry(self, run: _BuildRun, old: LanceStore, carried_doc_ids: list[str], units_table: pa.Table,
@@ -530,16 +548,18 @@ class IndexBuilder:
         self._remove_stale_generations(manifest)
         report.seconds["commit"] = time.perf_counter() - t_commit
 
-    def _embed_sentences(self, units: list[TextUnit], embedder: CachedEmbedder, batch: int = 4096) -> None:
+    def _embed_sentences(self, units: list[TextUnit], embedder: CachedEmbedder, counted: int = 0,
+                         batch: int = 4096) -> int:
         """Every statement of the new units that default searches return into the vector cache
         (what queries read), in batches so a large build never holds all sentence vectors at once.
         Reference lists and front matter are searched only on request (kind=...): their
         sentences are embedded then, once, rather than in every build."""
         sentences = list(dict.fromkeys(u.text[a:b] for u in units if u.kind in DEFAULT_KINDS
                                        for a, b in statement_spans(u.text, u.sentences or None)))
-        self.progress("sentences", 0, len(sentences))
+        self.progress("sentences", 0, counted + len(sentences))  # `counted`: of the batches before
         for start in range(0, len(sentences), batch):
             embedder.embed_passages(sentences[start:start + batch], progress=lambda n: self.progress("sentences", n, None))
+        return counted + len(sentences)
 
     def _build_level1(self, run: _BuildRun, previous: PreviousClustering | None = None) -> Level1Result:
         """Noun phrases are read as a stream from the phrase cache (a large build never holds
@@ -551,7 +571,7 @@ class IndexBuilder:
         if "text" not in units.column_names:
             units = run.store.units(["id", "title", "text"])
         inputs = [phrase_input(t, x) for t, x in zip(units["title"].to_pylist(), units["text"].to_pylist())]
-        unit_ids = (run.units_table if carried is not None else units)["id"].to_pylist()
+        n_units = run.units_table.num_rows
         del units
         if self._phrases is None:
             self.progress("phrases", 0, len(inputs))
@@ -574,7 +594,7 @@ class IndexBuilder:
             with self._step("graph"):
                 if carried is not None:
                     phrases = carried.update(run.kept_rows, phrases, n_inputs)
-                result = build_level1(unit_ids, phrases, self.config.graph, previous)
+                result = build_level1(n_units, phrases, self.config.graph, previous)
         finally:
             if extractor is not None:
                 extractor.close()
@@ -614,38 +634,40 @@ class IndexBuilder:
         entities, embedder = level1.entities, run.embedder
         linking = np.flatnonzero((entities["frequency"].to_numpy() >= least)
                                  & ~entities["is_hub"].to_numpy(zero_copy_only=False)) if least else np.array([], np.int64)
-        texts = entities["title"].take(pa.array(linking)).to_pylist()
-        vectors = np.zeros((len(texts), embedder.dim or run.dim), np.float32)
+        texts = entities["title"].take(pa.array(linking))
+        vectors = vectors_to_fill(run.gen_dir, PHRASE_VECTORS, linking, embedder.dim or run.dim) if least else None
         known, old_vectors = self._previous_phrase_vectors(run)
-        at = np.array([known.get(t, -1) for t in texts], np.int64)
-        hit = at >= 0
-        if hit.any():
-            vectors[hit] = old_vectors[at[hit]]
-        todo = np.flatnonzero(at < 0)
+        at = pc.index_in(texts, value_set=known)
+        hit = at.is_valid().to_numpy(zero_copy_only=False)
+        for start in range(0, len(texts), PHRASE_CHUNK):  # a block at a time: the old file is mapped
+            part = np.flatnonzero(hit[start:start + PHRASE_CHUNK]) + start
+            if len(part):
+                vectors[part] = old_vectors[at.take(pa.array(part)).to_numpy()]
+        todo = np.flatnonzero(~hit)
         titles = level1.communities["title"].to_pylist() if communities else []
         self.progress("phrase vectors", 0, len(todo) + len(titles))
         progress = lambda n: self.progress("phrase vectors", n, None)  # noqa: E731
         for start in range(0, len(todo), PHRASE_CHUNK):  # into place: never a second copy of millions of vectors
             part = todo[start:start + PHRASE_CHUNK]
-            vectors[part] = embedder.embed_passages([texts[i] for i in part.tolist()], progress=progress)
+            vectors[part] = embedder.embed_passages(texts.take(pa.array(part)).to_pylist(), progress=progress)
         if least:
-            save_vectors(run.gen_dir, PHRASE_VECTORS, linking, vectors)
+            vectors.flush()
+            del vectors
         if communities:
             save_vectors(run.gen_dir, COMMUNITY_VECTORS, level1.communities["id"].to_numpy(),
                          embedder.embed_passages(titles, progress=progress))
 
-    def _previous_phrase_vectors(self, run: _BuildRun) -> tuple[dict[str, int], np.ndarray]:
-        """The current generation's phrase vectors by phrase text, for a carried build (empty
-        otherwise)."""
+    def _previous_phrase_vectors(self, run: _BuildRun) -> tuple[pa.Array, np.ndarray]:
+        """The current generation's phrase vectors and their phrases' texts, for a carried build
+        (empty otherwise)."""
+        none = pa.array([], pa.string()), np.zeros((0, 0), np.float32)
         if not (run.report.carried and self._same_graph(run)):
-            return {}, np.zeros((0, 0), np.float32)
-        gen_dir = generation_dir(self.index_dir, run.previous.generation)
-        saved = load_vectors(gen_dir, PHRASE_VECTORS)
+            return none
+        saved = load_vectors(generation_dir(self.index_dir, run.previous.generation), PHRASE_VECTORS, mmap=True)
         if saved is None:
-            return {}, np.zeros((0, 0), np.float32)
+            return none
         ids, vectors = saved
-        phrases = self._previous_phrases(run)
-        return {phrases[i]: row for row, i in enumerate(ids.tolist())}, vectors
+        return pa.array(self._previous_phrases(run), pa.string()).take(pa.array(ids)), vectors
 
     def _cache_dir(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"

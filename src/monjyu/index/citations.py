@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..ingest.references import name_key, surname
 from ..store.mirror import atomic_write
@@ -108,7 +109,12 @@ class CollectionIndex:
 
 
 def papers_from_documents(docs: pa.Table) -> list[Paper]:
-    rows = docs.select(["id", "title", "authors", "year", "metadata"]).to_pylist()
+    """The documents an entry can name: those with a title, a DOI or an arXiv id (found by Arrow
+    first: most documents of a large collection of passages have none)."""
+    nameable = pc.or_(pc.greater(pc.utf8_length(pc.fill_null(docs["title"], "")), 0),
+                      pc.or_(pc.match_substring(pc.fill_null(docs["metadata"], ""), '"doi"'),
+                             pc.match_substring(pc.fill_null(docs["metadata"], ""), '"arxiv_id"')))
+    rows = docs.select(["id", "title", "authors", "year", "metadata"]).filter(nameable).to_pylist()
     out = []
     for r in rows:
         meta = json.loads(r["metadata"] or "{}")
@@ -122,16 +128,21 @@ def papers_from_documents(docs: pa.Table) -> list[Paper]:
 
 def build_citation_graph(docs: pa.Table) -> dict[str, Any]:
     """Edges (citing, cited, entry index, how matched, in-text citation spans) and the works cited
-    by two or more papers that are not in the collection."""
+    by two or more papers that are not in the collection. `references` counts the entries of the
+    documents that have any."""
     index = CollectionIndex(papers_from_documents(docs))
     edges: list[dict[str, Any]] = []
     outside: list[tuple[str, dict[str, Any]]] = []  # (citing doc, entry) of works not in the collection
     references: dict[str, int] = {}
     named: dict[str, Counter[str]] = {}  # cited paper -> the words citing sentences name it by
-    for batch in docs.select(["id", "text", "references"]).to_batches(256):
+    citing = docs.select(["id", "text", "references"]).filter(  # entries are objects: a list that holds one
+        pc.match_substring_regex(pc.fill_null(docs["references"], ""), r'"entries":\s*\[\s*\{'))
+    for batch in citing.to_batches(256):
         for row in batch.to_pylist():
             data = json.loads(row["references"] or "{}")
             entries = data.get("entries", [])
+            if not entries:
+                continue
             references[row["id"]] = len(entries)
             marks: dict[int, list[list[int]]] = {}
             for mark in data.get("citations", []):

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from ..config import GraphConfig
 from ..nlp.noun_phrases import CONCEPT, NounPhraseExtractor
 from ..store.kv import SqliteKV
-from ..store.sparse import INCIDENCE_KINDS, list_arrays, load_incidence, save_incidence
+from ..store.sparse import list_arrays, load_incidence, load_incidence_kinds, save_incidence
 from .communities import Assignments, Graph, PreviousClustering, cluster, modularity
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,7 @@ LOOKUP = 16_384  # texts whose phrases are looked up (and extracted) at a time
 LINK_SLICE = 8_000_000  # phrase pairs counted at a time (an upper bound: the summed lengths of their units)
 
 ENTITIES_SCHEMA = pa.schema([
-    ("id", pa.int32()), ("title", pa.string()), ("frequency", pa.int32()), ("degree", pa.int32()),
-    ("text_unit_ids", pa.list_(pa.string())), ("is_hub", pa.bool_()),
+    ("id", pa.int32()), ("title", pa.string()), ("frequency", pa.int32()), ("degree", pa.int32()), ("is_hub", pa.bool_()),
     ("type", pa.string()),  # PERSON, ORG, GPE, ... or CONCEPT: the type it has in most of its units
 ])
 RELATIONSHIPS_SCHEMA = pa.schema([
@@ -48,7 +47,7 @@ RELATIONSHIPS_SCHEMA = pa.schema([
 ])
 COMMUNITIES_SCHEMA = pa.schema([
     ("id", pa.int32()), ("level", pa.int32()), ("parent", pa.int32()), ("children", pa.list_(pa.int32())),
-    ("entity_ids", pa.list_(pa.int32())), ("text_unit_ids", pa.list_(pa.string())), ("size", pa.int32()),
+    ("entity_ids", pa.list_(pa.int32())), ("size", pa.int32()),
     ("title", pa.string()),  # representative phrases
 ])
 
@@ -202,18 +201,16 @@ class PhraseIncidence:
         return PhraseIncidence(matrix, kinds, list(kind_ids), phrases, change)
 
     def save(self, generation_dir: Path) -> None:
-        save_incidence(generation_dir, self.matrix)
-        np.savez(generation_dir / INCIDENCE_KINDS, kinds=self.kinds, names=np.array(self.kind_names, dtype=str))
+        save_incidence(generation_dir, self.matrix, self.kinds, self.kind_names)
 
     @classmethod
     def load(cls, generation_dir: Path, phrases: list[str]) -> "PhraseIncidence | None":
         """A generation's incidence (`phrases`: its entities' titles, in id order); None for one
         saved before the entries' types were kept."""
-        matrix = load_incidence(generation_dir)
-        if matrix is None or not (generation_dir / INCIDENCE_KINDS).exists():
+        matrix, typed = load_incidence(generation_dir), load_incidence_kinds(generation_dir)
+        if matrix is None or typed is None:
             return None
-        with np.load(generation_dir / INCIDENCE_KINDS) as data:
-            kinds, names = data["kinds"], data["names"].tolist()
+        kinds, names = typed
         if len(kinds) != matrix.nnz or len(phrases) != matrix.shape[1]:
             return None
         return cls(matrix, kinds, names, phrases)
@@ -272,15 +269,14 @@ def _edge_weights(src: np.ndarray, dst: np.ndarray, cnt: np.ndarray, df: np.ndar
     return cnt * np.clip(npmi, 0.05, 1.0), npmi.astype(np.float32)
 
 
-def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | Iterable[list[str]] | PhraseIncidence,
+def build_level1(n_units: int, unit_phrases: Iterable[dict[str, str]] | Iterable[list[str]] | PhraseIncidence,
                  cfg: GraphConfig, previous: PreviousClustering | None = None, recluster: bool = False) -> Level1Result:
-    """`unit_phrases`: per text unit, its phrases with their types (NounPhraseExtractor.extract),
+    """`unit_phrases`: per text unit (`n_units` of them), its phrases with their types (NounPhraseExtractor.extract),
     or plain phrase lists (all CONCEPT), or their PhraseIncidence. Read once: given an iterator
     over a list nothing else holds, the list is freed as soon as it is read. `previous`: the
     current generation's communities, updated rather than clustered anew (unless `recluster` or
     the drift bound says otherwise)."""
     t0 = time.perf_counter()
-    n_units = len(unit_ids)
     held = unit_phrases if isinstance(unit_phrases, PhraseIncidence) else PhraseIncidence.collect(unit_phrases, n_units)
     incidence, phrases = held.matrix, held.phrases
     n_phr = len(phrases)
@@ -324,18 +320,11 @@ def build_level1(unit_ids: list[str], unit_phrases: Iterable[dict[str, str]] | I
     votes = np.bincount(incidence.indices.astype(np.int64) * width + column[held.kinds],
                         minlength=n_phr * width).reshape(n_phr, width)
     types = [names[k] for k in votes.argmax(axis=1)] if names else [CONCEPT] * n_phr
-    inc_csc = incidence.tocsc()
-    # Each phrase's units, as Arrow lists straight from the incidence's columns (a large build
-    # would otherwise hold millions of small Python lists).
-    unit_arr = pa.array(unit_ids, pa.string())
-    entity_units = pa.ListArray.from_arrays(pa.array(inc_csc.indptr.astype(np.int32)),
-                                            unit_arr.take(pa.array(inc_csc.indices.astype(np.int32))))
     entities = pa.table({
         "id": pa.array(np.arange(n_phr), pa.int32()), "title": phrases, "frequency": pa.array(df, pa.int32()),
-        "degree": pa.array(degree, pa.int32()), "text_unit_ids": entity_units,
-        "is_hub": pa.array(is_hub), "type": types,
+        "degree": pa.array(degree, pa.int32()), "is_hub": pa.array(is_hub), "type": types,
     }, schema=ENTITIES_SCHEMA)
-    community_table = _community_table(communities, inc_csc, unit_ids, phrases, df)
+    community_table = _community_table(communities, n_phr, phrases, df)
     t_end = time.perf_counter()
     return Level1Result(
         entities=entities, relationships=relationships, communities=community_table, incidence=held,
@@ -553,11 +542,11 @@ def previous_clustering(phrases: list[str], links: tuple[np.ndarray, np.ndarray,
         links_at_full=int(state.get("links_at_full", 0)), link_bound=int(state.get("link_bound", 0)))
 
 
-def _community_table(assignments: Assignments, inc_csc: sp.csc_matrix, unit_ids: list[str], phrases: list[str],
-                     df: np.ndarray) -> pa.Table:
-    """One row per community: its phrases (ascending ids), the units holding any of them (by id),
-    its children, and a title of its five most frequent phrases (ties by text). Computed with
-    sparse products and Arrow sorts, since a large collection has a hundred thousand communities."""
+def _community_table(assignments: Assignments, n_phrases: int, phrases: list[str], df: np.ndarray) -> pa.Table:
+    """One row per community: its phrases (ascending ids), its children, and a title of its five
+    most frequent phrases (ties by text). Its units are not stored: a search computes them from
+    the phrases and the incidence (retrieval/communities.py), which a million units would make a
+    hundred million strings here."""
     if not len(assignments):
         return COMMUNITIES_SCHEMA.empty_table()
     node, community, level_of, parent_of = (assignments.node, assignments.community, assignments.level,
@@ -565,19 +554,8 @@ def _community_table(assignments: Assignments, inc_csc: sp.csc_matrix, unit_ids:
     ids, row = np.unique(community, return_inverse=True)
     level, parent = np.empty(len(ids), np.int64), np.full(len(ids), -1, np.int64)
     level[row], parent[row] = level_of, parent_of
-    n_phrases = inc_csc.shape[1]
     members = sp.csr_matrix((np.ones(len(node), np.float32), (row, node)), shape=(len(ids), n_phrases))
     members.sum_duplicates()  # one entry per phrase, ascending
-    # Units of each community, ordered by id: unit rows ranked by their id, sorted within each row.
-    unit_arr = pa.array(unit_ids, pa.string())
-    by_id = pc.sort_indices(unit_arr).to_numpy().astype(np.int32)
-    holds = (members @ inc_csc.T).tocsr()  # a hundred million entries at a million units: int32, freed early
-    offsets, rank = holds.indptr.astype(np.int32), np.argsort(by_id).astype(np.int32)[holds.indices]
-    del holds
-    units = _sorted_rows(offsets, rank)
-    del rank
-    text_unit_ids = pa.ListArray.from_arrays(pa.array(offsets), unit_arr.take(pa.array(by_id[units])))
-    del units
     # Titles: each community's five phrases first by descending frequency, then by text.
     by_text = np.argsort(pc.sort_indices(pa.array(phrases, pa.string())).to_numpy())
     order = np.lexsort((by_text, -df))
@@ -595,7 +573,7 @@ def _community_table(assignments: Assignments, inc_csc: sp.csc_matrix, unit_ids:
         "children": pa.array([sorted(children.get(c, [])) for c in ids.tolist()], pa.list_(pa.int32())),
         "entity_ids": pa.ListArray.from_arrays(pa.array(members.indptr.astype(np.int32)),
                                                pa.array(members.indices.astype(np.int32))),
-        "text_unit_ids": text_unit_ids, "size": pa.array(np.diff(members.indptr), pa.int32()), "title": titles,
+        "size": pa.array(np.diff(members.indptr), pa.int32()), "title": titles,
     }, schema=COMMUNITIES_SCHEMA)
 
 

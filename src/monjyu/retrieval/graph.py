@@ -183,7 +183,7 @@ class PhraseGraph:
         has_types = "type" in store.column_names(ENTITIES)
         entities = store.read(ENTITIES, ["title", "is_hub"] + (["type"] if has_types else []))
         types = np.array(entities["type"].to_pylist(), dtype=object) if has_types else None
-        embedded = load_vectors(generation_dir, PHRASE_VECTORS)
+        embedded = load_vectors(generation_dir, PHRASE_VECTORS, mmap=True)  # shared through the page cache
         return cls(incidence, entities["title"].to_pylist(), np.array(entities["is_hub"].to_pylist(), dtype=bool),
                    types, *(embedded or (None, None)))
 

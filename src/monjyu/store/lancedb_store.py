@@ -72,7 +72,8 @@ DOCUMENTS_SCHEMA = pa.schema([
 ])
 
 
-def units_to_table(units: list[TextUnit], terms: list[list[str]], vectors: np.ndarray, dim: int) -> pa.Table:
+def units_to_table(units: list[TextUnit], terms: list[list[str]] | pa.Array | pa.ChunkedArray, vectors: np.ndarray,
+                   dim: int) -> pa.Table:
     flat = pa.array(np.asarray(vectors, dtype=np.float32).reshape(-1), type=pa.float32())
     return pa.table({
         "id": [u.id for u in units],
@@ -92,7 +93,7 @@ def units_to_table(units: list[TextUnit], terms: list[list[str]], vectors: np.nd
         "authors": pa.array([u.authors for u in units], pa.list_(pa.string())),
         "year": pa.array([u.year for u in units], pa.int32()),
         "sentences": pa.array([[x for span in u.sentences for x in span] for u in units], pa.list_(pa.int32())),
-        "terms": pa.array(terms, pa.list_(pa.string())),
+        "terms": terms if isinstance(terms, (pa.Array, pa.ChunkedArray)) else pa.array(terms, pa.list_(pa.string())),
         "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
     }, schema=units_schema(dim))
 

@@ -30,14 +30,19 @@ def save_unit_vectors(generation_dir: Path, vectors: pa.ChunkedArray, dim: int) 
 def carry_unit_vectors(generation_dir: Path, previous: np.ndarray, keep: np.ndarray, added: pa.ChunkedArray,
                        dim: int, block: int = 1 << 16) -> None:
     """The rows of the previous generation's matrix at `keep` (a mask), then `added` (the new
-    units' vector column), a block at a time: a carried table's row order."""
-    kept = np.flatnonzero(keep)
+    units' vector column): a carried table's row order. Runs of kept rows are copied as slices,
+    a block at a time (an add keeps one run: the whole file)."""
+    edges = np.flatnonzero(np.diff(np.r_[0, keep.astype(np.int8), 0]))
+    runs = edges.reshape(-1, 2)  # [start, end) of each run of kept rows
     out = np.lib.format.open_memmap(Path(generation_dir) / UNIT_VECTORS, mode="w+", dtype=np.float32,
-                                    shape=(len(kept) + len(added), dim))
-    for at in range(0, len(kept), block):
-        rows = kept[at:at + block]
-        out[at:at + len(rows)] = previous[rows]
-    _write_column(out, len(kept), added, dim)
+                                    shape=(int(keep.sum()) + len(added), dim))
+    at = 0
+    for start, end in runs.tolist():
+        for a in range(start, end, block):
+            b = min(a + block, end)
+            out[at:at + b - a] = previous[a:b]
+            at += b - a
+    _write_column(out, at, added, dim)
     out.flush()
     del out
 
