@@ -194,6 +194,43 @@ def test_an_add_or_a_remove_searches_like_a_full_rebuild(tmp_path, samples_copy,
     assert json.loads(out.stdout)["clustering"]["mode"] == "full"
 
 
+def as_archives(gen_dir) -> None:
+    """A generation's graph arrays rewritten as the .npz archives generations had before the .npy
+    folders."""
+    import scipy.sparse as sp
+
+    from monjyu.store import sparse
+
+    matrix = sparse.load_incidence(gen_dir)
+    sp.save_npz(gen_dir / "graph" / "incidence.npz", matrix)
+    for name, keys in ((sparse.INCIDENCE_KINDS, ("kinds", "names")), (sparse.LINKS, ("source", "target", "weight")),
+                       (sparse.PHRASE_VECTORS, ("ids", "vectors"))):
+        np.savez(gen_dir / name.with_suffix(".npz"), **dict(zip(keys, sparse.load_arrays(gen_dir, name, keys))))
+    for name in (sparse.INCIDENCE, sparse.INCIDENCE_KINDS, sparse.LINKS, sparse.PHRASE_VECTORS):
+        shutil.rmtree(gen_dir / name)
+
+
+def test_a_generation_with_npz_archives_is_searched_and_carried(tmp_path, samples_copy, make_config):
+    held = samples_copy.parent / "held"
+    held.mkdir()
+    moving = samples_copy / "lazygraphrag.md"
+    shutil.move(moving, held / moving.name)
+    m = Monjyu(tmp_path / "idx", make_config(graph={"recluster_drift": 1.0}))
+    m.index([samples_copy])
+    before = results(m)
+    as_archives(tmp_path / "idx" / "generations" / read_manifest(tmp_path / "idx").generation)
+    again = Monjyu(tmp_path / "idx", make_config(graph={"recluster_drift": 1.0}))
+    assert results(again) == before
+    shutil.move(held / moving.name, moving)
+    report = again.index([samples_copy])
+    assert report.carried and report.clustering["mode"] == "update"
+    fresh = Monjyu(tmp_path / "fresh", make_config())
+    fresh.index([samples_copy])
+    assert results(again) == results(fresh)
+    carried, built = phrase_vectors(tmp_path / "idx"), phrase_vectors(tmp_path / "fresh")
+    assert carried.keys() == built.keys() and all(np.array_equal(carried[t], built[t]) for t in built)
+
+
 def test_recluster_is_refused_without_the_graph(tmp_path, samples_copy, make_config):
     out = CliRunner().invoke(app, ["index", str(samples_copy), "--index", str(tmp_path / "idx"), "--level", "0",
                                    "--recluster"])
