@@ -38,11 +38,11 @@ from ..nlp.tokens import TokenCounter
 from ..runtime import cpu_cores, release_freed_memory
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
-from ..store.unit_vectors import carry_unit_vectors, load_unit_vectors, save_unit_vectors
+from ..store.unit_vectors import carry_unit_vectors, load_unit_vectors, release_pages, save_unit_vectors
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..store.kv import SqliteKV
-from ..store.sparse import (COMMUNITY_VECTORS, PHRASE_VECTORS, load_links, load_vectors, save_links, save_vectors,
-                            vectors_to_fill)
+from ..store.sparse import (COMMUNITY_VECTORS, PHRASE_VECTORS, load_links, load_vectors, save_links,
+                            save_vector_blocks, save_vectors)
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
 from .citations import build_citation_graph, write_citation_graph
@@ -635,24 +635,29 @@ class IndexBuilder:
         linking = np.flatnonzero((entities["frequency"].to_numpy() >= least)
                                  & ~entities["is_hub"].to_numpy(zero_copy_only=False)) if least else np.array([], np.int64)
         texts = entities["title"].take(pa.array(linking))
-        vectors = vectors_to_fill(run.gen_dir, PHRASE_VECTORS, linking, embedder.dim or run.dim) if least else None
         known, old_vectors = self._previous_phrase_vectors(run)
         at = pc.index_in(texts, value_set=known)
         hit = at.is_valid().to_numpy(zero_copy_only=False)
-        for start in range(0, len(texts), PHRASE_CHUNK):  # a block at a time: the old file is mapped
-            part = np.flatnonzero(hit[start:start + PHRASE_CHUNK]) + start
-            if len(part):
-                vectors[part] = old_vectors[at.take(pa.array(part)).to_numpy()]
-        todo = np.flatnonzero(~hit)
         titles = level1.communities["title"].to_pylist() if communities else []
-        self.progress("phrase vectors", 0, len(todo) + len(titles))
+        self.progress("phrase vectors", 0, int((~hit).sum()) + len(titles))
         progress = lambda n: self.progress("phrase vectors", n, None)  # noqa: E731
-        for start in range(0, len(todo), PHRASE_CHUNK):  # into place: never a second copy of millions of vectors
-            part = todo[start:start + PHRASE_CHUNK]
-            vectors[part] = embedder.embed_passages(texts.take(pa.array(part)).to_pylist(), progress=progress)
+        dim = embedder.dim or run.dim
+
+        def blocks():
+            """PHRASE_CHUNK phrases at a time: the previous generation's vectors, the others embedded."""
+            for start in range(0, len(texts), PHRASE_CHUNK):
+                size = min(PHRASE_CHUNK, len(texts) - start)
+                block, mine = np.zeros((size, dim), np.float32), hit[start:start + size]
+                if mine.any():
+                    block[mine] = old_vectors[at.slice(start, size).filter(pa.array(mine)).to_numpy()]
+                    release_pages(old_vectors)  # the mapped file's pages, read, leave this process
+                if not mine.all():
+                    missing = texts.slice(start, size).filter(pa.array(~mine)).to_pylist()
+                    block[~mine] = embedder.embed_passages(missing, progress=progress)
+                yield block
+
         if least:
-            vectors.flush()
-            del vectors
+            save_vector_blocks(run.gen_dir, PHRASE_VECTORS, linking, dim, blocks())
         if communities:
             save_vectors(run.gen_dir, COMMUNITY_VECTORS, level1.communities["id"].to_numpy(),
                          embedder.embed_passages(titles, progress=progress))

@@ -8,6 +8,7 @@ build spent ~20 s reading and writing them). Those archives are still read.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -73,12 +74,21 @@ def save_vectors(generation_dir: Path, name: Path, ids: np.ndarray, vectors: np.
                 vectors=np.asarray(vectors, dtype=np.float32))
 
 
-def vectors_to_fill(generation_dir: Path, name: Path, ids: np.ndarray, dim: int) -> np.ndarray:
-    """A zeroed (len(ids), dim) float32 file mapped for writing, saved as `name` with `ids` once
-    flushed: millions of phrase vectors are filled in place, not held in memory and copied out."""
+def save_vector_blocks(generation_dir: Path, name: Path, ids: np.ndarray, dim: int, blocks: Iterable[np.ndarray]
+                       ) -> None:
+    """Vectors saved as `name` (with `ids`) from consecutive blocks of rows, written as they come:
+    millions of phrase vectors never in memory at once, nor mapped (a mapped file's pages count
+    in the process's resident memory)."""
     save_arrays(generation_dir, name, ids=np.asarray(ids, dtype=np.int64))
-    return np.lib.format.open_memmap(generation_dir / name / "vectors.npy", mode="w+", dtype=np.float32,
-                                     shape=(len(ids), dim))
+    rows = 0
+    with open(generation_dir / name / "vectors.npy", "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+                                                  "fortran_order": False, "shape": (len(ids), dim)})
+        for block in blocks:
+            fh.write(np.ascontiguousarray(block, dtype=np.float32).tobytes())
+            rows += len(block)
+    if rows != len(ids):
+        raise ValueError(f"{name}: {rows} vectors written for {len(ids)} ids")
 
 
 def load_vectors(generation_dir: Path, name: Path, mmap: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
