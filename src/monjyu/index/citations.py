@@ -111,9 +111,9 @@ class CollectionIndex:
 def papers_from_documents(docs: pa.Table) -> list[Paper]:
     """The documents an entry can name: those with a title, a DOI or an arXiv id (found by Arrow
     first: most documents of a large collection of passages have none)."""
+    metadata = pc.fill_null(docs["metadata"], "")
     nameable = pc.or_(pc.greater(pc.utf8_length(pc.fill_null(docs["title"], "")), 0),
-                      pc.or_(pc.match_substring(pc.fill_null(docs["metadata"], ""), '"doi"'),
-                             pc.match_substring(pc.fill_null(docs["metadata"], ""), '"arxiv_id"')))
+                      pc.or_(pc.match_substring(metadata, '"doi"'), pc.match_substring(metadata, '"arxiv_id"')))
     rows = docs.select(["id", "title", "authors", "year", "metadata"]).filter(nameable).to_pylist()
     out = []
     for r in rows:

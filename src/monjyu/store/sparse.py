@@ -55,12 +55,13 @@ def save_incidence(generation_dir: Path, matrix: sp.spmatrix, kinds: np.ndarray,
 
 
 def load_incidence(generation_dir: Path) -> sp.csr_matrix | None:
-    folder = generation_dir / INCIDENCE
-    if folder.is_dir():
-        indptr, indices, shape = load_arrays(generation_dir, INCIDENCE, ("indptr", "indices", "shape"))
-        return sp.csr_matrix((np.ones(len(indices), np.float32), indices, indptr), shape=tuple(shape.tolist()))
-    archive = folder.with_suffix(".npz")
-    return sp.load_npz(archive).tocsr() if archive.exists() else None
+    """The incidence as saved (its folder, or the scipy .npz an earlier generation wrote: the same
+    arrays under the same names), its values ones."""
+    found = load_arrays(generation_dir, INCIDENCE, ("indptr", "indices", "shape"))
+    if found is None:
+        return None
+    indptr, indices, shape = found
+    return sp.csr_matrix((np.ones(len(indices), np.float32), indices, indptr), shape=tuple(shape.tolist()))
 
 
 def load_incidence_kinds(generation_dir: Path) -> tuple[np.ndarray, list[str]] | None:
