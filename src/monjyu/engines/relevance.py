@@ -11,6 +11,7 @@ import numpy as np
 
 from ..ingest.sentences import statement_spans
 from ..nlp.analyzer import Analyzer
+from ..nlp.glossary import with_english_glosses
 from ..retrieval.searcher import QUERY_TEXT_CHARS
 from .context import Source
 
@@ -48,8 +49,9 @@ class LocalRelevanceScorer:
         self.cosine_floor, self.cosine_full = cosine_floor, cosine_full
         # One question is scored batch after batch: its terms are read once, and of a long query
         # (a pasted section) those of its opening, as for its embedding.
+        # A Japanese question's terms include the English glosses of its nouns (nlp.glossary).
         self._query_terms = functools.lru_cache(maxsize=8)(
-            lambda q: frozenset(self._analyzer.terms(q[:QUERY_TEXT_CHARS])))
+            lambda q: frozenset(with_english_glosses(q[:QUERY_TEXT_CHARS], self._analyzer.terms(q[:QUERY_TEXT_CHARS]))))
 
     @property
     def analyzer(self) -> Analyzer:

@@ -61,14 +61,14 @@ class Analyzer:
                 out.extend(self._japanese_terms(cjk))
         return out
 
+    def japanese_morphemes(self, text: str) -> list[tuple[str, tuple[str, ...]]]:
+        """(normalised form, part of speech) of each morpheme of the Japanese runs of `text`."""
+        return [(t.normalized_form(), tuple(t.part_of_speech()))
+                for m in _RUNS.finditer(text) if m.group(1) for t in self._sudachi().tokenize(m.group(1))]
+
     def japanese_nouns(self, text: str) -> list[str]:
         """The nouns (normalised forms) of the Japanese runs of `text`: what a question is about."""
-        out = []
-        for m in _RUNS.finditer(text):
-            if m.group(1):
-                out.extend(t.normalized_form() for t in self._sudachi().tokenize(m.group(1))
-                           if t.part_of_speech()[0] == "名詞" and t.part_of_speech()[1] not in _JA_DROP_POS1)
-        return out
+        return [w for w, pos in self.japanese_morphemes(text) if pos[0] == "名詞" and pos[1] not in _JA_DROP_POS1]
 
     def _japanese_terms(self, run: str) -> list[str]:
         terms = []

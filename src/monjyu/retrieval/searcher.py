@@ -20,6 +20,7 @@ import pyarrow as pa
 from ..config import SearchConfig
 from ..errors import MonjyuError
 from ..nlp import Analyzer
+from ..nlp.glossary import with_english_glosses
 from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import CONCEPT, MISC, NounPhraseExtractor
 from ..runtime import release_freed_memory
@@ -304,13 +305,16 @@ class Searcher:
         return list(self._terms_of(query))
 
     def _query_terms(self, query: str) -> list[str]:
-        terms = self.analyzer.terms(query[:KEYWORD_TEXT_CHARS])
+        """Its own terms (the most distinctive, past MAX_QUERY_TERMS), then, for a Japanese query,
+        the English glosses of its nouns: words of English documents it can match."""
+        query = query[:KEYWORD_TEXT_CHARS]
+        terms = self.analyzer.terms(query)
         distinct = set(terms)
-        if len(distinct) <= MAX_QUERY_TERMS:
-            return terms
-        idf = self.index.bm25.idf(distinct)
-        keep = set(sorted(idf, key=lambda t: (-idf[t], t))[:MAX_QUERY_TERMS])
-        return list(dict.fromkeys(t for t in terms if t in keep))
+        if len(distinct) > MAX_QUERY_TERMS:
+            idf = self.index.bm25.idf(distinct)
+            keep = set(sorted(idf, key=lambda t: (-idf[t], t))[:MAX_QUERY_TERMS])
+            terms = list(dict.fromkeys(t for t in terms if t in keep))
+        return with_english_glosses(query, terms)
 
     def keyword_ranking(self, query: str | list[str], n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
         terms = self.query_terms(query) if isinstance(query, str) else query

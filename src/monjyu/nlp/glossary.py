@@ -1,0 +1,106 @@
+"""English words for a Japanese question's nouns, from JMdict (the `jamdict-data` package).
+
+A Japanese question over English papers shares almost no index terms with them: BM25 and the
+reader's term features see only its Latin words ("Transformer", "ZeRO-R"), and the embedding
+carries the rest alone. The dictionary's main translation of each of its nouns (系列 "series",
+順序 "order", 損失 "loss", スパイク "spike") gives them English words to match. Only the first
+short gloss is taken (of the first sense, as a rule): every gloss of the first two senses brought
+noise ("settlement" beside "solution", "mock-up" beside "model") and measured worse
+(docs/benchmarks.md).
+
+JMdict is the Electronic Dictionary Research and Development Group's work, under CC BY-SA 4.0;
+it is read from the installed package, never copied into the index or this repository.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+import threading
+from pathlib import Path
+
+from ..errors import MonjyuError
+from .analyzer import Analyzer
+from .lang import detect_language
+
+# Nouns that are grammar more than content: numerals, counters, adverbial nouns (ため, 時, 程度).
+_SKIP_POS1 = {"数詞"}
+_SKIP_POS2 = {"副詞可能", "助数詞可能"}
+_HIRAGANA_ONLY = re.compile(r"[\u3040-\u309f]+")
+_PARENTHESES = re.compile(r"\([^)]*\)")
+_GLOSSES = ("SELECT g.text FROM {table} k JOIN Sense s ON s.idseq = k.idseq JOIN SenseGloss g ON g.sid = s.ID "
+            "WHERE k.text = ? AND g.lang = 'eng' ORDER BY k.idseq, s.ID, g.rowid")
+MAX_GLOSS_WORDS = 3  # a longer gloss explains the word rather than translating it
+
+
+def jmdict_path() -> Path:
+    """The JMdict database the `jamdict-data` package installs."""
+    try:
+        from importlib.resources import files
+
+        path = Path(str(files("jamdict_data").joinpath("jamdict.db")))
+    except ModuleNotFoundError:
+        path = None
+    if path is None or not path.is_file():
+        raise MonjyuError("JMdict is not installed (the jamdict-data package): Japanese questions cannot be "
+                          "matched with the English words of the documents. Install it with "
+                          "`pip install jamdict-data==1.5`.")
+    return path
+
+
+class Glossary:
+    """The first English gloss of a Japanese word, read from JMdict once per word."""
+
+    def __init__(self, path: Path | None = None, analyzer: Analyzer | None = None):
+        self._path = path
+        self._analyzer = analyzer or Analyzer()
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self.english = functools.lru_cache(maxsize=50_000)(self._english)
+
+    def _rows(self, table: str, word: str) -> list[str]:
+        with self._lock:
+            if self._db is None:
+                path = self._path or jmdict_path()
+                self._db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            return [text for (text,) in self._db.execute(_GLOSSES.format(table=table), (word,))]
+
+    def _english(self, word: str) -> tuple[str, ...]:
+        """The index terms of the word's first short gloss ("順序" -> order), or () if it has none."""
+        for text in self._rows("Kanji", word) or self._rows("Kana", word):
+            text = _PARENTHESES.sub(" ", text)
+            terms = self._analyzer.terms(text)
+            if len(text.split()) <= MAX_GLOSS_WORDS and terms:
+                return tuple(terms)
+        return ()
+
+    def terms(self, text: str) -> list[str]:
+        """The English index terms of the content nouns of the Japanese runs of `text`."""
+        out: list[str] = []
+        for word, pos in self._analyzer.japanese_morphemes(text):
+            if pos[0] != "名詞" or pos[1] in _SKIP_POS1 or pos[2] in _SKIP_POS2 or _HIRAGANA_ONLY.fullmatch(word):
+                continue
+            out.extend(t for t in self.english(word) if t not in out)
+        return out
+
+
+_shared: Glossary | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_glossary() -> Glossary:
+    """One glossary per process: its word cache is shared by every searcher and scorer."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = Glossary()
+        return _shared
+
+
+def with_english_glosses(query: str, terms: list[str]) -> list[str]:
+    """`terms`, followed, for a Japanese query, by the English glosses of its nouns not among them."""
+    if detect_language(query) != "ja":
+        return terms
+    have = set(terms)
+    return terms + sorted(set(shared_glossary().terms(query)) - have)

@@ -1,0 +1,44 @@
+"""English glosses of a Japanese question's nouns, read from the real JMdict (jamdict-data)."""
+
+import sys
+
+import pytest
+
+from monjyu.errors import MonjyuError
+from monjyu.nlp.glossary import Glossary, shared_glossary, with_english_glosses
+
+
+def test_first_short_gloss_of_a_noun():
+    glossary = shared_glossary()
+    assert glossary.english("順序") == ("order",)
+    assert glossary.english("損失") == ("loss",)  # "loss (of assets, profit, etc.)": the note is dropped
+    assert glossary.english("スパイク") == ("spike",)
+    assert glossary.english("未登録語ですよ") == ()
+
+
+def test_terms_of_a_question_are_its_content_nouns_glossed():
+    terms = shared_glossary().terms("再帰も畳み込みも使わないモデルでは、系列中のトークンの順序をどうやって与えるのですか？")
+    assert {"token", "order", "convolut", "recurr"} <= set(terms)
+    # verbs, hiragana nouns and adverbial nouns (ため, 時) are not glossed
+    assert shared_glossary().terms("何のために使う時") == []
+
+
+def test_only_japanese_queries_get_glosses():
+    assert with_english_glosses("How are tokens ordered?", ["token", "order"]) == ["token", "order"]
+    terms = with_english_glosses("Transformerの損失", ["transform", "損失"])
+    assert terms[:2] == ["transform", "損失"] and "loss" in terms[2:]
+
+
+def test_a_missing_dictionary_is_named(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jamdict_data", None)  # as if the package were not installed
+    with pytest.raises(MonjyuError, match="jamdict-data"):
+        Glossary().english("順序")
+
+
+def test_the_index_searches_english_words_for_a_japanese_question(sample_index):
+    """Through the real index: the searcher's terms for a Japanese question hold the English words
+    of its nouns, so BM25 can match the English samples."""
+    _, searcher = sample_index._searcher()
+    terms = searcher.query_terms("グラフを使った検索はどのように索引を作りますか？")
+    assert {"graph", "index"} <= set(terms)
+    assert searcher.query_terms("グラフ") == ["グラフ", "graph"]  # its own term first, the gloss after
