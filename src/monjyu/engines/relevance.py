@@ -49,9 +49,12 @@ class LocalRelevanceScorer:
         self.cosine_floor, self.cosine_full = cosine_floor, cosine_full
         # One question is scored batch after batch: its terms are read once, and of a long query
         # (a pasted section) those of its opening, as for its embedding.
-        # A Japanese question's terms include the English glosses of its nouns (nlp.glossary).
-        self._query_terms = functools.lru_cache(maxsize=8)(
-            lambda q: frozenset(with_english_glosses(q[:QUERY_TEXT_CHARS], self._analyzer.terms(q[:QUERY_TEXT_CHARS]))))
+        self._query_terms = functools.lru_cache(maxsize=8)(self._terms_of_query)
+
+    def _terms_of_query(self, query: str) -> frozenset[str]:
+        """The terms of the query's opening, and for a Japanese one the English glosses of its nouns."""
+        query = query[:QUERY_TEXT_CHARS]
+        return frozenset(with_english_glosses(query, self._analyzer.terms(query)))
 
     @property
     def analyzer(self) -> Analyzer:
