@@ -176,7 +176,11 @@ def test_a_killed_eager_build_leaves_the_index_readable_and_resumes(collection, 
 
 
 def _records(path) -> int:
+    """Extractions stored so far; 0 while the building process has created the file but not yet
+    its table (polling can land between the two)."""
     with sqlite3.connect(str(path)) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'extractions'").fetchone():
+            return 0
         return db.execute("SELECT count(*) FROM extractions").fetchone()[0]
 
 
