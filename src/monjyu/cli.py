@@ -8,7 +8,7 @@ import socket
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -369,6 +369,17 @@ def init(
     out.print(f"wrote {path}")
 
 
+def _print_mapping(info: dict[str, Any], as_json: bool) -> None:
+    """A flat mapping as JSON, or as a two-column table (nested values as JSON)."""
+    if as_json:
+        print(json.dumps(info, ensure_ascii=False, indent=1))
+        return
+    table = Table(show_header=False)
+    for key, value in info.items():
+        table.add_row(key, json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value))
+    out.print(table)
+
+
 @app.command()
 def status(index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     """Show what the index holds and how it was built."""
@@ -377,13 +388,7 @@ def status(index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = None, 
     except MonjyuError as exc:
         _fail(exc)
         return
-    if as_json:
-        print(json.dumps(info, ensure_ascii=False, indent=1))
-        return
-    table = Table(show_header=False)
-    for key, value in info.items():
-        table.add_row(key, json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value))
-    out.print(table)
+    _print_mapping(info, as_json)
 
 
 @app.command("eval")
@@ -581,13 +586,7 @@ def graph_stats(index: IndexOpt = Path(DEFAULT_INDEX_DIR), config: ConfigOpt = N
     except MonjyuError as exc:
         _fail(exc)
         return
-    if as_json:
-        print(json.dumps(stats, ensure_ascii=False, indent=1))
-        return
-    table = Table(show_header=False)
-    for key, value in stats.items():
-        table.add_row(key, json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value))
-    out.print(table)
+    _print_mapping(stats, as_json)
 
 
 def _print_rows(rows: list[dict], as_json: bool, columns: list[str]) -> None:

@@ -41,6 +41,15 @@ DocumentId = Annotated[str, Field(min_length=1, max_length=2000, description="a 
                                   "list_documents or papers")]
 RESOURCE_LIST_LIMIT = 1000  # documents listed as resources; the rest are reached by template or list_documents
 MAX_LAZY_BUDGET = 10_000
+# The lazy engine's arguments, shared by the tools that run it (`search` prefixes "lazy: ").
+PRESET_HELP = "effort, relevance tests of z100 < z500 < z1500"
+BUDGET_HELP = "relevance tests to spend; overrides the preset"
+LEVEL_HELP = ("the highest index level it may build and use (2: entities and relations an LLM extracts; "
+              "4: community reports; kept in the index; both need an LLM; 3 is not built)")
+Question = Annotated[QueryText, Field(description="the question, up to search.max_query_chars characters (default 100,000)")]
+Preset = Annotated[Literal["z100", "z500", "z1500"] | None, Field(description=PRESET_HELP)]
+Budget = Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET, description=BUDGET_HELP)]
+Level = Annotated[int | None, Field(ge=1, le=4, description=LEVEL_HELP)]
 # What each tool does to the index directory or store, for clients deciding what to confirm:
 # searches read; `converse` adds a turn to a kept conversation; `index` adds and updates files.
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -180,13 +189,9 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
         threshold: Annotated[float | None, Field(ge=-1.0, le=1.0, description="keep only passages whose cosine "
                                                  "similarity to the query reaches this")] = None,
-        preset: Annotated[Literal["z100", "z500", "z1500"] | None,
-                          Field(description="lazy: effort, relevance tests of z100 < z500 < z1500")] = None,
-        budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
-                                            description="lazy: relevance tests to spend; overrides the preset")] = None,
-        level: Annotated[int | None, Field(ge=1, le=4, description="lazy: the highest index level it may build and use "
-                                           "(2: entities and relations an LLM extracts; 4: community reports; kept in "
-                                           "the index; both need an LLM; 3 is not built)")] = None,
+        preset: Annotated[Literal["z100", "z500", "z1500"] | None, Field(description=f"lazy: {PRESET_HELP}")] = None,
+        budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET, description=f"lazy: {BUDGET_HELP}")] = None,
+        level: Annotated[int | None, Field(ge=1, le=4, description=f"lazy: {LEVEL_HELP}")] = None,
         weights: Annotated[SearchWeights | None, Field(description="hybridrag: keyword/semantic/graph shares "
                                                        "summing to 1; default by question type")] = None,
         rerank: Annotated[bool | None, Field(description="hybridrag: rerank stage on/off")] = None,
@@ -205,14 +210,10 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
 
     @server.tool(annotations=READ_ONLY)
     async def lazy_search(
-        query: Annotated[QueryText, Field(description="the question, up to search.max_query_chars characters (default 100,000)")],
-        preset: Annotated[Literal["z100", "z500", "z1500"] | None,
-                          Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
-        budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
-                                            description="relevance tests to spend; overrides the preset")] = None,
-        level: Annotated[int | None, Field(ge=1, le=4, description="the highest index level it may build and use "
-                                           "(2: entities and relations an LLM extracts; 4: community reports; kept in "
-                                           "the index; both need an LLM; 3 is not built)")] = None,
+        query: Question,
+        preset: Preset = None,
+        budget: Budget = None,
+        level: Level = None,
     ) -> dict[str, Any]:
         """LazyGraphRAG for broad questions: tests sentences community by community within a
         budget, then answers from the claims found, citing them (themes from the community
@@ -223,16 +224,12 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
 
     @server.tool(annotations=KEEPS_A_TURN)
     async def converse(
-        query: Annotated[QueryText, Field(description="the question, up to search.max_query_chars characters (default 100,000)")],
+        query: Question,
         session: Annotated[str, Field(min_length=1, max_length=64, description="the conversation's name (letters, "
                                       "digits, '-', '_'); a follow-up question sees the earlier turns")],
-        preset: Annotated[Literal["z100", "z500", "z1500"] | None,
-                          Field(description="effort: relevance tests of z100 < z500 < z1500")] = None,
-        budget: Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET,
-                                            description="relevance tests to spend; overrides the preset")] = None,
-        level: Annotated[int | None, Field(ge=1, le=4, description="the highest index level it may build and use "
-                                           "(2: entities and relations an LLM extracts; 4: community reports; kept in "
-                                           "the index; both need an LLM; 3 is not built)")] = None,
+        preset: Preset = None,
+        budget: Budget = None,
+        level: Level = None,
     ) -> dict[str, Any]:
         """Lazy search in a conversation kept with the index: the question is asked with the
         earlier turns of `session` in view, and this turn is saved to it."""
