@@ -87,6 +87,7 @@ def test_figure_table_and_reference_text_is_never_quoted():
             "RPN ResNet-101 1-crop 13.3 RPN ResNet-101 dense 11.7 RPN+RCNN ensemble dense ensemble 8.9\n\n"
             "[12] A. Vaswani, N. Shazeer. Attention is all you need. In Proceedings of NeurIPS, 2017.\n\n"
             "Denoting the activations by , our decoder interleaves Retro( , ) blocks with others.\n\n"
+            "We must inject some information about the position of the Table 1: Maximum path lengths per layer.\n\n"
             "The detector compares the log probability of a passage with that of perturbed versions of it [4].")
     kept = [clean_quote(s.text) for s in sentences_of([Source(1, _hit(1, text))]) if quotable(s)]
     assert kept == ["The detector compares the log probability of a passage with that of perturbed versions of it."]

@@ -110,6 +110,9 @@ _WORD = re.compile(r"[^\W_]+")
 _CAPITALISED = re.compile(r"(?<=\s)[A-Z][\w'-]*")  # a capitalised word that does not open the text
 _FIGURE_TEXT = re.compile(r"^\s*(\(?[a-h]\)\s*)?(Figure|Fig\.?|Table|Tab\.|Algorithm|Listing|Eq\.|Equation|図|表)"
                           r"\s*[A-Z0-9IVX]+[.:：|]?", re.I)
+# A caption a PDF's text flow put inside a body sentence ("... absolute position of the Table 1: Maximum
+# path lengths, per-layer complexity ..."): the sentence reads on after the float, so neither half is prose.
+_CAPTION_INSIDE = re.compile(r"[a-z,] (Figure|Fig\.|Table|Algorithm|Listing) [0-9IVX]+: [A-Z]")
 _REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|\bProc\. of\b|\bdoi:\s*10\.|"
                               r"https?://|\bvol\. \d+|\bpp\. \d+|^\s*\d{1,3}\.\s+[A-Z][a-z]+,\s+[A-Z]\.", re.I)
 _INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
@@ -159,7 +162,8 @@ def quotable(sentence: Sentence) -> bool:
     if _ENTRY_LINE.match(hit.text[line_start:line_start + 200]):
         return False
     text = clean_quote(sentence.text)
-    if _FIGURE_TEXT.match(text) or _REFERENCE_ENTRY.search(text) or len(_INITIALS.findall(text)) >= 2:
+    if (_FIGURE_TEXT.match(text) or _CAPTION_INSIDE.search(text) or _REFERENCE_ENTRY.search(text)
+            or len(_INITIALS.findall(text)) >= 2):
         return False
     return _pieces_are_words(text) and _reads_as_prose(text)
 
