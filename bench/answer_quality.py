@@ -30,10 +30,12 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS_QA = ROOT / "bench" / "data" / "papers_pdf_qa.jsonl"
+GLOBAL_QUESTIONS = ROOT / "bench" / "data" / "covidqa_global_questions.jsonl"
 REFERENCE_WORDS = 60
 
 
@@ -58,7 +60,8 @@ def beir_questions(folder: Path, multihop: bool) -> list[dict]:
     for line in open(folder / "queries.jsonl", encoding="utf-8"):
         q = json.loads(line)
         if str(q["_id"]) in gold and bool(q.get("metadata", {}).get("multihop")) == multihop:
-            out.append({"id": str(q["_id"]), "question": q["text"], "gold": sorted(gold[str(q["_id"])])})
+            out.append({"id": str(q["_id"]), "question": q["text"], "gold": sorted(gold[str(q["_id"])]),
+                        "kind": "multi-hop" if multihop else "single-hop"})
     return out
 
 
@@ -78,18 +81,21 @@ def collect(index: Path, docs: Path, questions: list[dict], mode: str, config: P
         m.index([docs])
     out = []
     for q in questions:
+        started = time.perf_counter()
         r = m.search(q["question"], mode=mode, top_k=10)
+        seconds = time.perf_counter() - started
         kinds = {}
         for h in r.hits:
             kinds[h.text_unit_id] = h.kind
             for part in h.parts:
                 kinds[part["text_unit_id"]] = h.kind
         a = r.answer
-        out.append({"id": q["id"], "answer": a.text if a else "", "answer_kind": a.kind if a else "",
+        out.append({"id": q["id"], "seconds": seconds, "answer": a.text if a else "", "answer_kind": a.kind if a else "",
                     "note": a.note if a else "", "checks": getattr(a, "sentences", []) if a else [],
                     "citations": [{"number": c.number, "kind": kinds.get(c.text_unit_id, "?"),
                                    "snippet": c.snippet, "doc": Path(c.source_path).name,
                                    "document_id": c.document_id} for c in r.citations],
+                    "top5": [{"document_id": h.document_id, "text": h.text} for h in r.hits[:5]],
                     "top_passage": r.hits[0].text if r.hits else "",
                     "top_document_id": r.hits[0].document_id if r.hits else "",
                     "top_doc": Path(r.hits[0].source_path).name if r.hits else ""})
@@ -108,8 +114,17 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     by_id = {q["id"]: q for q in questions}
     rows, off_kind, off_lang, lines_total = [], 0, 0, 0
     cites_gold: list[float] = []
+    both_found, both_answered, both_each = 0, 0, 0  # choice questions whose two sides are in the top 5
+    refused = 0
     for rec in records:
         q = by_id[rec["id"]]
+        refused += rec["answer_kind"] == "insufficient"
+        sides = each_side_in_top5(q, rec)
+        if sides is not None and not use_reference_passage:
+            found, each = sides
+            both_found += found
+            both_answered += found and rec["answer_kind"] != "insufficient"
+            both_each += found and each
         text = " ".join(rec["top_passage"].split()[:REFERENCE_WORDS]) if use_reference_passage else rec["answer"]
         # A question in a language the papers lack is answered by quotes in theirs: its reference
         # in that language (reference_en) is what the quotes are compared with.
@@ -142,6 +157,14 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     if cites_gold:
         out["cites_gold"] = sum(x > 0 for x in cites_gold) / n  # at least one gold document cited
         out["cites_all_gold"] = sum(x == 1 for x in cites_gold) / n
+    if both_found:
+        out["both_top5"] = both_found
+        out["answered_both_top5"] = both_answered / both_found
+        out["each_quoted_both_top5"] = both_each / both_found
+    if not use_reference_passage:
+        out["insufficient"] = refused / n
+    if not use_reference_passage and records and "seconds" in records[0]:
+        out["p50_s"] = float(np.median([rec["seconds"] for rec in records]))
     out["words"] = float(words.mean())
     out["words_p90"] = float(np.percentile(words, 90))
     out["debris"] = float(np.mean([r.debris for r in rows])) if rows else 0.0
@@ -151,16 +174,44 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     return out
 
 
+def _squash(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def each_side_in_top5(q: dict, rec: dict) -> tuple[bool, bool] | None:
+    """For a question about two things (a BEIR single-hop comparison with its two gold passages, or
+    a yes/no or comparison question of bench/data/yesno_comparison_qa.jsonl with its two sides):
+    are both in the top 5 passages, and does the answer speak to each (cites each gold passage; or
+    names each side)? None for other questions."""
+    top = rec.get("top5", [])
+    if "gold" in q and len(q["gold"]) == 2 and q.get("kind") == "single-hop":
+        found = set(q["gold"]) <= {h["document_id"] for h in top}
+        return found, set(q["gold"]) <= {c["document_id"] for c in rec["citations"]}
+    if "sides" in q:
+        texts = [_squash(h["text"]) for h in top]
+        found = all(any(_squash(side["evidence"])[:80] in t for t in texts) for side in q["sides"])
+        answer = _squash(rec["answer"])
+        return found, all(_squash(side["name"]) in answer for side in q["sides"])
+    return None
+
+
 def run_baseline(revision: str, args: argparse.Namespace, jobs: list[dict]) -> dict[str, list[dict]]:
     """The same collection in a subprocess running `revision`'s code (bench/worktree.py)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from worktree import checkout, environment
 
     out = {}
+    keep = args.baseline_dir
+    todo = [job for job in jobs if not (keep and (keep / f"{revision}-{job['name'].replace(' ', '-')}.json").is_file())]
+    for job in jobs:
+        if job not in todo:
+            out[job["name"]] = json.loads((keep / f"{revision}-{job['name'].replace(' ', '-')}.json").read_text())
+    if not todo:
+        return out
     with tempfile.TemporaryDirectory() as tmp, checkout(revision, Path(tmp) / "tree") as src:
-        for job in jobs:
+        for job in todo:
             stem = job["name"].replace(" ", "-")
-            dump = Path(tmp) / f"{stem}.json"
+            dump = (keep / f"{revision}-{stem}.json") if keep else Path(tmp) / f"{stem}.json"
             qfile = Path(tmp) / f"{stem}.questions.json"
             qfile.write_text(json.dumps(job["questions"]), encoding="utf-8")
             cmd = [sys.executable, __file__, "--collect", str(qfile), "--collect-index", str(job["index"]),
@@ -182,6 +233,10 @@ def main() -> None:
     ap.add_argument("--beir", type=Path, help="a BEIR folder with metadata.multihop (2wiki): gold passages cited, "
                                               "multi-hop and single-hop questions apart")
     ap.add_argument("--beir-index", type=Path)
+    ap.add_argument("--choice", type=Path, help="yes/no and comparison questions over covidqa-dev and papers-pdf "
+                    "(bench/data/yesno_comparison_qa.jsonl): answered, and each side quoted, when both are in the top 5")
+    ap.add_argument("--offtopic", type=Path, help="questions covidqa-dev does not answer "
+                    "(bench/data/covidqa_offtopic_questions.jsonl, with the global set's off-topic ones): 'insufficient' share")
     ap.add_argument("--half", choices=["fit", "test", "all"], default="test")
     ap.add_argument("--mode", default="hybrid")
     ap.add_argument("--config", type=Path)
@@ -191,6 +246,9 @@ def main() -> None:
     ap.add_argument("--compare-config", type=Path, action="append", default=[],
                     help="also answer with this config (e.g. an LLM writer) over the same indexes, in the same run")
     ap.add_argument("--baseline", help="an earlier commit whose answers are measured in the same run")
+    ap.add_argument("--baseline-dir", type=Path, help="keep the baseline's answers here, one file per set, and "
+                    "read them instead of answering again (the same commit, questions and indexes give the same answers)")
+    ap.add_argument("--baseline-only", action="store_true", help="answer with the baseline only (filling --baseline-dir)")
     ap.add_argument("--records", type=Path, help="write every answer and its figures here (JSONL)")
     ap.add_argument("--json", action="store_true")
     # internal: one collection in a subprocess (the baseline's code)
@@ -221,6 +279,18 @@ def main() -> None:
             jobs.append({"name": f"{args.beir.name} {'multi' if multihop else 'single'}-hop",
                          "questions": qs[:args.limit] if args.limit else qs, "index": args.beir_index,
                          "docs": args.beir / "corpus.jsonl", "langs": {"en"}})
+    if args.choice:  # each question over the index of its own set
+        indexes = {"covidqa-dev": (args.covidqa_index, args.covidqa and args.covidqa / "docs"),
+                   "papers-pdf": (args.papers_index, args.papers)}
+        rows = papers_questions(args.choice)
+        for name, (index, docs) in indexes.items():
+            qs = [q for q in rows if q["set"] == name]
+            if qs and index:
+                jobs.append({"name": f"choice {name}", "questions": qs, "index": index, "docs": docs, "langs": {"en"}})
+    if args.offtopic and args.covidqa:
+        qs = papers_questions(args.offtopic) + [q for q in papers_questions(GLOBAL_QUESTIONS) if q["kind"] == "off-topic"]
+        jobs.append({"name": "covidqa off-topic", "questions": qs, "index": args.covidqa_index,
+                     "docs": args.covidqa / "docs", "langs": {"en"}})
     if not jobs:
         ap.error("give --covidqa, --papers and/or --beir")
     if args.sample:
@@ -233,6 +303,11 @@ def main() -> None:
         if job["index"] is None:
             ap.error(f"{job['name']}: give its index directory")
 
+    if args.baseline_only:
+        if args.baseline_dir:
+            args.baseline_dir.mkdir(parents=True, exist_ok=True)
+        run_baseline(args.baseline, args, jobs)
+        return
     built = {job["name"]: collect(job["index"], job["docs"], job["questions"], args.mode, args.config)
              for job in jobs}  # indexes up to date before the baseline reads them
     baseline = run_baseline(args.baseline, args, jobs) if args.baseline else {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from scipy.optimize import minimize
 sys.path.insert(0, str(Path(__file__).parent))
 from answer_quality import covidqa_questions  # noqa: E402
 
-from monjyu import Monjyu  # noqa: E402
+from monjyu import Monjyu, load_config  # noqa: E402
 from monjyu.engines.context import select_sources  # noqa: E402
 from monjyu.engines.reader import FEATURES, WEIGHTS  # noqa: E402
 from monjyu.eval.qa import answer_words, holds_answer  # noqa: E402
@@ -45,6 +46,7 @@ def label(sentence: str, answers: list[str]) -> bool:
 
 
 def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
+    """Each question's candidates as the feature reader has them: features, quotes, labels."""
     engine = m._answer_engine()
     cfg = m.config.answer
     manifest = m.manifest()
@@ -56,10 +58,22 @@ def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
         cands = engine.reader.candidates(q["question"], vector, sources)
         if not cands:
             continue
-        rows.append({"X": np.array([c.features for c in cands]),
+        rows.append({"question": q["question"], "quotes": [c.quote for c in cands],
+                     "X": np.array([c.features for c in cands]),
                      "y": np.array([label(c.quote, q["answers"]) for c in cands]),
                      "holds": np.array([holds_answer(c.quote, q["answers"]) for c in cands])})
     return rows
+
+
+def add_model_column(rows: list[dict], model, candidates: int) -> None:
+    """The model's log-odds as a last column, as Reader._read computes it: the `candidates` best by
+    the features read, the others at the floor of those read."""
+    for r in rows:
+        read = np.argsort(-(r["X"] @ WEIGHTS), kind="stable")[:candidates]
+        logits = model.scores(r["question"], [r["quotes"][i] for i in read])
+        column = np.full(len(r["quotes"]), float(logits.min()), dtype=np.float32)
+        column[read] = logits
+        r["X"] = np.hstack([r["X"][:, :len(FEATURES)], column[:, None]])
 
 
 def listwise_loss(w: np.ndarray, rows: list[dict], l2: float) -> tuple[float, np.ndarray]:
@@ -88,21 +102,52 @@ def main() -> None:
     ap.add_argument("--covidqa", type=Path, required=True)
     ap.add_argument("--index", type=Path, required=True)
     ap.add_argument("--l2", type=float, default=0.1)
+    ap.add_argument("--model", action="store_true", help="the trained model's log-odds as a further column "
+                    "(answer.reader: model): fits MODEL_WEIGHTS and the model's 'insufficient' threshold")
+    ap.add_argument("--model-dir", type=Path, help="--model: a folder with reader.int8.onnx (default: the shipped one)")
+    ap.add_argument("--candidates", type=int, default=40, help="--model: the sentences the model reads (answer.reader_candidates)")
+    ap.add_argument("--halves", nargs="+", default=["fit", "test"], choices=["fit", "test"])
+    ap.add_argument("--cache", type=Path, help="keep the searched candidates here (a pickle) and read them on later runs")
+    ap.add_argument("--false-insufficient", type=float, default=0.03,
+                    help="--model: the share of fit-half questions whose candidates hold the gold that the "
+                         "threshold may call insufficient")
     args = ap.parse_args()
-    m = Monjyu(args.index)
-    m.index([args.covidqa / "docs"])
-    halves = {h: covidqa_questions(args.covidqa, h) for h in ("fit", "test")}
-    rows = {h: collect(m, qs) for h, qs in halves.items()}
-    fit = minimize(listwise_loss, np.zeros(len(FEATURES)), args=(rows["fit"], args.l2), jac=True, method="L-BFGS-B")
+    halves = {h: covidqa_questions(args.covidqa, h) for h in args.halves}
+    if args.cache and args.cache.is_file():
+        rows = pickle.loads(args.cache.read_bytes())
+    else:
+        config = load_config(None)
+        config.answer.reader = "features"
+        m = Monjyu(args.index, config)
+        m.index([args.covidqa / "docs"])
+        rows = {h: collect(m, qs) for h, qs in halves.items()}
+        if args.cache:
+            args.cache.write_bytes(pickle.dumps(rows))
+    if args.model:
+        from monjyu.engines.cross_encoder import ReaderModel
+
+        model = ReaderModel(args.model_dir)
+        for h in rows:
+            add_model_column(rows[h], model, args.candidates)
+    width = len(FEATURES) + int(args.model)
+    fit = minimize(listwise_loss, np.zeros(width), args=(rows["fit"], args.l2), jac=True, method="L-BFGS-B")
     w = fit.x
-    print(json.dumps({"features": FEATURES, "weights": [round(float(x), 3) for x in w]}))
-    for h in ("fit", "test"):
+    names = list(FEATURES) + (["model"] if args.model else [])
+    print(json.dumps({"features": names, "weights": [round(float(x), 3) for x in w]}))
+    today = np.append(WEIGHTS, np.zeros(width - len(FEATURES)))
+    for h in args.halves:
         n = len(halves[h])
         reachable = sum(bool(r["holds"].any()) for r in rows[h]) / n
         print(f"{h}: {n} questions; a candidate holds the gold {reachable:.3f}; best sentence holds it: "
-              f"fitted {first_holds(w, rows[h], n):.3f}, reader.py now {first_holds(WEIGHTS, rows[h], n):.3f}, "
-              f"semantic only {first_holds(np.eye(len(FEATURES))[0], rows[h], n):.3f}; fitted, best 2 / 3 / 4: "
-              + " / ".join(f"{first_holds(w, rows[h], n, k):.3f}" for k in (2, 3, 4)))
+              f"fitted {first_holds(w, rows[h], n):.3f}, reader.py features {first_holds(today, rows[h], n):.3f}, "
+              f"semantic only {first_holds(np.eye(width)[0], rows[h], n):.3f}"
+              + (f", model only {first_holds(np.eye(width)[-1], rows[h], n):.3f}" if args.model else "")
+              + "; fitted, best 2 / 3 / 4: " + " / ".join(f"{first_holds(w, rows[h], n, k):.3f}" for k in (2, 3, 4)))
+    if args.model:
+        best = np.array([r["X"][:, -1].max() for r in rows["fit"] if r["holds"].any()])
+        threshold = float(np.quantile(best, args.false_insufficient))
+        print(f"threshold: {threshold:.3f} (fit half: {args.false_insufficient:.0%} of {len(best)} answerable questions "
+              "below it)")
 
 
 if __name__ == "__main__":

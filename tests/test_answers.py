@@ -3,6 +3,9 @@ are made of (sources within a budget, citation markers)."""
 
 from __future__ import annotations
 
+import pytest
+
+from monjyu import Monjyu
 from monjyu.engines.citations import resolve_citations
 from monjyu.engines.context import Source, select_sources
 from monjyu.store import LanceStore
@@ -76,6 +79,10 @@ def test_question_kinds_from_their_wording():
     assert question_asks("ResNetの残差学習はなぜ提案されたのですか？") == "reason"
     assert question_asks("BERTの事前学習タスクを二つ挙げてください") == "list"
     assert question_asks("Which dataset was used for pre-training?") == ""
+    assert question_asks("Are Christopher Nolan and Sathish Kalathil both film directors?") == "choice"
+    assert question_asks("Which has more parameters, PaLM or OPT-175B?") == "choice"
+    assert question_asks("Does FlashAttention reduce the number of HBM accesses?") == "choice"
+    assert question_asks("このワクチンは有効ですか？") == "choice"
 
 
 def test_figure_table_and_reference_text_is_never_quoted():
@@ -147,3 +154,24 @@ def test_every_name_the_question_asks_about_is_quoted(sample_index):
     assert len(lines) == 2
     assert lines[0].startswith("Corrective RAG grades each retrieved passage")
     assert "Reciprocal rank fusion (RRF) combines ranked lists" in lines[1]
+
+
+# ---------------------------------------------------------------- the trained model as the reader (answer.reader: model)
+
+@pytest.fixture(scope="module")
+def model_reader(sample_index) -> Monjyu:
+    """The sample index read with answer.reader: model (the shipped cross-encoder)."""
+    config = sample_index.config.model_copy(deep=True)
+    config.answer.reader = "model"
+    return Monjyu(sample_index.index_dir, config)
+
+
+def test_the_model_reader_quotes_the_answer_and_cites_it(model_reader):
+    answer = model_reader.search("Which algorithm detects hierarchical communities?", top_k=5).answer
+    assert answer.kind == "extractive" and "Leiden" in answer.text.splitlines()[0]
+    assert model_reader._answer_engine().reader.model is not None
+
+
+def test_the_model_reader_refuses_what_the_passages_do_not_answer(model_reader):
+    answer = model_reader.search("What is the boiling point of mercury in kelvin?", top_k=5).answer
+    assert answer.kind == "insufficient" and "reader model's threshold" in answer.note

@@ -240,3 +240,16 @@ def test_local_reranker_uses_index_vectors_and_prefers_the_stating_sentence(samp
         assert embedded == texts
     finally:
         scorer.embed = inner
+
+
+def test_the_trained_reader_model_reranks_offline(sample_index):
+    """rerank.provider: cross-encoder with no rerank.model is the project's own model: no
+    download, no sentence-transformers; a passage scores as its best sentence."""
+    from monjyu import Monjyu
+
+    config = sample_index.config.model_copy(deep=True)
+    config.rerank.provider = "cross-encoder"
+    m = Monjyu(sample_index.index_dir, config)
+    r = m.hybrid_search("Which algorithm detects hierarchical communities?", top_k=3, answer=False)
+    assert r.reranker == "cross-encoder:monjyu-reader" and all(i.scores["rerank"] is not None for i in r.items)
+    assert any("Leiden" in i.hit.text for i in r.items)

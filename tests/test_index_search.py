@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -290,6 +292,20 @@ def test_long_queries_are_bounded_and_too_long_ones_refused(sample_index):
                  lambda: sample_index.hybrid_search(too_long)):
         with pytest.raises(MonjyuError, match="max_query_chars"):
             call()
+
+
+def test_a_query_that_is_not_text_is_refused_at_every_door(sample_index, tmp_path, cache_dir):
+    """A lone surrogate (valid JSON, and Python's stand-in for a byte that is not UTF-8 in a shell
+    argument) is a clear error naming the character, not a tokenizer's traceback."""
+    for call in (lambda: sample_index.search("graph \udf3a communities"),
+                 lambda: sample_index.lazy_search("graph \udf3a communities"),
+                 lambda: sample_index.hybrid_search("graph \udf3a communities")):
+        with pytest.raises(MonjyuError, match="character 7 is a lone surrogate"):
+            call()
+    proc = subprocess.run([sys.executable, "-m", "monjyu.cli", "search", b"graph \xff communities",
+                           "--index", str(sample_index.index_dir)], capture_output=True, text=True,
+                          env={**os.environ, "MONJYU_CACHE_DIR": str(cache_dir)}, timeout=600)
+    assert proc.returncode != 0 and "lone surrogate" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def _resident_kb(array: np.ndarray) -> int:

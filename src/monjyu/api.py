@@ -239,9 +239,16 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         return vector
 
     def _check_query(self, query: str) -> None:
-        """One rule for every door: empty or longer than search.max_query_chars is refused at once."""
+        """One rule for every door: empty, not Unicode text, or longer than search.max_query_chars is
+        refused at once. A lone surrogate is valid JSON ("\\udf3a") and is what Python makes of a
+        byte that is not UTF-8 in a shell argument; the tokenizers cannot encode it."""
         if not query or not query.strip():
             raise MonjyuError("the query is empty")
+        bad = next((i for i, ch in enumerate(query) if "\ud800" <= ch <= "\udfff"), None)
+        if bad is not None:
+            raise MonjyuError(f"the query is not valid text: character {bad + 1} is a lone surrogate "
+                              f"(U+{ord(query[bad]):04X}, or a byte that is not UTF-8 in a shell argument); "
+                              "send the query as UTF-8 text")
         limit = self.config.search.max_query_chars
         if len(query) > limit:
             raise MonjyuError(f"the query is {len(query):,} characters, above search.max_query_chars={limit:,}; "

@@ -213,7 +213,13 @@ class AnswerConfig(Section):
     prompts_dir: str = ""  # folder with <name>.<lang>.txt files that replace the bundled prompts
     extractive_sentences: int = Field(5, ge=1, le=50, description="most sentences an extractive answer quotes; "
                                       "the question's kind usually stops it sooner (2 for a fact, 4 for a list)")
-    min_sentence_score: float = Field(3.0, ge=0.0, le=10.0, description="local relevance (0-10) a sentence needs")
+    min_sentence_score: float = Field(3.0, ge=0.0, le=10.0, description="local relevance (0-10) a sentence needs "
+                                      "(reader: features; the model reader has its own trained threshold)")
+    reader: Literal["features", "model"] = Field(
+        "features", description="how an extractive answer picks its sentences: features = the reader's features; "
+        "model = the project's trained cross-encoder (engines/cross_encoder.py) read with them")
+    reader_candidates: int = Field(40, ge=1, le=500, description="reader: model — the sentences with the best "
+                                   "feature scores that the model reads (the rest keep their feature score)")
     expansions: int = Field(3, ge=1, le=10, description="LLM rewrites of the query for expanded search")
     verify: bool = Field(True, description="check each sentence of an LLM answer against the passages: re-cite or "
                          "drop what its citation does not support, and say so when nothing is supported")
@@ -225,7 +231,7 @@ class RerankConfig(Section):
     """Stage 3 of HybridRAG. local: best-sentence relevance, offline, nothing to download."""
 
     provider: Literal["local", "cross-encoder", "api", "none"] = "local"
-    model: str = ""  # cross-encoder name/path, or the API's model
+    model: str = ""  # cross-encoder: a sentence-transformers name/path ("": the project's trained reader model); api: its model
     base_url: str = ""  # api: e.g. https://api.cohere.com/v2 or a self-hosted Infinity/TEI server
     api_key_env: str = "RERANK_API_KEY"
     candidates: int = Field(30, ge=1, le=500, description="fused results the reranker sees")

@@ -18,6 +18,7 @@ from ..types import Answer, SearchHit
 from .citations import resolve_citations
 from .llm_calls import structured_reply
 from .context import Source, format_sources, select_sources
+from .cross_encoder import shared_reader_model
 from .extractive import extractive_answer, insufficient
 from .reader import Reader
 from .relevance import LocalRelevanceScorer
@@ -49,7 +50,9 @@ class AnswerEngine:
         self.llm = llm
         self.scorer = scorer
         self.count_tokens = count_tokens
-        self.reader = Reader(scorer, term_weights, max_sentences=config.extractive_sentences)
+        model = shared_reader_model() if config.reader == "model" else None
+        self.reader = Reader(scorer, term_weights, max_sentences=config.extractive_sentences, model=model,
+                             model_candidates=config.reader_candidates)
         self.verifier = AnswerVerifier(scorer, config.min_support, term_weights)
 
     def language(self, query: str) -> str:

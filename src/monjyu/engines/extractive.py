@@ -41,6 +41,8 @@ def extractive_answer(query: str, query_vector: np.ndarray, sources: Sequence[So
         return insufficient(language, "no quotable sentence in the retrieved passages")
     quotes, notice = reader.pick(query, candidates, min_score)
     if not quotes:
+        if reader.model is not None:
+            return insufficient(language, f"no sentence reached the reader model's threshold ({reader.model.threshold:g})")
         return insufficient(language, f"no sentence scored >= {min_score} for relevance")
     lines, citations, cited = [], [], set()
     for quote in quotes:

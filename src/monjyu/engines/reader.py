@@ -28,6 +28,7 @@ from ..ingest.sentences import is_debris, is_title_line
 from ..nlp.analyzer import EN_STOPWORDS
 from ..nlp.lang import detect_language
 from .context import Source
+from .cross_encoder import ReaderModel
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
 
 # ---------------------------------------------------------------------------- the question
@@ -51,6 +52,9 @@ _ASKS = [
                           r"\bin what way\b|どのように|どうやって|方法|仕組み|手法", re.I)),
     ("definition", re.compile(r"^\s*(what|who) (is|are|was|were) (a |an |the )?[^,]{1,60}\??$|\bdefin|\bmeaning of\b|"
                               r"\bstands? for\b|\bwhat does .* mean\b|とは|何ですか|なんですか", re.I)),
+    # a choice: yes or no, or one of the things it names ("Which came first, A or B?")
+    ("choice", re.compile(r"^\s*(which|who|what)\b[^?]*\bor\b[^?]*\?\s*$|^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b.+\?\s*$|"
+                         r"\b(or|and)\b.+\b(both|either)\b|\bboth\b.+\b(and)\b|ですか[。？?]?\s*$|ますか[。？?]?\s*$", re.I)),
 ]
 
 # What a sentence carries, for each kind of question.
@@ -70,6 +74,8 @@ _CARRIES = {
                        r"both|two|three|several)\b|・|、.*、", re.I),
     "method": re.compile(r"\b(by|using|uses?|through|via|with|propose[sd]?|method|approach|computes?|estimates?|"
                          r"trains?|applies|applying|replaces?|combines?)\b|によって|を用いて|により|使って", re.I),
+    "choice": re.compile(r"\b(than|whereas|unlike|compared|in contrast|not|no|both|neither|also|same|first|"
+                         r"earlier|later|more|less|larger|smaller)\b|ない|より|比べ", re.I),
     "definition": re.compile(r"\b(is|are|was|were) (a|an|the|defined|known|called|termed|referred)\b|\brefers? to\b|"
                              r"\bdefined as\b|\bknown as\b|\bstands? for\b|\bi\.e\.|とは|である|のこと", re.I),
 }
@@ -93,7 +99,7 @@ class Extent:
 _EXTENT = {"number": Extent(2, 70, 0.75), "date": Extent(2, 70, 0.75), "person": Extent(2, 70, 0.75),
            "place": Extent(2, 70, 0.75), "definition": Extent(2, 70, 0.75), "": Extent(2, 70, 0.75),
            "method": Extent(4, 120, 2.0), "reason": Extent(4, 120, 2.0),
-           "list": Extent(5, 140, 2.5), "compare": Extent(5, 140, 2.5)}
+           "list": Extent(5, 140, 2.5), "compare": Extent(5, 140, 2.5), "choice": Extent(3, 100, 1.5)}
 
 
 def question_asks(query: str) -> str:
@@ -112,7 +118,9 @@ _FIGURE_TEXT = re.compile(r"^\s*(\(?[a-h]\)\s*)?(Figure|Fig\.?|Table|Tab\.|Algor
                           r"\s*[A-Z0-9IVX]+[.:：|]?", re.I)
 # A caption a PDF's text flow put inside a body sentence ("... absolute position of the Table 1: Maximum
 # path lengths, per-layer complexity ..."): the sentence reads on after the float, so neither half is prose.
-_CAPTION_INSIDE = re.compile(r"[a-z,] (Figure|Fig\.|Table|Algorithm|Listing) [0-9IVX]+: [A-Z]")
+# A float's label glued to a word ("... the log probAlgorithm 1 DetectGPT model-generated text") is one too.
+_CAPTION_INSIDE = re.compile(r"[a-z,] (Figure|Fig\.|Table|Algorithm|Listing) [0-9IVX]+: [A-Z]|"
+                             r"[a-z](Figure|Table|Algorithm|Listing) ?[0-9]+\b")
 _REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|\bProc\. of\b|\bdoi:\s*10\.|"
                               r"https?://|\bvol\. \d+|\bpp\. \d+|^\s*\d{1,3}\.\s+[A-Z][a-z]+,\s+[A-Z]\.", re.I)
 _INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
@@ -176,6 +184,10 @@ FEATURES = ("semantic", "lexical", "context", "carries", "novelty", "rank", "fir
 # differences between one question's sentences count, so no bias); refit with the reader bench.
 WEIGHTS = np.array([3.957, -0.575, 2.59, 0.766, 2.221, 2.253, -0.552, -1.231, 0.772, 1.826, 0.594, 2.761],
                    dtype=np.float32)
+# With the trained model (answer.reader: model): the same features and the model's log-odds, last
+# ("model"), fitted the same way (the reader fit benchmark with --model).
+MODEL_WEIGHTS = np.array([2.74, -0.75, 2.443, 0.667, 3.31, 2.026, -0.403, -1.964, 0.741, 1.849, 0.681, 1.372, 0.488],
+                         dtype=np.float32)
 
 
 @dataclass
@@ -187,6 +199,7 @@ class Candidate:
     relevance: float = 0.0  # the local scorer's 0-10 relevance (the gate)
     terms: frozenset[str] = frozenset()  # its index terms
     score: float = 0.0  # the model's log-odds that the sentence holds the answer (relative to the others)
+    answers: float | None = None  # the trained model's own log-odds (answer.reader: model), None: not read
 
     @property
     def quote(self) -> str:
@@ -198,13 +211,17 @@ class Reader:
 
     def __init__(self, scorer: LocalRelevanceScorer,
                  term_weights: Callable[[set[str]], dict[str, float]] | None = None,
-                 max_sources: int = 10, max_sentences: int = 5):
+                 max_sources: int = 10, max_sentences: int = 5, model: ReaderModel | None = None,
+                 model_candidates: int = 40):
         """`max_sentences` caps every answer (answer.extractive_sentences); the question's kind
-        usually stops it sooner."""
+        usually stops it sooner. `model`: the trained cross-encoder, which reads the
+        `model_candidates` sentences the features rank best (answer.reader: model)."""
         self.scorer = scorer
         self.term_weights = term_weights
         self.max_sources = max_sources
         self.max_sentences = max_sentences
+        self.model = model
+        self.model_candidates = model_candidates
 
     def candidates(self, query: str, query_vector: np.ndarray, sources: Sequence[Source]) -> list[Candidate]:
         """Every quotable sentence of the first `max_sources` passages, with its features."""
@@ -266,7 +283,20 @@ class Reader:
         scores = np.array([c.features for c in out]) @ WEIGHTS
         for c, z in zip(out, scores):
             c.score = float(z)
+        if self.model is not None:
+            self._read(query, out)
         return out
+
+    def _read(self, query: str, candidates: list[Candidate]) -> None:
+        """The model's log-odds for the sentences the features rank best, and the score that
+        combines both; a sentence the model did not read counts as its least likely one."""
+        read = sorted(candidates, key=lambda c: -c.score)[:self.model_candidates]
+        logits = self.model.scores(query, [c.quote for c in read])
+        for c, z in zip(read, logits):
+            c.answers = float(z)
+        floor = float(logits.min())
+        for c in candidates:
+            c.score = float(np.append(c.features, c.answers if c.answers is not None else floor) @ MODEL_WEIGHTS)
 
     def _names(self, query: str) -> list[str]:
         """The rare names of the question (terms of its capitalised words, not the first, with an
@@ -282,7 +312,11 @@ class Reader:
     def pick(self, query: str, candidates: list[Candidate], min_relevance: float) -> tuple[list[list[Candidate]], str]:
         """The quotes (runs of adjacent sentences of one passage), best first, and a notice for
         the reader when they are in another language than the question's."""
-        gate = [c for c in candidates if c.relevance >= min_relevance]
+        if self.model is None:
+            gate = [c for c in candidates if c.relevance >= min_relevance]
+        else:  # the model decides whether the passages answer at all
+            best_read = max((c.answers for c in candidates if c.answers is not None), default=-math.inf)
+            gate = candidates if best_read >= self.model.threshold else []
         if not gate:
             return [], ""
         lang = detect_language(query)
@@ -297,7 +331,8 @@ class Reader:
             note = ("日本語で答える文が索引された文書に見つからないため、英語の文を引用しています" if lang == "ja" else
                     "no sentence in English answers this in the indexed documents, so the quotes are in another language")
         pool = sorted(same or gate, key=lambda c: -c.score)
-        extent = _EXTENT[question_asks(query)]
+        asks = question_asks(query)
+        extent = _EXTENT[asks]
         lead = pool[0]
         picked: list[Candidate] = [lead]
         words = len(lead.quote.split())
@@ -317,19 +352,27 @@ class Reader:
             seen.update(_WORD.findall(c.quote.lower()))
 
         most = min(extent.sentences, self.max_sentences)
+
+        def name_each() -> None:
+            """A name of the question no quote holds yet ("... first, A or B?") is answered by the
+            best sentence that holds it, however it scores beside the lead."""
+            for name in self._names(query):
+                if len(picked) >= most or any(name in c.terms for c in picked):
+                    continue
+                holder = next((c for c in pool if name in c.terms and c not in picked and fits(c)), None)
+                if holder is not None:
+                    take(holder)
+
+        choice = asks == "choice"
+        if choice:  # yes or no, A or B: a sentence about each thing named comes before more of the best
+            name_each()
         for c in pool[1:]:
             if len(picked) >= most or c.score < lead.score - extent.margin:
                 break
-            if fits(c):
+            if c not in picked and fits(c):
                 take(c)
-        # A name of the question no quote holds yet ("... first, A or B?") is answered by the best
-        # sentence that holds it, however it scores beside the lead.
-        for name in self._names(query):
-            if len(picked) >= most or any(name in c.terms for c in picked):
-                continue
-            holder = next((c for c in pool if name in c.terms and c not in picked and fits(c)), None)
-            if holder is not None:
-                take(holder)
+        if not choice:
+            name_each()
         # Adjacent sentences of one passage become one quote, in the passage's order, where the
         # first of them was picked.
         quotes: list[list[Candidate]] = []

@@ -50,6 +50,29 @@ class LocalReranker:
         return self.scorer.score_with_vectors(query, query_vector, vectors, parts)
 
 
+class ReaderReranker:
+    """The project's own cross-encoder (engines/cross_encoder.py, the reader's model): a passage
+    scores as its best sentence's log-odds of answering. rerank.provider: cross-encoder with no
+    rerank.model, offline, nothing to download."""
+
+    name = "cross-encoder:monjyu-reader"
+
+    def __init__(self):
+        from ..cross_encoder import shared_reader_model
+
+        self._model = shared_reader_model()
+
+    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str],
+               vectors: np.ndarray | None = None) -> np.ndarray:
+        parts = [[p for p in _STATEMENTS.split(t) if p.strip()] or [t] for t in texts]
+        flat = self._model.scores(query, [p for ps in parts for p in ps])
+        out, at = np.empty(len(texts), dtype=np.float32), 0
+        for i, ps in enumerate(parts):
+            out[i] = flat[at:at + len(ps)].max()
+            at += len(ps)
+        return out
+
+
 class CrossEncoderReranker:
     """A cross-encoder from sentence-transformers (model name or local path), e.g.
     cross-encoder/ms-marco-MiniLM-L-6-v2 or BAAI/bge-reranker-v2-m3."""
@@ -122,7 +145,7 @@ def create_reranker(cfg: RerankConfig, scorer: LocalRelevanceScorer) -> Reranker
     if cfg.provider == "local":
         return LocalReranker(scorer)
     if cfg.provider == "cross-encoder":
-        return CrossEncoderReranker(cfg)
+        return CrossEncoderReranker(cfg) if cfg.model else ReaderReranker()
     if cfg.provider == "api":
         return APIReranker(cfg)
     raise ConfigError(f"unknown rerank.provider '{cfg.provider}' (local, cross-encoder, api, none)")

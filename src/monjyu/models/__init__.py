@@ -1,0 +1,1 @@
+"""Model files shipped with MONJYU (weights trained in this repository)."""

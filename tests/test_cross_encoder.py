@@ -1,0 +1,46 @@
+"""The shipped reader model (engines/cross_encoder.py): it loads offline, reads English and
+Japanese pairs, and a missing or corrupt file is a clear error naming it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from monjyu.engines.cross_encoder import ReaderModel, model_dir, pair_ids, shared_reader_model
+from monjyu.errors import ConfigError
+
+
+def test_the_sentence_that_answers_scores_above_one_that_does_not():
+    model = shared_reader_model()
+    scores = model.scores("In what year did the Normans conquer England?", [
+        "The Norman conquest of England began in 1066 with the Battle of Hastings.",
+        "Normandy is a region in northern France known for its dairy farms.",
+    ])
+    assert scores.shape == (2,) and scores[0] > scores[1]
+
+
+def test_japanese_questions_are_read_too():
+    scores = shared_reader_model().scores("富士山の高さは何メートルですか？", [
+        "富士山は標高3776メートルの日本最高峰の山である。",
+        "京都には多くの寺院があり、観光客に人気がある。",
+    ])
+    assert scores[0] > scores[1]
+
+
+def test_long_sentences_are_cut_to_the_trained_length():
+    tok = shared_reader_model().tok
+    ids = pair_ids(tok, "why " * 100, "word " * 500)
+    assert len(ids) == 128 and ids[0] == tok.bos and ids[-1] == tok.eos
+
+
+def test_a_missing_model_names_the_file(tmp_path):
+    with pytest.raises(ConfigError, match="reader.int8.onnx"):
+        ReaderModel(tmp_path)
+
+
+def test_a_corrupt_model_names_the_file(tmp_path):
+    shutil.copy(model_dir() / "reader.json", tmp_path / "reader.json")
+    (tmp_path / "reader.int8.onnx").write_bytes(b"not an onnx graph")
+    with pytest.raises(ConfigError, match="reader.int8.onnx.*cannot be loaded"):
+        ReaderModel(tmp_path)

@@ -1,0 +1,143 @@
+"""Training pairs for the reader: (question, sentence, label) groups from public QA sets.
+
+A group is one question with some sentences of its paragraph (or paper): every sentence that
+contains an answer text is positive; the others, and every sentence shown with an unanswerable
+question, are negative. Sentences are cut by the product's own splitter (`statement_spans`), so
+training sees sentences as the reader does.
+
+Sources (`../shared/reader-data`, see its README; covidqa-dev from `../shared/bench-data`):
+- SQuAD 1.1 dev, less the held-out articles (validation): up to 3 negatives from the paragraph,
+  1 from another paragraph of the article (a passage the search may also bring back);
+- SQuAD 2.0 dev unanswerable, less the same articles: up to 4 negatives, the most word-sharing first
+  (they were written to look answerable);
+- JaQuAD train (a sample): Japanese questions over Japanese paragraphs;
+- covidqa-dev's fit half of papers (answer_quality.py's split): research-paper sentences, the
+  negatives those of the same paper that share most words with the question.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from monjyu.ingest.sentences import statement_spans
+
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "reader-data"
+VALIDATION_ARTICLES = 10  # of the 35 articles SQuAD 2.0's unanswerable questions share with SQuAD 1.1
+_WORD = re.compile(r"[^\W_]+")
+
+
+def read_jsonl_gz(path: Path) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def sentences(text: str) -> list[str]:
+    return [text[a:b] for a, b in statement_spans(text)]
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _contains(sentence: str, answers: list[str]) -> bool:
+    return any(a and a.strip() and a.strip() in sentence for a in answers)
+
+
+def validation_articles(squad: list[dict], unanswerable: list[dict], seed: int = 0) -> set[str]:
+    """Articles held out of training, drawn from those both SQuAD files share (so the validation
+    has answerable and unanswerable questions on the same paragraphs)."""
+    shared = sorted({r["title"] for r in squad} & {r["title"] for r in unanswerable})
+    return set(random.Random(seed).sample(shared, VALIDATION_ARTICLES))
+
+
+def _by_overlap(question: str, pool: list[str]) -> list[str]:
+    q = _words(question)
+    return sorted(pool, key=lambda s: -len(q & _words(s)))
+
+
+def squad_groups(records: list[dict], rng: random.Random, answerable: bool,
+                 neg_in_paragraph: int, neg_elsewhere: int) -> list[dict]:
+    split: dict[str, list[str]] = {}
+    by_article: dict[str, list[str]] = defaultdict(list)
+    for r in records:
+        if r["context"] not in split:
+            split[r["context"]] = sentences(r["context"])
+            by_article[r["title"]].append(r["context"])
+    groups = []
+    for r in records:
+        sents = split[r["context"]]
+        answers = [a["text"] for a in r["answers"]]
+        pos = [s for s in sents if _contains(s, answers)] if answerable else []
+        if answerable and not pos:
+            continue  # the answer crosses a sentence boundary: no sentence holds it
+        neg = [s for s in sents if s not in pos]
+        if answerable:
+            rng.shuffle(neg)
+        else:
+            neg = _by_overlap(r["question"], neg)
+        neg = neg[:neg_in_paragraph]
+        others = [c for c in by_article[r["title"]] if c != r["context"]]
+        for _ in range(neg_elsewhere if others else 0):
+            neg.append(rng.choice(split[rng.choice(others)] or [""]))
+        items = [(s, 1) for s in pos[:2]] + [(s, 0) for s in neg if s]
+        groups.append({"source": r["source"], "lang": r["lang"], "question": r["question"], "items": items})
+    return groups
+
+
+def covidqa_groups(folder: Path, rng: random.Random, negatives: int = 6) -> list[dict]:
+    """The fit half's questions over their own paper's sentences (answers are spans of the paper:
+    a sentence holding a 5-word piece of one is positive, as reader_fit.py labels)."""
+    from monjyu.eval.qa import answer_words
+
+    rows = [json.loads(line) for line in open(folder / "questions.jsonl", encoding="utf-8") if line.strip()]
+    docs = sorted({r["doc"] for r in rows})
+    fit = set(docs[0::2])  # answer_quality.covidqa_questions' split
+    paper: dict[str, list[str]] = {}
+    groups = []
+    for r in rows:
+        if r["doc"] not in fit:
+            continue
+        if r["doc"] not in paper:
+            paper[r["doc"]] = sentences((folder / "docs" / r["doc"]).read_text(encoding="utf-8"))
+        sents = paper[r["doc"]]
+        pieces = []
+        for a in r["answers"]:
+            w = answer_words(a)
+            n = min(5, len(w))
+            pieces += [" " + " ".join(w[i:i + n]) + " " for i in range(len(w) - n + 1)]
+        pos, neg = [], []
+        for s in sents:
+            hay = " " + " ".join(answer_words(s)) + " "
+            (pos if any(p in hay for p in pieces) else neg).append(s)
+        if not pos:
+            continue
+        hard = _by_overlap(r["question"], neg)
+        chosen = hard[:negatives - 2] + rng.sample(hard[negatives - 2:], min(2, len(hard[negatives - 2:])))
+        items = [(s, 1) for s in pos[:2]] + [(s, 0) for s in chosen]
+        groups.append({"source": "covidqa-fit", "lang": "en", "question": r["question"], "items": items})
+    return groups
+
+
+def build(reader_data: Path, covidqa: Path, seed: int = 13, jaquad_questions: int = 9000,
+          unanswerable_questions: int = 3000, covidqa_repeat: int = 3) -> tuple[list[dict], list[dict]]:
+    """(training groups, validation groups). Validation: every sentence of the paragraph for the
+    held-out articles' questions, answerable and not."""
+    rng = random.Random(seed)
+    squad = read_jsonl_gz(reader_data / "squad11-dev.jsonl.gz")
+    unans = read_jsonl_gz(reader_data / "squad20-dev-unanswerable.jsonl.gz")
+    held = validation_articles(squad, unans)
+    train = squad_groups([r for r in squad if r["title"] not in held], rng, True, 3, 1)
+    u = [r for r in unans if r["title"] not in held]
+    train += squad_groups(rng.sample(u, min(unanswerable_questions, len(u))), rng, False, 4, 0)
+    ja = read_jsonl_gz(reader_data / "jaquad-train.jsonl.gz")
+    train += squad_groups(rng.sample(ja, min(jaquad_questions, len(ja))), rng, True, 3, 0)
+    train += covidqa_groups(covidqa, rng) * covidqa_repeat
+    rng.shuffle(train)
+    val = squad_groups([r for r in squad if r["title"] in held], rng, True, 99, 0)
+    val += squad_groups([r for r in unans if r["title"] in held], rng, False, 99, 0)
+    return train, val
