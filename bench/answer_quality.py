@@ -201,17 +201,20 @@ def run_baseline(revision: str, args: argparse.Namespace, jobs: list[dict]) -> d
     from worktree import checkout, environment
 
     out = {}
-    keep = args.baseline_dir
-    todo = [job for job in jobs if not (keep and (keep / f"{revision}-{job['name'].replace(' ', '-')}.json").is_file())]
+    kept = {job["name"]: args.baseline_dir / f"{revision}-{job['name'].replace(' ', '-')}.json"
+            for job in jobs} if args.baseline_dir else {}
+    todo = []
     for job in jobs:
-        if job not in todo:
-            out[job["name"]] = json.loads((keep / f"{revision}-{job['name'].replace(' ', '-')}.json").read_text())
+        if job["name"] in kept and kept[job["name"]].is_file():
+            out[job["name"]] = json.loads(kept[job["name"]].read_text(encoding="utf-8"))
+        else:
+            todo.append(job)
     if not todo:
         return out
     with tempfile.TemporaryDirectory() as tmp, checkout(revision, Path(tmp) / "tree") as src:
         for job in todo:
             stem = job["name"].replace(" ", "-")
-            dump = (keep / f"{revision}-{stem}.json") if keep else Path(tmp) / f"{stem}.json"
+            dump = kept.get(job["name"], Path(tmp) / f"{stem}.json")
             qfile = Path(tmp) / f"{stem}.questions.json"
             qfile.write_text(json.dumps(job["questions"]), encoding="utf-8")
             cmd = [sys.executable, __file__, "--collect", str(qfile), "--collect-index", str(job["index"]),
@@ -285,9 +288,13 @@ def main() -> None:
         rows = papers_questions(args.choice)
         for name, (index, docs) in indexes.items():
             qs = [q for q in rows if q["set"] == name]
-            if qs and index:
+            if qs and not (index and docs):
+                ap.error(f"--choice has {name} questions: give that set and its index too")
+            if qs:
                 jobs.append({"name": f"choice {name}", "questions": qs, "index": index, "docs": docs, "langs": {"en"}})
-    if args.offtopic and args.covidqa:
+    if args.offtopic and not args.covidqa:
+        ap.error("--offtopic asks over covidqa-dev: give --covidqa and --covidqa-index too")
+    if args.offtopic:
         qs = papers_questions(args.offtopic) + [q for q in papers_questions(GLOBAL_QUESTIONS) if q["kind"] == "off-topic"]
         jobs.append({"name": "covidqa off-topic", "questions": qs, "index": args.covidqa_index,
                      "docs": args.covidqa / "docs", "langs": {"en"}})
@@ -303,6 +310,8 @@ def main() -> None:
         if job["index"] is None:
             ap.error(f"{job['name']}: give its index directory")
 
+    if args.baseline_only and not args.baseline:
+        ap.error("--baseline-only needs --baseline")
     if args.baseline_only:
         if args.baseline_dir:
             args.baseline_dir.mkdir(parents=True, exist_ok=True)

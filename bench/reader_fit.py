@@ -29,7 +29,7 @@ from answer_quality import covidqa_questions  # noqa: E402
 
 from monjyu import Monjyu, load_config  # noqa: E402
 from monjyu.engines.context import select_sources  # noqa: E402
-from monjyu.engines.reader import FEATURES, WEIGHTS  # noqa: E402
+from monjyu.engines.reader import FEATURES, WEIGHTS, model_column  # noqa: E402
 from monjyu.eval.qa import answer_words, holds_answer  # noqa: E402
 
 PIECE = 5
@@ -66,14 +66,11 @@ def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
 
 
 def add_model_column(rows: list[dict], model, candidates: int) -> None:
-    """The model's log-odds as a last column, as Reader._read computes it: the `candidates` best by
-    the features read, the others at the floor of those read."""
+    """The model's log-odds as a last column, as the reader computes it (reader.model_column)."""
     for r in rows:
-        read = np.argsort(-(r["X"] @ WEIGHTS), kind="stable")[:candidates]
-        logits = model.scores(r["question"], [r["quotes"][i] for i in read])
-        column = np.full(len(r["quotes"]), float(logits.min()), dtype=np.float32)
-        column[read] = logits
-        r["X"] = np.hstack([r["X"][:, :len(FEATURES)], column[:, None]])
+        features = r["X"][:, :len(FEATURES)]
+        column = model_column(model, r["question"], r["quotes"], features @ WEIGHTS, candidates)
+        r["X"] = np.hstack([features, column[:, None]])
 
 
 def listwise_loss(w: np.ndarray, rows: list[dict], l2: float) -> tuple[float, np.ndarray]:

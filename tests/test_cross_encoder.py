@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from monjyu.engines.cross_encoder import ReaderModel, model_dir, pair_ids, shared_reader_model
+from monjyu.engines.cross_encoder import ReaderModel, model_dir, pair_ids, question_ids, shared_reader_model
 from monjyu.errors import ConfigError
 
 
@@ -30,7 +30,7 @@ def test_japanese_questions_are_read_too():
 
 def test_long_sentences_are_cut_to_the_trained_length():
     tok = shared_reader_model().tok
-    ids = pair_ids(tok, "why " * 100, "word " * 500)
+    ids = pair_ids(tok, question_ids(tok, "why " * 100), "word " * 500)
     assert len(ids) == 128 and ids[0] == tok.bos and ids[-1] == tok.eos
 
 
@@ -44,3 +44,13 @@ def test_a_corrupt_model_names_the_file(tmp_path):
     (tmp_path / "reader.int8.onnx").write_bytes(b"not an onnx graph")
     with pytest.raises(ConfigError, match="reader.int8.onnx.*cannot be loaded"):
         ReaderModel(tmp_path)
+
+
+def test_a_model_setting_without_the_model_reader_is_refused():
+    from pydantic import ValidationError
+
+    from monjyu.config import AnswerConfig
+
+    assert AnswerConfig(reader="model", reader_candidates=24).reader_candidates == 24
+    with pytest.raises(ValidationError, match="applies to answer.reader: model only"):
+        AnswerConfig(reader_candidates=24)

@@ -226,6 +226,13 @@ class AnswerConfig(Section):
     min_support: float = Field(0.45, ge=0.0, le=1.0, description="support (0-1: meaning and words of the sentence "
                                "in the passage) a passage must give a sentence to be cited for it")
 
+    @model_validator(mode="after")
+    def _fits_reader(self) -> "AnswerConfig":
+        if "reader_candidates" in self.model_fields_set and self.reader != "model":
+            raise ValueError("answer.reader_candidates is the number of sentences the trained model reads: it applies "
+                             "to answer.reader: model only; remove it or set reader: model")
+        return self
+
 
 class RerankConfig(Section):
     """Stage 3 of HybridRAG. local: best-sentence relevance, offline, nothing to download."""

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from data import build  # noqa: E402
 
 from monjyu.embed.e5_numpy import E5Weights, default_model_path, shared_tokenizer  # noqa: E402
-from monjyu.engines.cross_encoder import pad_batch, pair_ids  # noqa: E402
+from monjyu.engines.cross_encoder import pad_batch, pair_ids, question_ids  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -100,7 +100,8 @@ class Rows:
 
 def encode(groups: list[dict], tok) -> list[dict]:
     for g in groups:
-        g["ids"] = [pair_ids(tok, g["question"], s) for s, _ in g["items"]]
+        q = question_ids(tok, g["question"])
+        g["ids"] = [pair_ids(tok, q, s) for s, _ in g["items"]]
         g["labels"] = [y for _, y in g["items"]]
     return groups
 

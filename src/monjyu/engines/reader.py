@@ -190,6 +190,17 @@ MODEL_WEIGHTS = np.array([2.74, -0.75, 2.443, 0.667, 3.31, 2.026, -0.403, -1.964
                          dtype=np.float32)
 
 
+def model_column(model: ReaderModel, query: str, quotes: list[str], feature_scores: np.ndarray,
+                 read: int) -> np.ndarray:
+    """The model's log-odds for each quote: it reads the `read` quotes the features score best; a
+    quote it did not read counts as the least likely of those it read."""
+    order = np.argsort(-feature_scores, kind="stable")[:read]
+    logits = model.scores(query, [quotes[i] for i in order])
+    column = np.full(len(quotes), float(logits.min()), dtype=np.float32)
+    column[order] = logits
+    return column
+
+
 @dataclass
 class Candidate:
     sentence: Sentence
@@ -199,7 +210,7 @@ class Candidate:
     relevance: float = 0.0  # the local scorer's 0-10 relevance (the gate)
     terms: frozenset[str] = frozenset()  # its index terms
     score: float = 0.0  # the model's log-odds that the sentence holds the answer (relative to the others)
-    answers: float | None = None  # the trained model's own log-odds (answer.reader: model), None: not read
+    answers: float | None = None  # the trained model's own log-odds (answer.reader: model; model_column)
 
     @property
     def quote(self) -> str:
@@ -288,15 +299,12 @@ class Reader:
         return out
 
     def _read(self, query: str, candidates: list[Candidate]) -> None:
-        """The model's log-odds for the sentences the features rank best, and the score that
-        combines both; a sentence the model did not read counts as its least likely one."""
-        read = sorted(candidates, key=lambda c: -c.score)[:self.model_candidates]
-        logits = self.model.scores(query, [c.quote for c in read])
-        for c, z in zip(read, logits):
+        """The model's log-odds (`model_column`) and the score that combines them with the features."""
+        column = model_column(self.model, query, [c.quote for c in candidates],
+                              np.array([c.score for c in candidates]), self.model_candidates)
+        for c, z in zip(candidates, column):
             c.answers = float(z)
-        floor = float(logits.min())
-        for c in candidates:
-            c.score = float(np.append(c.features, c.answers if c.answers is not None else floor) @ MODEL_WEIGHTS)
+            c.score = float(np.append(c.features, c.answers) @ MODEL_WEIGHTS)
 
     def _names(self, query: str) -> list[str]:
         """The rare names of the question (terms of its capitalised words, not the first, with an
@@ -315,8 +323,7 @@ class Reader:
         if self.model is None:
             gate = [c for c in candidates if c.relevance >= min_relevance]
         else:  # the model decides whether the passages answer at all
-            best_read = max((c.answers for c in candidates if c.answers is not None), default=-math.inf)
-            gate = candidates if best_read >= self.model.threshold else []
+            gate = candidates if max(c.answers for c in candidates) >= self.model.threshold else []
         if not gate:
             return [], ""
         lang = detect_language(query)
