@@ -8,7 +8,9 @@ Per question: a cited answer (not "insufficient") of at most 10 themes, each wit
 sentences, no two labels sharing more than half their phrases, every label phrase named in its
 theme's cited sentences (compared on index terms); the distinct papers cited, against Baseline
 RAG (`monjyu search --mode vector --top-k 10` with its extractive answer). Off-topic questions
-must say the collection does not cover them. The index is `monjyu eval --qa`'s unless given.
+must say the collection does not cover them. The index is `monjyu eval --qa`'s unless given; a
+given index that exists is used as it is (2wiki: `monjyu eval --beir`'s, with
+`--questions bench/data/2wiki_global_questions.jsonl`).
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def main() -> None:
     key = hashlib.sha256(str(docs).encode()).hexdigest()[:8]
     name = docs.parent.name if docs.name == "docs" else docs.name
     m = Monjyu(args.index or Path(".monjyu-eval") / f"{name}-{key}")
-    m.index([docs])
+    if args.index is None or not args.index.exists():  # an existing index (2wiki's, built by eval --beir) is used as is
+        m.index([docs])
     analyzer = Analyzer()
     rows = []
     for line in args.questions.read_text(encoding="utf-8").splitlines():

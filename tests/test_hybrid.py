@@ -213,7 +213,9 @@ def test_cli_hybridrag_and_auto_routing(sample_index, cache_dir):
 
     out = run("How do BM25 and dense retrieval differ?", "--mode", "hybridrag", "--weights", "0.2,0.2,0.6", "--crag")
     assert out["engine"] == "hybridrag" and out["weights"]["graph"] == 0.6 and out["crag"]["grades"]
-    assert run("What are the main themes across these documents?", "--mode", "auto")["engine"] == "lazy"
+    themes = run("What are the main themes across these documents?", "--mode", "auto")
+    assert themes["engine"] == "lazy" and themes["coverage"]["heading"] == themes["answer"]["text"].split("\n")[0]
+    assert themes["themes"][0]["phrases"][0]["label"] == themes["themes"][0]["label"][0]  # with its shares
     assert run("What is nDCG@10?", "--mode", "auto")["engine"] == "hybrid"  # baseline RAG in the configured mode
 
 

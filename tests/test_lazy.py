@@ -117,6 +117,56 @@ def test_global_questions_offline_are_answered_by_themes(sample_index, question,
     assert [h.text_unit_id for h in r.hits] == r.kept_text_unit_ids[:len(r.hits)]
     for n, theme in enumerate(r.themes, start=1):  # each theme is a numbered line of the answer
         assert f"{n}. {', '.join(theme['label'])}:" in r.answer.text
+    # The heading is a sentence in the question's language, the same in the result's coverage.
+    heading = r.answer.text.split("\n")[0]
+    assert r.coverage["heading"] == heading
+    if question.isascii():
+        assert re.fullmatch(rf"{len(r.themes)} themes?( about {topic})? across (all 9|\d of the 9) documents:", heading)
+    else:
+        assert re.fullmatch(rf"9 件の文書(のうち \d 件)?にわたる {len(r.themes)} のテーマ:", heading)
+
+
+@pytest.mark.parametrize("question", ["What are the main themes across these papers?",
+                                      "これらの文書の主なテーマは何ですか？"])
+def test_theme_labels_are_phrases_as_written_that_stand_for_their_theme(sample_index, question):
+    """Each label phrase is written as the collection writes it (every word of it is a word of
+    the collection's text, ignoring case: no lemma such as "specie" or "mer"; a Japanese phrase
+    occurs as it is), is no stop or stock
+    research word, and is far more frequent among its community's own passages than in the whole
+    collection."""
+    from monjyu.engines.lazy.themes import MIN_LIFT, STOCK_PHRASES
+    from monjyu.nlp.analyzer import EN_STOPWORDS
+    from monjyu.nlp.noun_phrases import STOP_PHRASES
+
+    words = re.compile(r"[^\W_]+")
+    _, searcher = sample_index._searcher()
+    texts = searcher.index.columns["text"]
+    collection = {w.lower() for text in texts for w in words.findall(text)}
+    r = sample_index.lazy_search(question)
+    assert r.themes
+    for theme in r.themes:
+        assert 2 <= len(theme["label"]) <= 3 and [p["label"] for p in theme["phrases"]] == theme["label"]
+        for phrase in theme["phrases"]:
+            label = phrase["label"]
+            if re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", label):  # Japanese, written without spaces: as written
+                assert any(label in text for text in texts), label
+            else:
+                assert all(w.lower() in collection for w in words.findall(label)), label
+            assert label.lower() not in STOCK_PHRASES | EN_STOPWORDS | STOP_PHRASES, label
+            assert phrase["community_share"] >= MIN_LIFT * phrase["collection_share"] > 0, phrase
+        shares = [p["community_share"] for p in theme["phrases"]]
+        assert shares == sorted(shares, reverse=True)  # the phrase naming most of its passages first
+
+
+def test_written_form_finds_how_the_texts_spell_a_graph_phrase():
+    from monjyu.engines.lazy.themes import written_form
+
+    assert written_form("specie", ["Two species of bats.", "The species differ."]) == "species"
+    assert written_form("mer", ["MERS spread in 2012; MERS cases rose.", "merely a mer"]) == "MERS"
+    assert written_form("mers-cov", ["MERS - CoV and MERS-CoV"]) in {"MERS-CoV", "MERS - CoV"}
+    assert written_form("analysis", ["Both analyses agree."]) == "analyses"
+    assert written_form("language model", ["Large Language Models are ..."]) == "Language Models"
+    assert written_form("mer", ["It merely merges."]) is None
 
 
 @pytest.mark.parametrize("question", ["What do these papers say about volcanoes?",

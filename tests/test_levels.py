@@ -219,6 +219,12 @@ def test_global_search_answers_from_reports_it_writes_once_within_its_budget(tmp
         cited_by_reports = {u for c in first.claims for u in c.text_unit_ids}
         assert {c.text_unit_id for c in first.citations} <= cited_by_reports
         assert all(r["title"].startswith("Report on ") for r in first.reports)
+        # The map step names each community by its report, or, where its report is missing (the
+        # third: over this search's max_reports), by its offline theme label.
+        titles = [v["title"] for v in first.communities_visited]
+        assert len(titles) == 3 and [v["report"] for v in first.communities_visited] == [True, True, False]
+        assert all(t.startswith("(report) Report on ") for t in titles[:2])
+        assert titles[2] and not titles[2].startswith("(report)")
         assert first.usage_by_level["4"]["calls"] == len(server.requests) and first.usage_by_level["1"]["calls"] == 0
         # The next question builds the missing report and reads the others; then nothing is written.
         second = m.lazy_search(GLOBAL)

@@ -151,7 +151,11 @@ def test_hybridrag_and_auto_modes(mcp):
             "weights": {"keyword": 0.2, "semantic": 0.3, "graph": 0.5}, "rerank": False, "answer": False}
     assert mcp.ok("search", args)["engine"] == "hybridrag"
     args = {"query": "What are the main themes across the whole collection?", "mode": "auto", "limit": 2}
-    assert mcp.ok("search", args)["engine"] in {"hybrid", "lazy", "hybridrag"}
+    themes = mcp.ok("search", args)
+    assert themes["engine"] in {"hybrid", "lazy", "hybridrag"}
+    if themes["engine"] == "lazy":  # themes: the heading sentence and each label's phrases, as the API gives them
+        assert themes["coverage"]["heading"] == themes["answer"]["text"].split("\n")[0]
+        assert all(t["phrases"] for t in themes["themes"])
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)

@@ -168,6 +168,8 @@ def test_lazy_search_shows_its_trace(page, app_url):
     assert "budget" in page.locator("#trace-summary").inner_text()
     assert "levels 0, 1" in page.locator("#trace-summary").inner_text()
     assert page.locator("#answer-text .cite").count() >= 1
+    # The themes' heading is a sentence ("3 themes across all 9 documents:"), as in the API.
+    assert re.match(r"\d+ themes? across (all \d+|\d+ of the \d+) documents:", page.locator("#answer-text").inner_text())
 
 
 def test_requests_for_files_outside_the_index_are_refused(page, app_url):

@@ -161,19 +161,23 @@ def _pieces_are_words(text: str) -> bool:
 def quotable(sentence: Sentence) -> bool:
     """A statement of body text that reads as prose."""
     hit = sentence.source.hit
-    if hit.kind != "text":
-        return False
     a, b = sentence.start_char - hit.start_char, sentence.end_char - hit.start_char
-    if is_title_line(hit.text, a, b):
+    return hit.kind == "text" and quotable_span(hit.text, a, b)
+
+
+def quotable_span(text: str, a: int, b: int) -> bool:
+    """The sentence text[a:b] of a passage of body text reads as prose: not a title line, a
+    reference list entry, a caption, a name list, a table row or a formula."""
+    if is_title_line(text, a, b):
         return False
-    line_start = hit.text.rfind("\n", 0, a) + 1
-    if _ENTRY_LINE.match(hit.text[line_start:line_start + 200]):
+    line_start = text.rfind("\n", 0, a) + 1
+    if _ENTRY_LINE.match(text[line_start:line_start + 200]):
         return False
-    text = clean_quote(sentence.text)
-    if (_FIGURE_TEXT.match(text) or _CAPTION_INSIDE.search(text) or _REFERENCE_ENTRY.search(text)
-            or len(_INITIALS.findall(text)) >= 2):
+    quote = clean_quote(text[a:b])
+    if (_FIGURE_TEXT.match(quote) or _CAPTION_INSIDE.search(quote) or _REFERENCE_ENTRY.search(quote)
+            or len(_INITIALS.findall(quote)) >= 2):
         return False
-    return _pieces_are_words(text) and _reads_as_prose(text)
+    return _pieces_are_words(quote) and _reads_as_prose(quote)
 
 
 # ---------------------------------------------------------------------------- features and model

@@ -21,7 +21,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from string import Template
 from typing import TYPE_CHECKING
 
@@ -525,9 +525,12 @@ class LazySearchEngine:
             relevant = cut_to_budget(relevant, cfg.context_tokens, self.count_tokens)
             written_answer = await self._answer(query, lang, relevant, [], on_token, use_llm=True) if answer else None
         units = list(dict.fromkeys(u for c in relevant for u in c.text_unit_ids))
-        visits = [{"id": c.id, "level": c.level, "depth": 0, "title": f"(report) {r['title']}", "units_tested": 0,
-                   "sentences_tested": r["claims"], "relevant": sum(owner == c.id for _, owner in passing)}
-                  for c, r in zip(communities, reports) if r]
+        # The map step shows each community by its report's title, or, where its report is
+        # missing (beyond this search's budget, or failed), by its offline theme label.
+        visits = [{"id": c.id, "level": c.level, "depth": 0,
+                   "title": f"(report) {r['title']}" if r else ", ".join(finder.label(c)), "units_tested": 0,
+                   "sentences_tested": r["claims"] if r else 0, "relevant": sum(owner == c.id for _, owner in passing),
+                   "report": bool(r)} for c, r in zip(communities, reports)]
         return LazySearchResult(
             query=query, answer=written_answer, subqueries=[query], expanded_query=query, claims=relevant,
             relevant_sentences=[], communities_visited=visits, budget_used=0, budget_total=budget,
@@ -579,7 +582,8 @@ class LazySearchEngine:
         hits = self._page(dict.fromkeys(units, 0.0), top_k, offset)
         if answer and on_token:
             on_token(found.answer.text)
-        coverage = {"topic": found.topic, "documents": found.covered_documents,
+        coverage = {"heading": found.heading, "topic": found.topic,
+                    "documents": found.covered_documents,
                     "documents_total": found.total_documents, "communities": found.communities_used,
                     "communities_total": found.communities_total}
         return LazySearchResult(
@@ -589,6 +593,7 @@ class LazySearchEngine:
             timings_ms={"themes_ms": (time.perf_counter() - t) * 1000}, kept_text_unit_ids=units, hits=hits,
             total_count=len(units), coverage=coverage, levels_reached=[0, 1],
             themes=[{"label": th.label, "community_id": th.community_id, "level": th.level,
+                     "phrases": [asdict(p) for p in th.phrases],
                      "sentences": [{"text": text, "text_unit_id": self.searcher.index.columns["id"][row],
                                     "start": a, "end": b} for row, a, b, text in th.sentences]}
                     for th in found.themes])

@@ -4,20 +4,32 @@
 testing sentences against it finds none. The Level 1 communities are the collection's themes
 already: groups of noun phrases that occur together. A thematic answer takes the communities that
 matter (for the whole collection: those whose passages span the most documents; for "what do
-these papers say about X": those holding the best passages about X), labels each by its most
-distinctive phrases, and cites its most central sentences: those naming most of those phrases
-(and, for a topic, closest to it), from different papers where it can. Themes are diverse: one
-community per sub-tree of the hierarchy, and no label sharing more than half its phrases with an
-earlier one. The answer says how much of the collection it covered.
+these papers say about X": those holding the best passages about X) and writes one theme for each.
+
+A community's passages are all those naming one of its phrases, so at a coarse level most
+passages lie in several communities. A theme's label is drawn from its community's own passages:
+those whose phrases (weighted by rarity) lie more in it than in any other community of its level
+(`own_rows`). The label is two or three phrases that stand for those passages: each far more
+frequent there than in the whole collection, never a stock research word ("study", "evidence",
+"management"), ordered by how many of the passages name it, and written as the papers write them
+("MERS-CoV", "species"), not as the graph keeps them (lower case, the head lemmatised:
+"mers-cov", "specie"). Its quotes are sentences of its passages (back matter left out) naming
+those phrases, from the passages closest to its own (and, for a topic, to the topic), from
+different papers where it can; a quote naming more of another theme's label than of its own goes.
+Themes are diverse: no label shares more than half its phrases with an earlier one. The heading
+is a sentence, in the question's language, saying how much of the collection the themes cover.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
+import scipy.sparse as sp
 
 from ...ingest.sentences import is_title_line, statement_spans
 from ...nlp.analyzer import Analyzer
@@ -27,6 +39,7 @@ from ...retrieval.communities import Community
 from ...types import Answer, Citation
 from ..citations import citation_for
 from ..context import Source
+from ..reader import quotable_span
 from ..relevance import LocalRelevanceScorer
 
 # Words that say "about the collection" rather than what it is about: a question made only of
@@ -35,27 +48,60 @@ _CUE_TERMS = {
     "en": set("""theme themes main topic topics idea ideas finding findings trend trends overview overall summary
                  summarize summarise general collection corpus paper papers document documents article articles
                  these those all whole across common pattern patterns key say says said report reports
-                 discuss discussed describe described give tell used use what which how""".split()),
+                 discuss discussed describe described give tell used use what which how
+                 study studied studies examine examined investigate investigated explore explored cover covered
+                 address addressed research researched""".split()),
     "ja": {"テーマ", "主", "全体", "要約", "概要", "概観", "傾向", "まとめ", "全般", "俯瞰", "文書", "論文", "群",
            "共通", "要点", "知見", "点", "何", "こと", "もの", "的"},
 }
 _WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+")
+# Words of any research report: a label made of them says nothing of its theme ("study,
+# evidence, management"). A longer phrase holding one ("age group") may still label a theme.
+STOCK_PHRASES = frozenset("""
+study research evidence finding result analysis data datum method approach effect factor role level aim
+purpose objective conclusion background introduction discussion limitation importance significance
+difference comparison change increase decrease information review article author report case basis
+addition respect view point term order form need context example number total range amount proportion
+percentage majority mean average value presence absence ability potential possibility aspect feature
+characteristic condition situation issue question interest management age appendix table figure fig
+section chapter supplementary
+""".split()) | {"present study", "current study", "this study", "et al", "supplementary material",
+                "supplementary file", "supplementary information", "supplementary data"}
+
+# Sections a theme does not read: what a paper says of its making, not what it is about.
+_BACK_MATTER = re.compile(r"acknowledge?ments?|contributions|funding|competing interests|conflicts? of interest|"
+                          r"謝辞", re.IGNORECASE)
 
 MAX_THEMES = 10
 SENTENCES_PER_THEME = 2
 LABEL_PHRASES = 3
+MIN_LABEL_PHRASES = 2
 MIN_COMMUNITY_UNITS = 3
+MIN_LIFT = 2.0  # a label phrase's share of its community's own passages, against the collection's
 UNITS_PER_COMMUNITY = 40  # the passages of a community whose sentences are read
 TOPIC_PASSAGES = 20  # a topic's themes are the communities holding its best passages
+SURFACE_PASSAGES = 50  # passages read for the way a label phrase is written
+
+
+@dataclass
+class ThemePhrase:
+    label: str  # as the papers write it
+    phrase: str  # the graph's phrase (normalised)
+    community_share: float  # share of the community's own passages naming it
+    collection_share: float  # share of all passages naming it
 
 
 @dataclass
 class Theme:
     community_id: int
     level: int
-    label: list[str]  # its most distinctive phrases that its cited sentences name
+    phrases: list[ThemePhrase]  # its label, most of its passages first
     sentences: list[tuple[int, int, int, str]]  # (unit row, start, end in the unit, text)
     documents: int  # documents its passages come from
+
+    @property
+    def label(self) -> list[str]:
+        return [p.label for p in self.phrases]
 
 
 @dataclass
@@ -67,6 +113,7 @@ class ThemeAnswer:
     total_documents: int = 0
     communities_used: int = 0
     communities_total: int = 0
+    heading: str = ""  # the answer's first line, when it has themes
 
 
 def topic_of(query: str, analyzer: Analyzer, lang: str, phrases: list[str]) -> str:
@@ -82,6 +129,42 @@ def topic_of(query: str, analyzer: Analyzer, lang: str, phrases: list[str]) -> s
     return " ".join(p for p in kept if not any(p != o and f" {p} " in f" {o} " for o in kept))
 
 
+def written_form(phrase: str, texts: Sequence[str]) -> str | None:
+    """How the texts write a graph phrase (lower case, head noun lemmatised, hyphens closed up):
+    its most frequent spelling there, the head in any regular plural ("specie" -> "species",
+    "mer" -> "MERS", "analysis" -> "analyses"); None when no text writes it."""
+    found = spellings(phrase, texts)
+    return found.most_common(1)[0][0] if found else None
+
+
+def spellings(phrase: str, texts: Sequence[str]) -> Counter:
+    """How often the texts write a graph phrase each way (see written_form)."""
+    pattern = _spelling_pattern(phrase)
+    return Counter(" ".join(m.group(0).split()) for t in texts for m in pattern.finditer(t))
+
+
+@lru_cache(maxsize=4096)
+def _spelling_pattern(phrase: str) -> re.Pattern:
+    *body, head = phrase.split(" ")
+    heads = {head, head + "s", head + "es", head + "'s"}
+    if head.endswith("y"):
+        heads.add(head[:-1] + "ies")
+    for singular, plural in (("is", "es"), ("um", "a"), ("on", "a"), ("us", "i")):
+        if head.endswith(singular):
+            heads.add(head[:-len(singular)] + plural)
+
+    def piece(word: str) -> str:
+        return r"\s*-\s*".join(re.escape(part) for part in word.split("-"))
+
+    head_pattern = "(?:" + "|".join(piece(h) for h in sorted(heads, key=len, reverse=True)) + ")"
+    pattern = r"\s+".join([*(piece(w) for w in body), head_pattern])
+    if re.match(r"\w", phrase[0]) and phrase[0].isascii():
+        pattern = r"(?<!\w)" + pattern
+    if phrase[-1].isascii():
+        pattern += r"(?![\w-])"
+    return re.compile(pattern, re.IGNORECASE)
+
+
 class ThemeFinder:
     def __init__(self, searcher: Searcher, scorer: LocalRelevanceScorer, min_sentence_score: float,
                  embed_query: Callable[[str], np.ndarray], filters: SearchFilters | None = None,
@@ -94,6 +177,8 @@ class ThemeFinder:
         self.min_sentence_score = min_sentence_score
         self.embed_query = embed_query
         self.analyzer = searcher.analyzer
+        self._own: dict[int, np.ndarray] = {}  # community id -> its own passages
+        self._back_matter: np.ndarray | None = None
 
     # ------------------------------------------------------------------ choosing communities
     def _level(self) -> int:
@@ -110,6 +195,35 @@ class ThemeFinder:
         rows = community.unit_rows
         return rows if self.allowed is None else rows[self.allowed[rows]]
 
+    def _affinity(self, rows: np.ndarray, communities: Sequence[Community]) -> np.ndarray:
+        """How much of each passage's phrases lies in each community (passages x communities):
+        the rarity (idf) of the phrases it names that the community holds, hub phrases left out."""
+        graph = self.index.graph
+        phrases = np.concatenate([c.phrase_ids for c in communities]) if communities else np.zeros(0, np.int64)
+        owner = np.repeat(np.arange(len(communities)), [len(c.phrase_ids) for c in communities])
+        weight = graph.idf[phrases] * ~graph.is_hub[phrases]
+        membership = sp.csr_matrix((weight, (phrases, owner)), shape=(graph.incidence.shape[1], len(communities)))
+        return ((graph.incidence[rows] > 0).astype(np.float32) @ membership).toarray()
+
+    def _body_rows(self, community: Community) -> np.ndarray:
+        """The community's passages without back matter (a paper's acknowledgements and author
+        contributions are not what it is about)."""
+        if self._back_matter is None:
+            self._back_matter = np.array([bool(_BACK_MATTER.search(s or "")) for s in self.index.columns["section"]])
+        rows = self._rows(community)
+        return rows[~self._back_matter[rows]]
+
+    def own_rows(self, community: Community) -> np.ndarray:
+        """The community's own passages: those whose phrases lie more in it than in any other
+        community of its level."""
+        if community.id not in self._own:
+            level = [c for c in self.index.communities.by_id.values() if c.level == community.level]
+            rows = self._body_rows(community)
+            affinity = self._affinity(rows, level)
+            mine = next(i for i, c in enumerate(level) if c.id == community.id)
+            self._own[community.id] = rows[affinity[:, mine] >= affinity.max(axis=1)]
+        return self._own[community.id]
+
     def _candidates(self, level: int, topic_rows: list[int]) -> list[Community]:
         communities = self.index.communities
         pool = [c for c in communities.by_id.values() if c.level == level and len(self._rows(c)) >= MIN_COMMUNITY_UNITS]
@@ -122,48 +236,57 @@ class ThemeFinder:
         return sorted(pool, key=lambda c: (-breadth[c.id], -len(self._rows(c)), c.id))
 
     # ------------------------------------------------------------------ one theme
-    def _phrase_weights(self, community: Community, rows: np.ndarray) -> dict[int, float]:
-        """How much each of the community's phrases stands for it: the share of the phrase's
-        passages that lie in the community (a phrase found everywhere names no theme) x its idf
-        (rare is specific) x log(1 + its passages in the community) (a one-off names no theme)."""
+    def _distinctive(self, community: Community, rows: np.ndarray) -> dict[int, tuple[int, float]]:
+        """The community's phrases that stand for its own passages `rows`: (passages naming it,
+        its share there against its share of the collection) for each named by two or more,
+        at least MIN_LIFT times as frequent there, not a hub, not a stock research word."""
         graph = self.index.graph
-        inc = graph.incidence[rows]
-        counts = np.asarray((inc > 0).sum(axis=0)).ravel()
-        return {p: float(counts[p] / graph.df[p] * graph.idf[p] * np.log1p(counts[p])) for p in community.phrases
-                if counts[p] > 1 and not graph.is_hub[p]}
-
-    def _phrase_terms(self, phrases: list[int]) -> dict[int, set[str]]:
-        graph = self.index.graph
-        return {p: set(self.analyzer.terms(graph.phrases[p])) for p in phrases}
+        phrases = community.phrase_ids
+        counts = np.asarray((graph.incidence[rows][:, phrases] > 0).sum(axis=0)).ravel()
+        lift = (counts / len(rows)) / (graph.df[phrases] / graph.incidence.shape[0])
+        keep = (counts >= 2) & ~graph.is_hub[phrases] & (lift >= MIN_LIFT)
+        return {int(p): (int(n), float(x)) for p, n, x in zip(phrases[keep], counts[keep], lift[keep])
+                if graph.phrases[p] not in STOCK_PHRASES}
 
     def _central(self, community: Community, topic_vector: np.ndarray | None):
-        """The community's sentences naming its distinctive phrases: (phrase weight named, row,
-        start, end, phrases named) each, and the phrase weights; None when it has none."""
-        rows = self._rows(community)
-        weights = self._phrase_weights(community, rows)
+        """The sentences of the community's passages naming its distinctive phrases (those of
+        its own passages): (weight named, row, start, end, phrases named) each, with the phrases'
+        weights (passages naming it x log of its lift) and their (count, lift); None when it has
+        none."""
+        own = self.own_rows(community)
+        if len(own) < 2:
+            return None
+        stats = self._distinctive(community, own)
+        rows = self._body_rows(community)
+        weights = {p: n * float(np.log(lift)) for p, (n, lift) in stats.items()}
         if not weights:
             return None
         top = sorted(weights, key=lambda p: (-weights[p], p))[:30]
-        terms = {p: t for p, t in self._phrase_terms(top).items() if t}
+        terms = {p: t for p in top if (t := set(self.analyzer.terms(self.index.graph.phrases[p])))}
         cols = self.index.columns
-        # Read the passages naming the most of its distinctive phrases (and, for a topic, the
-        # closest to it) first.
+        # Read first the passages naming the most of its distinctive phrases and most like the
+        # community's own passages (and, for a topic, the closest to it).
         inc = self.index.graph.incidence[rows][:, top]
         naming = np.asarray((inc > 0).multiply(np.array([weights[p] for p in top])).sum(axis=1)).ravel()
+        vectors = self.index.vectors[rows]
+        centre = self.index.vectors[own].mean(axis=0)
+        centrality = vectors @ (centre / (np.linalg.norm(centre) or 1.0))
+        naming = naming / (naming.max() or 1.0) + centrality
         if topic_vector is not None:
-            naming = naming / (naming.max() or 1.0) + self.index.vectors[rows] @ topic_vector
-        order = rows[np.argsort(-naming, kind="stable")][:UNITS_PER_COMMUNITY]
+            naming = naming + vectors @ topic_vector
+        order = _across_documents(rows[np.argsort(-naming, kind="stable")], cols["document_id"])[:UNITS_PER_COMMUNITY]
         candidates = []
         for row in order.tolist():
             text = cols["text"][row]
             for a, b in statement_spans(text, self.index.sentence_spans(row) or None):
-                if is_title_line(text, a, b):
+                if cols["kind"][row] != "text":
                     continue
                 sentence_terms = set(self.analyzer.terms(text[a:b]))
                 named = [p for p, t in terms.items() if t <= sentence_terms]
-                if len(named) >= 2 or (named and topic_vector is not None):
+                if (len(named) >= 2 or (named and topic_vector is not None)) and quotable_span(text, a, b) \
+                        and _opens_and_flows(text[a:b]):
                     candidates.append((sum(weights[p] for p in named), row, a, b, named))
-        return (candidates, weights) if candidates else None
+        return (candidates, weights, stats) if candidates else None
 
     def central_sentences(self, community: Community, n: int) -> list[tuple[int, int, int, str]]:
         """The community's n most central sentences (naming most of its distinctive phrases), as
@@ -187,12 +310,58 @@ class ThemeFinder:
                 break
         return out
 
+    def label(self, community: Community) -> list[str]:
+        """The community's label without quotes (what a missing Level 4 report shows): its
+        distinctive phrases naming most of its own passages, as written."""
+        central = self._central(community, None)
+        if central is None:
+            return []
+        _, weights, stats = central
+        return [p.label for p in self._label(community, sorted(weights, key=lambda p: (-weights[p], p))[:10], stats)]
+
+    def _label(self, community: Community, phrases: list[int], stats: dict[int, tuple[int, float]],
+               quotes: Sequence[str] = ()) -> list[ThemePhrase]:
+        """Up to LABEL_PHRASES of `phrases`, none sharing a word with another, ordered by how many
+        of the community's own passages name them. With quotes, only phrases the quotes write out,
+        and each quote's best first, so that every quote fits the label. Each is spelled as its
+        quotes write it most often (or else its own passages)."""
+        graph, cols, own = self.index.graph, self.index.columns, self.own_rows(community)
+        texts = [cols["text"][r] for r in own[:SURFACE_PASSAGES].tolist()]
+
+        def rank(p: int) -> tuple:
+            return -stats[p][0], -stats[p][1], p
+
+        written: dict[int, str] = {}
+        for p in phrases:
+            in_quotes = spellings(graph.phrases[p], quotes)
+            if quotes and not in_quotes:
+                continue  # named by a quote's terms only ("g additional" in "additionally")
+            # A quote's sentence-initial "Survey" is the passages' "survey": the most frequent
+            # spelling overall among those the quotes use.
+            quoted = {form.lower() for form in in_quotes}
+            forms = [form for form, _ in (in_quotes + spellings(graph.phrases[p], texts)).most_common()
+                     if not quoted or form.lower() in quoted]
+            if forms:
+                written[p] = forms[0]
+        firsts = [min((p for p in written if spellings(graph.phrases[p], [q])), key=rank, default=None) for q in quotes]
+        chosen: list[int] = []
+        words: set[str] = set()
+        for p in dict.fromkeys([*(p for p in firsts if p is not None), *sorted(written, key=rank)]):
+            if not words & set(graph.phrases[p].split()):
+                chosen.append(p)
+                words |= set(graph.phrases[p].split())
+            if len(chosen) == LABEL_PHRASES:
+                break
+        n_own, n_all = len(own), graph.incidence.shape[0]
+        return [ThemePhrase(written[p], graph.phrases[p], round(stats[p][0] / n_own, 3),
+                            round(float(graph.df[p]) / n_all, 3)) for p in sorted(chosen, key=rank)]
+
     def _theme(self, community: Community, topic: str, topic_vector: np.ndarray | None,
                used_docs: set[str], used_sentences: set[tuple[int, int]]) -> Theme | None:
         central = self._central(community, topic_vector)
         if central is None:
             return None
-        candidates, weights = central
+        candidates, weights, stats = central
         rows = self._rows(community)
         cols = self.index.columns
         scores = np.array([c[0] for c in candidates], dtype=np.float64)
@@ -200,30 +369,34 @@ class ThemeFinder:
         if topic_vector is not None:  # about the topic (the extractive answers' relevance rule), then central
             relevance = self.scorer.score(topic, topic_vector, [cols["text"][r][a:b] for _, r, a, b, _ in candidates])
             scores = np.where(relevance >= self.min_sentence_score, scores + relevance / 10.0, -1.0)
-        chosen, docs, seen_terms = [], set(), []
+        chosen, docs, seen_terms, graph = [], set(), [], self.index.graph
         # Sentences from papers no earlier theme cited come first, then from papers this theme
         # does not cite yet, then any; never two saying nearly the same thing.
         for rule in ("new paper", "other paper", "any"):
             for i in np.argsort(-scores, kind="stable"):
                 _, row, a, b, named = candidates[i]
                 doc = cols["document_id"][row]
-                words = set(self.analyzer.terms(cols["text"][row][a:b]))
                 if len(chosen) == SENTENCES_PER_THEME or scores[i] < 0 or (row, a) in used_sentences or \
                         any(c[0] == row and c[1] == a for c in chosen) or \
                         (rule != "any" and doc in docs) or (rule == "new paper" and doc in used_docs):
                     continue
+                words = set(self.analyzer.terms(cols["text"][row][a:b]))
                 if any(len(words & w) > 0.6 * min(len(words), len(w)) for w in seen_terms):
+                    continue
+                # The phrases it writes out ("state" is named by "state-of-the-art"'s terms only).
+                named = [p for p in named if spellings(graph.phrases[p], [cols["text"][row][a:b]])]
+                if not named:
                     continue
                 chosen.append((row, a, b, named))
                 docs.add(doc)
                 seen_terms.append(words)
         if len(chosen) < SENTENCES_PER_THEME:
             return None
-        named_all = {p for *_, named in chosen for p in named}
-        label_ids = sorted(named_all, key=lambda p: (-weights[p], p))[:LABEL_PHRASES]
-        graph = self.index.graph
-        return Theme(community_id=community.id, level=community.level,
-                     label=[graph.phrases[p] for p in label_ids],
+        phrases = self._label(community, list({p for *_, named in chosen for p in named}), stats,
+                              [cols["text"][row][a:b] for row, a, b, _ in chosen])
+        if len(phrases) < MIN_LABEL_PHRASES:
+            return None
+        return Theme(community_id=community.id, level=community.level, phrases=phrases,
                      sentences=[(row, a, b, cols["text"][row][a:b]) for row, a, b, _ in chosen],
                      documents=len({cols["document_id"][r] for r in rows}))
 
@@ -269,6 +442,7 @@ class ThemeFinder:
             labels.append(label)
             used_docs.update(self.index.columns["document_id"][r] for r, *_ in theme.sentences)
             used_sentences.update((r, a) for r, a, *_ in theme.sentences)
+        themes = self._one_topic_each(themes, topic, topic_vector)
         covered = len({self.index.columns["document_id"][r] for t in themes
                        for c in [self.index.communities.by_id[t.community_id]] for r in self._rows(c)})
         level_total = sum(1 for c in self.index.communities.by_id.values() if c.level == level)
@@ -276,6 +450,27 @@ class ThemeFinder:
                              len(themes), level_total)
         result.answer = self._write(result, lang)
         return result
+
+    def _one_topic_each(self, themes: list[Theme], topic: str, topic_vector: np.ndarray | None) -> list[Theme]:
+        """The themes with no quote that names more of another theme's label than of its own:
+        such a quote goes, and its theme is quoted again without it, or goes too."""
+        labels = [[set(self.analyzer.terms(p.label)) for p in t.phrases] for t in themes]
+        kept: list[Theme] = []
+        for i, theme in enumerate(themes):
+            stray = set()
+            for row, a, _, text in theme.sentences:
+                words = set(self.analyzer.terms(text))
+                named = [sum(t <= words for t in label) for label in labels]
+                if max(named) > named[i]:
+                    stray.add((row, a))
+            if stray:
+                others = {(r, a) for t in themes if t is not theme for r, a, *_ in t.sentences}
+                used_docs = {self.index.columns["document_id"][r] for t in kept for r, *_ in t.sentences}
+                theme = self._theme(self.index.communities.by_id[theme.community_id], topic, topic_vector,
+                                    used_docs, others | stray)
+            if theme is not None:
+                kept.append(theme)
+        return kept
 
     def _covered(self, topic: str, lang: str, passages: list[str]) -> bool:
         """Does the collection speak of the topic? In the topic's language: one sentence of its
@@ -321,19 +516,49 @@ class ThemeFinder:
                 citations.append(citation_for(source, text, source.hit.start_char + a, source.hit.start_char + b))
                 quoted.append(f"{' '.join(text.split())} [{source.number}]")
             lines.append(f"{n}. {', '.join(theme.label)}: " + " ".join(quoted))
-        about = f" about {result.topic}" if result.topic and lang != "ja" else ""
-        if lang == "ja":
-            head = (f"{result.total_documents} 件の文書のうち {result.covered_documents} 件を含む "
-                    f"{result.communities_used} 個のテーマ（全 {result.communities_total} コミュニティ中）:")
-        else:
-            head = (f"{result.communities_used} themes{about} (of {result.communities_total} communities at this "
-                    f"level), drawn from {result.covered_documents} of the {result.total_documents} documents:")
+        result.heading = heading(len(result.themes), result.topic, result.covered_documents,
+                                 result.total_documents, lang)
         # One citation per cited sentence, numbered by passage.
         unique: dict[tuple[str, int], Citation] = {}
         for c in citations:
             unique.setdefault((c.text_unit_id, c.start_char), c)
-        return Answer(text="\n".join([head, *lines]), kind="extractive", citations=list(unique.values()),
+        return Answer(text="\n".join([result.heading, *lines]), kind="extractive", citations=list(unique.values()),
                       language=lang, note="extractive: themes from the community hierarchy, without an LLM")
+
+
+def heading(themes: int, topic: str, covered: int, total: int, lang: str) -> str:
+    """The sentence a thematic answer opens with: how many themes, about what, across how much
+    of the collection."""
+    if lang == "ja":
+        about = f"「{topic}」について、" if topic else ""
+        across = f"{total} 件の文書にわたる" if covered == total else f"{total} 件の文書のうち {covered} 件にわたる"
+        return f"{about}{across} {themes} のテーマ:"
+    about = f" about {topic}" if topic else ""
+    across = f"all {total} documents" if covered == total else f"{covered} of the {total} documents"
+    return f"{themes} theme{'s' if themes != 1 else ''}{about} across {across}:"
+
+
+def _across_documents(rows: np.ndarray, documents) -> np.ndarray:
+    """Ranked rows reordered so that each document's best comes before any document's second
+    best (and so on): a theme's quotes are read from as many papers as its passages span."""
+    seen: Counter = Counter()
+    turn = np.empty(len(rows), np.int64)
+    for i, row in enumerate(rows.tolist()):
+        turn[i] = seen[documents[row]]
+        seen[documents[row]] += 1
+    return rows[np.argsort(turn, kind="stable")]
+
+
+def _opens_and_flows(sentence: str) -> bool:
+    """A theme's quote opens as a sentence does (a capital, a digit, a quote or bracket before
+    one, or any non-Latin letter) and says nothing twice: figure text a PDF lost its layout in
+    (", 2 ] colored by LCP with +1 ... LCP = 0, 1, 2 ... LCP = 0, 1, 2") does neither."""
+    opening = sentence.lstrip("\"'“‘([ ")
+    if not opening or not (opening[0].isupper() or opening[0].isdigit() or not opening[0].isascii()):
+        return False
+    words = sentence.lower().split()
+    grams = list(zip(words, words[1:], words[2:], words[3:]))
+    return len(set(grams)) == len(grams)
 
 
 def _sentences(text: str) -> list[str]:
