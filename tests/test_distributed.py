@@ -70,11 +70,11 @@ def test_a_ray_build_equals_a_local_build_even_when_a_worker_dies(ray_cluster, t
     monkeypatch.setattr(distributed, "_embed_task", embed_but_die_the_first_time)
     real_load = builder.load_source
 
-    def load_and_say_where(path, doc_id, config):  # each file's task leaves the id of the node it ran on
+    def load_and_say_where(path, doc_id, config, entry=None):  # each file's task leaves the id of the node it ran on
         import ray
 
         (tmp_path / f"ran-on-{ray.get_runtime_context().get_node_id()}").touch()
-        return real_load(path, doc_id, config)
+        return real_load(path, doc_id, config, entry)
 
     monkeypatch.setattr(builder, "load_source", load_and_say_where)
     assert len([n for n in ray_cluster.nodes() if n["Alive"]]) == 2

@@ -31,6 +31,7 @@ from .index import BuildReport, IndexBuilder, read_manifest
 from .index.builder import ProgressFn, generation_dir
 from .index.distributed import RayExecutor
 from .index.manifest import Manifest, manifest_path
+from .ingest.zotero import library_catalog, read_library
 from .levels import LevelFour, LevelTwo
 from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
@@ -107,8 +108,8 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         self._query_vector = functools.lru_cache(maxsize=256)(self._embed_one_query)
 
     # ------------------------------------------------------------------ indexing
-    def index(self, paths: Iterable[str | Path], progress: ProgressFn | None = None, executor: str = "local",
-              address: str | None = None, recluster: bool = False) -> BuildReport:
+    def index(self, paths: Iterable[str | Path] = (), progress: ProgressFn | None = None, executor: str = "local",
+              address: str | None = None, recluster: bool = False, zotero: str | Path | None = None) -> BuildReport:
         """Build or update the index from files and folders: only new and changed files are read, and
         the new generation replaces the old one atomically.
 
@@ -121,6 +122,9 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             recluster: cluster the noun-phrase graph from scratch; otherwise a build updates the
                 current communities where the graph changed, until graph.recluster_drift says
                 to start again.
+            zotero: a Zotero data directory (the folder holding zotero.sqlite): its items' PDFs
+                are indexed with the library's metadata, items trashed or deleted since the last
+                run are removed, and an item whose PDF is missing is reported.
 
         Returns:
             What was added, changed, removed and failed, with counts and seconds per stage, and
@@ -141,12 +145,20 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         if self.remote:
             self.remote.pull(force=True)  # build on the store's current generation
         before = self._generation_or_none()
+        paths, catalog, missing = list(paths), None, []
+        if zotero is not None:
+            library = read_library(Path(zotero))
+            catalog, missing = library_catalog(library), library.missing
+            paths += [item.pdf for item in library.items]
+        if not paths and catalog is None:
+            raise MonjyuError("nothing to index: give files or folders, or a Zotero data directory")
         cluster = RayExecutor(address) if executor == "ray" else None
         try:
-            report = IndexBuilder(self.index_dir, self.config, progress, cluster).build(paths, recluster)
+            report = IndexBuilder(self.index_dir, self.config, progress, cluster).build(paths, recluster, catalog)
         finally:
             if cluster:
                 cluster.close()
+        report.failures.extend(missing)
         if self.remote and self._generation_or_none() != before:
             self.remote.push()
         self._loaded = None

@@ -22,6 +22,7 @@ from .access import WILDCARDS, access_token, bound_names
 from .api import DEFAULT_INDEX_DIR, EVAL_MODES, Monjyu
 from .config import load_config
 from .errors import MonjyuError
+from .ingest.zotero import default_data_dir as default_zotero_dir
 from .retrieval import SearchFilters
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -109,8 +110,13 @@ def _fail(exc: MonjyuError) -> None:
 
 @app.command()
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="files and folders to index")],
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="files and folders to index")] = None,
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
+    zotero: Annotated[Optional[Path], typer.Option(
+        "--zotero", metavar="DIR",
+        help="also index a Zotero library: the PDFs of the items in its data directory (Zotero's default: "
+             f"{default_zotero_dir()}), with the library's titles, creators, years, DOIs, tags and "
+             "collections; read from a copy, never written")] = None,
     level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph; 2: also entities and relations the configured LLM extracts from every passage; 4: also a report on every community, written by the LLM (2 and 4: a cost estimate first, --yes to go ahead)")] = 1,
     yes: Annotated[bool, typer.Option("--yes", help="with --level 2 or 4: go ahead after the cost estimate")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="also show library warnings (always in <index>/logs/build.log)")] = False,
@@ -123,6 +129,11 @@ def index(
     """Index files and folders; runs again process only added, changed and removed files."""
     try:
         m = _facade(index, config)
+        if zotero is not None and str(zotero).startswith("-"):  # `--zotero --index X`: the option's value was taken
+            raise MonjyuError(f"--zotero took '{zotero}' for its directory: give Zotero's data directory "
+                              f"(--zotero {default_zotero_dir()})")
+        if not paths and zotero is None:
+            raise MonjyuError("nothing to index: give files or folders, or --zotero [DIR] for a Zotero library")
         if level not in (0, 1, 2, 4):
             raise MonjyuError("--level must be 0, 1, 2 or 4 (level 3 is not built)")
         if yes and level < 2:
@@ -131,7 +142,8 @@ def index(
             m._require_level(level)
         m.config.graph.enabled = level >= 1
         with _build_log(index, verbose), _progress(not as_json) as progress:
-            report = m.index(paths, progress=progress, executor=executor, address=address, recluster=recluster)
+            report = m.index(paths or [], progress=progress, executor=executor, address=address, recluster=recluster,
+                             zotero=zotero)
         built = _llm_level_build(m, level, yes, as_json) if level >= 2 else None
     except MonjyuError as exc:
         _fail(exc)

@@ -23,6 +23,24 @@ ASKS_WHAT_OTHERS_SAY = re.compile(
 QUOTED_CONTEXTS = 8  # citing sentences an answer quotes, spread over the citing papers
 
 
+def library_fields(meta: dict[str, Any]) -> dict[str, Any]:
+    """What a reference manager knows of a paper, where it came from one (a Zotero library):
+    venue, item type, tags, collections, citation key and the links that open it in Zotero."""
+    zotero = meta.get("zotero")
+    if not zotero:
+        return {}
+    return {"venue": meta.get("venue", ""), "item_type": meta.get("item_type", ""), "tags": meta.get("tags", []),
+            "collections": meta.get("collections", []), "citation_key": meta.get("citation_key", ""),
+            "zotero": {**zotero, **zotero_links(zotero)}}
+
+
+def zotero_links(zotero: dict[str, str], page: int | None = None) -> dict[str, str]:
+    """zotero://select for the item, zotero://open-pdf for its PDF attachment (at a 1-based page)."""
+    library = zotero["library"] or "library"
+    open_pdf = f"zotero://open-pdf/{library}/items/{zotero['attachment_key']}" + (f"?page={page}" if page else "")
+    return {"select": f"zotero://select/{library}/items/{zotero['key']}", "open_pdf": open_pdf}
+
+
 class PapersMixin:
     """Reads the documents table's reference entries and the generation's citation graph."""
 
@@ -66,7 +84,8 @@ class PapersMixin:
                 "source_path": row.get("source_path", ""), "pages": meta.get("pages"),
                 "doi": meta.get("doi", ""), "arxiv_id": meta.get("arxiv_id", ""),
                 "references": graph["references"].get(doc, 0),
-                "cites": sorted(self._cites(doc)), "cited_by": sorted(self._cited_by(doc))}
+                "cites": sorted(self._cites(doc)), "cited_by": sorted(self._cited_by(doc)),
+                **library_fields(meta)}
 
     def papers(self, cites: str | None = None, cited_by: str | None = None, limit: int = 100,
                offset: int = 0) -> dict[str, Any]:

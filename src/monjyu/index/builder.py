@@ -46,6 +46,7 @@ from ..store.sparse import (COMMUNITY_VECTORS, PHRASE_VECTORS, load_links, load_
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,
                                    units_to_table)
 from .citations import build_citation_graph, write_citation_graph
+from ..ingest.catalog import Catalog
 from .distributed import ClusterEmbedder, ClusterPhraseExtractor, LoadFailure, RayExecutor, load_source, run_all
 from .communities import PreviousClustering
 from .level1 import (Level1Result, PhraseCache, PhraseIncidence, PhrasesAhead, build_level1, phrase_input,
@@ -109,6 +110,7 @@ class _BuildRun:
     to_load: list[str] = field(default_factory=list)
     levels: list[int] = field(default_factory=list)
     recluster: bool = False  # communities from scratch, not updated
+    catalog: Catalog | None = None  # ids and metadata of files a reference manager holds
     # load, embed: the new documents and units' BM25 terms become Arrow as each file is loaded,
     # the units once embedded (UNIT_BATCH at a time): a large build never holds millions of
     # Python objects beside their tables
@@ -186,21 +188,23 @@ class IndexBuilder:
         return self._embedder
 
     # ------------------------------------------------------------------ build
-    def build(self, paths: Iterable[str | Path], recluster: bool = False) -> BuildReport:
+    def build(self, paths: Iterable[str | Path], recluster: bool = False, catalog: Catalog | None = None) -> BuildReport:
         """`recluster`: cluster the phrase graph from scratch instead of updating the current
-        communities where the graph changed (a build with nothing else to do still runs)."""
+        communities where the graph changed (a build with nothing else to do still runs).
+        `catalog`: the ids and metadata of files a reference manager holds (its files are among
+        `paths`); its documents no longer in it are removed."""
         self.index_dir.mkdir(parents=True, exist_ok=True)
         with _BuildLock(self.index_dir):
             try:
-                return self._build([Path(p) for p in paths], recluster)
+                return self._build([Path(p) for p in paths], recluster, catalog)
             finally:
                 if self._phrases is not None:
                     self._phrases.close()
                     self._phrases = None
 
-    def _build(self, roots: list[Path], recluster: bool) -> BuildReport:
+    def _build(self, roots: list[Path], recluster: bool, catalog: Catalog | None) -> BuildReport:
         """The build's named stages in order; each reads and fills one `_BuildRun`."""
-        run = _BuildRun(t0=time.perf_counter(), report=BuildReport(), recluster=recluster)
+        run = _BuildRun(t0=time.perf_counter(), report=BuildReport(), recluster=recluster, catalog=catalog)
         self._scan(run, roots)
         if self._up_to_date(run):
             return run.report
@@ -249,16 +253,20 @@ class IndexBuilder:
             base = root.resolve().parent
             for path in iter_source_files([root], self.config.ingest):
                 key = str(path.resolve())
+                entry = run.catalog.entries.get(key) if run.catalog else None
                 try:
                     stat = path.stat()
                     old = old_sources.get(key)
                     # Size and modification time as recorded: the file is the one hashed then.
                     same = old is not None and old.mtime_ns and (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
-                    sha = old.sha256 if same else file_sha256(path)
+                    sha = old.sha256.split("+")[0] if same else file_sha256(path)
                 except OSError as exc:
                     report.failures.append((str(path), f"cannot read file: {exc.strerror or exc}"))
                     continue
-                seen[key] = (path, sha, stat.st_size, path.resolve().relative_to(base).as_posix(), stat.st_mtime_ns)
+                if entry is not None:  # the file's bytes and its catalog metadata: either changed, it is loaded again
+                    sha = f"{sha}+{entry.stamp}"
+                doc_id = entry.document_id if entry else path.resolve().relative_to(base).as_posix()
+                seen[key] = (path, sha, stat.st_size, doc_id, stat.st_mtime_ns)
         if previous and not reuse:
             # Embedder or chunking changed: every source must be rebuilt, not only the roots given.
             for key, rec in previous.sources.items():
@@ -269,7 +277,8 @@ class IndexBuilder:
                                  rec.documents[0] if rec.documents else path.name, stat.st_mtime_ns)
         root_keys = [str(r.resolve()) for r in roots if r.exists()]
         for key, rec in old_sources.items():
-            under_roots = any(key == rk or key.startswith(rk.rstrip("/") + "/") for rk in root_keys)
+            under_roots = (any(key == rk or key.startswith(rk.rstrip("/") + "/") for rk in root_keys)
+                           or (run.catalog is not None and run.catalog.owns(rec.documents)))
             if key not in seen and under_roots:
                 report.removed.append(key)
             elif key in seen and seen[key][1] != rec.sha256:
@@ -306,7 +315,9 @@ class IndexBuilder:
         report, seen, to_load = run.report, run.seen, run.to_load
         kept_doc_ids = {d for rec in run.sources.values() for d in rec.documents}
         self.progress("load", 0, len(to_load))
-        loaded = run_all(self.executor, load_source, [(seen[key][0], seen[key][3], self.config) for key in to_load],
+        entries = run.catalog.entries if run.catalog else {}
+        loaded = run_all(self.executor, load_source,
+                         [(seen[key][0], seen[key][3], self.config, entries.get(key)) for key in to_load],
                          lambda n: self.progress("load", n, None),
                          processes=self._load_processes([seen[key][2] for key in to_load]))
         for i, key in enumerate(to_load):

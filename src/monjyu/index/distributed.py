@@ -24,6 +24,7 @@ import numpy as np
 
 from ..config import EmbeddingConfig, MonjyuConfig
 from ..errors import IngestError, MonjyuError
+from ..ingest.catalog import CatalogEntry
 from ..runtime import WorkerLogs, cpu_cores, forward_logs
 from ..types import Document, TextUnit
 
@@ -49,9 +50,10 @@ class LoadFailure(NamedTuple):
     reason: str
 
 
-def load_source(path: Path, doc_id: str, config: MonjyuConfig) -> tuple[list[Document], list[TextUnit], list[list[str]]] | LoadFailure:
-    """One file loaded, chunked, and its units' BM25 terms analysed: a build task, run in the
-    build process or on a worker."""
+def load_source(path: Path, doc_id: str, config: MonjyuConfig, entry: CatalogEntry | None = None
+                ) -> tuple[list[Document], list[TextUnit], list[list[str]]] | LoadFailure:
+    """One file loaded (with a catalog's metadata over the parsed ones), chunked, and its units'
+    BM25 terms analysed: a build task, run in the build process or on a worker."""
     from ..ingest import Chunker, load_file
     from ..nlp import Analyzer
 
@@ -59,6 +61,9 @@ def load_source(path: Path, doc_id: str, config: MonjyuConfig) -> tuple[list[Doc
         docs = load_file(path, doc_id, config.ingest)
     except IngestError as exc:
         return LoadFailure(exc.path, exc.reason)
+    if entry is not None:
+        for doc in docs:
+            entry.apply(doc)
     chunker = _model(f"chunker:{config.chunking.model_dump_json()}", lambda: Chunker(config.chunking))
     analyzer = _model("analyzer", Analyzer)
     units = [u for doc in docs for u in chunker.chunk(doc)]

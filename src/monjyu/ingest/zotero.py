@@ -1,0 +1,306 @@
+"""A Zotero library as a source: its items' PDFs, with the metadata the library already holds.
+
+Zotero keeps everything in one SQLite file, `zotero.sqlite`, in its data directory, and holds
+it locked while it runs. The library is read without ever writing to it: the database file (and
+the journal or write-ahead log beside it, where present) is copied byte for byte to a temporary
+directory, the copy is checked with `PRAGMA quick_check` and read; a copy taken while Zotero was
+writing fails the check and is taken again. The original's bytes and modification time never
+change.
+
+What is read: every regular item (not a note, an attachment or an annotation) of the user's and
+its group libraries, skipping the trash and feeds, with its first PDF attachment: a stored file
+(`storage:NAME` in `storage/<attachment key>/`) or a linked file (an absolute path, or one under
+the linked-attachment base directory given as `attachments:`). An item whose PDF is missing is
+reported, not fatal. Its metadata come from the library: title, creators in order, year, DOI (the
+field, or a `DOI:` line in Extra), venue, item type, abstract, tags, collections (with their
+path), the Zotero keys and, where present, the citation key (Zotero's field, a `Citation Key:`
+line in Extra, or Better BibTeX's `better-bibtex.sqlite`).
+
+Schemas: Zotero 5, 6 and 7: a `userdata` version up to MAX_USERDATA whose tables have Zotero 5's
+layout (`_ZOTERO5_COLUMNS`); an older or newer database is refused with its version named.
+Annotations and notes are not read yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import MonjyuError
+from .catalog import Catalog, CatalogEntry
+
+# What this reader needs that Zotero 5 brought (Zotero 4's userdata, e.g. 77, lacks them): the
+# libraries' types (user, group, feed), the attachments' content types and the creators' names
+# in one table. The newest userdata schema accepted: Zotero 7's are in the 120s.
+_ZOTERO5_COLUMNS = (("libraries", "type"), ("itemAttachments", "contentType"), ("itemAttachments", "parentItemID"),
+                    ("creators", "lastName"), ("items", "version"))
+MAX_USERDATA = 139
+COPY_ATTEMPTS = 5
+_SKIPPED_TYPES = ("note", "attachment", "annotation")
+_VENUE_FIELDS = ("publicationTitle", "proceedingsTitle", "bookTitle", "conferenceName", "repository",
+                 "university", "institution", "publisher", "websiteTitle", "blogTitle")
+_EXTRA_DOI = re.compile(r"^\s*DOI:\s*(10\.\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+_EXTRA_CITATION_KEY = re.compile(r"^\s*Citation Key:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+
+
+@dataclass
+class LibraryItem:
+    """One item of a Zotero library, as indexed: its PDF and the metadata that win over parsing."""
+
+    key: str  # the item's key
+    library: str  # "" for the user's library, "groups/<group id>" for a group's
+    attachment_key: str  # the PDF attachment's own key (what zotero://open-pdf opens)
+    pdf: Path  # the attachment's file (it may not exist: see missing)
+    title: str
+    creators: list[str]
+    year: int | None
+    metadata: dict[str, Any] = field(default_factory=dict)  # doi, venue, item_type, tags, ...
+
+    @property
+    def document_id(self) -> str:
+        """Stable across runs and moves of the data directory: the library and the item key."""
+        return f"{CATALOG_PREFIX}{self.library + '/' if self.library else ''}{self.key}"
+
+    @property
+    def stamp(self) -> str:
+        """What the index compares between runs: a changed field, tag or collection reloads the item."""
+        record = {"title": self.title, "creators": self.creators, "year": self.year, **self.metadata}
+        return hashlib.sha256(json.dumps(record, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Library:
+    """What a Zotero data directory holds for the index."""
+
+    data_dir: Path
+    userdata_version: int
+    items: list[LibraryItem]
+    missing: list[tuple[str, str]]  # (item, why its PDF cannot be read)
+
+
+CATALOG_PREFIX = "zotero/"
+
+
+def library_catalog(library: Library) -> Catalog:
+    """The library's PDFs as the index's catalog: ids from item keys, the library's metadata."""
+    return Catalog(CATALOG_PREFIX, {str(item.pdf.resolve()): CatalogEntry(
+        item.document_id, item.stamp, item.title, item.creators, item.year, item.metadata) for item in library.items})
+
+
+def default_data_dir() -> Path:
+    """Zotero's default data directory: ~/Zotero on every platform since Zotero 5."""
+    return Path.home() / "Zotero"
+
+
+def read_library(data_dir: Path, linked_base: Path | None = None) -> Library:
+    """The library in `data_dir`, read from a checked byte copy of its database."""
+    data_dir = Path(data_dir).expanduser().resolve()
+    database = data_dir / "zotero.sqlite"
+    if not data_dir.is_dir():
+        raise MonjyuError(f"no Zotero data directory at {data_dir}; give the folder that holds zotero.sqlite "
+                          "(Zotero: Settings > Advanced > Files and Folders > Data Directory Location)")
+    if not database.is_file():
+        raise MonjyuError(f"{data_dir} holds no zotero.sqlite; give Zotero's data directory "
+                          "(Settings > Advanced > Files and Folders > Data Directory Location)")
+    with tempfile.TemporaryDirectory(prefix="monjyu-zotero-") as tmp:
+        db = _checked_copy(database, Path(tmp))
+        try:
+            version = _userdata_version(db, database)
+            items, missing = _items(db, data_dir, linked_base)
+            _add_better_bibtex_keys(data_dir, Path(tmp), items)
+        finally:
+            db.close()
+    return Library(data_dir, version, items, missing)
+
+
+def _checked_copy(database: Path, tmp: Path) -> sqlite3.Connection:
+    """A connection to a byte copy of the database (with its journal or write-ahead log) that
+    passes `PRAGMA quick_check`; a copy taken mid-write is taken again."""
+    problem = ""
+    for attempt in range(COPY_ATTEMPTS):
+        copy = tmp / f"copy{attempt}" / "zotero.sqlite"
+        copy.parent.mkdir()
+        for suffix in ("", "-wal", "-journal"):
+            source = database.with_name(database.name + suffix)
+            if source.exists():
+                shutil.copyfile(source, copy.with_name(copy.name + suffix))
+        db = sqlite3.connect(copy)
+        try:
+            result = db.execute("PRAGMA quick_check").fetchone()[0]
+            if result == "ok":
+                return db
+            problem = result
+        except sqlite3.DatabaseError as exc:
+            problem = str(exc)
+        db.close()
+        time.sleep(0.2 * (attempt + 1))
+    raise MonjyuError(f"{database} could not be read: {COPY_ATTEMPTS} copies failed SQLite's check ({problem}); "
+                      "if Zotero is busy (syncing, importing), try again when it is idle")
+
+
+def _userdata_version(db: sqlite3.Connection, database: Path) -> int:
+    try:
+        row = db.execute("SELECT version FROM version WHERE schema = 'userdata'").fetchone()
+    except sqlite3.DatabaseError:
+        row = None
+    if row is None:
+        raise MonjyuError(f"{database} is not a Zotero database (no userdata schema version)")
+    version = int(row[0])
+    if version > MAX_USERDATA:
+        raise MonjyuError(f"{database} has Zotero userdata schema {version}, newer than this MONJYU knows; it reads "
+                          f"Zotero 5, 6 and 7 libraries (userdata up to {MAX_USERDATA}): update MONJYU")
+    missing = [f"{table}.{column}" for table, column in _ZOTERO5_COLUMNS
+               if column not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}]
+    if missing:
+        raise MonjyuError(f"{database} has Zotero userdata schema {version}, older than Zotero 5 (it lacks "
+                          f"{', '.join(missing)}); open it once in Zotero 7 to upgrade it")
+    return version
+
+
+def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None
+           ) -> tuple[list[LibraryItem], list[tuple[str, str]]]:
+    trashed = {r[0] for r in db.execute("SELECT itemID FROM deletedItems")}
+    libraries = {lib: ("" if kind == "user" else None) for lib, kind in db.execute("SELECT libraryID, type FROM libraries")
+                 if kind in ("user", "group")}
+    for group, lib in db.execute("SELECT groupID, libraryID FROM groups"):
+        if lib in libraries:
+            libraries[lib] = f"groups/{group}"
+    rows = db.execute("SELECT i.itemID, i.key, i.libraryID, t.typeName FROM items i "
+                      "JOIN itemTypes t ON t.itemTypeID = i.itemTypeID ORDER BY i.itemID").fetchall()
+    regular = [(item_id, key, lib, kind) for item_id, key, lib, kind in rows
+               if kind not in _SKIPPED_TYPES and item_id not in trashed and libraries.get(lib) is not None]
+    fields = _fields(db)
+    creators = _creators(db)
+    tags = _grouped(db, "SELECT it.itemID, t.name FROM itemTags it JOIN tags t ON t.tagID = it.tagID "
+                        "ORDER BY it.itemID, t.name")
+    collections = _collection_paths(db)
+    in_collections = _grouped(db, "SELECT itemID, collectionID FROM collectionItems ORDER BY itemID, collectionID")
+    pdfs = _pdf_attachments(db, trashed)
+    items, missing = [], []
+    for item_id, key, lib, kind in regular:
+        values = fields.get(item_id, {})
+        title = values.get("title", "").strip()
+        name = f"{title or key} (Zotero item {key})"
+        if item_id not in pdfs:
+            continue  # no PDF: nothing to index (a bare reference)
+        attachment_key, link_mode, path = pdfs[item_id]
+        pdf = _attachment_path(data_dir, attachment_key, link_mode, path, linked_base)
+        if pdf is None or not pdf.is_file():
+            missing.append((name, f"its PDF is missing ({pdf or path}); the item is skipped"))
+            continue
+        extra = values.get("extra", "")
+        doi = values.get("DOI", "") or next(iter(_EXTRA_DOI.findall(extra)), "")
+        year = _YEAR.search(values.get("date", ""))
+        metadata = {
+            "doi": doi.strip(), "venue": next((values[f] for f in _VENUE_FIELDS if values.get(f)), ""),
+            "item_type": kind, "abstract": values.get("abstractNote", ""),
+            "tags": tags.get(item_id, []),
+            "collections": sorted(collections[c] for c in in_collections.get(item_id, []) if c in collections),
+            "citation_key": values.get("citationKey", "") or next(iter(_EXTRA_CITATION_KEY.findall(extra)), ""),
+            "zotero": {"key": key, "library": libraries[lib], "attachment_key": attachment_key},
+        }
+        items.append(LibraryItem(key, libraries[lib], attachment_key, pdf, title, creators.get(item_id, []),
+                                 int(year.group(1)) if year else None, metadata))
+    return items, missing
+
+
+def _fields(db: sqlite3.Connection) -> dict[int, dict[str, str]]:
+    table = "fieldsCombined" if _has_table(db, "fieldsCombined") else "fields"
+    out: dict[int, dict[str, str]] = {}
+    for item_id, name, value in db.execute(
+            f"SELECT d.itemID, f.fieldName, v.value FROM itemData d JOIN {table} f ON f.fieldID = d.fieldID "
+            "JOIN itemDataValues v ON v.valueID = d.valueID"):
+        out.setdefault(item_id, {})[name] = str(value)
+    return out
+
+
+def _creators(db: sqlite3.Connection) -> dict[int, list[str]]:
+    """Each item's creators in their order: "First Last", or the one-field name (fieldMode 1)."""
+    out: dict[int, list[str]] = {}
+    for item_id, first, last, mode in db.execute(
+            "SELECT ic.itemID, c.firstName, c.lastName, c.fieldMode FROM itemCreators ic "
+            "JOIN creators c ON c.creatorID = ic.creatorID ORDER BY ic.itemID, ic.orderIndex"):
+        name = (last or "") if mode == 1 else " ".join(p for p in (first, last) if p)
+        if name.strip():
+            out.setdefault(item_id, []).append(name.strip())
+    return out
+
+
+def _grouped(db: sqlite3.Connection, sql: str) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for item_id, value in db.execute(sql):
+        out.setdefault(item_id, []).append(value)
+    return out
+
+
+def _collection_paths(db: sqlite3.Connection) -> dict[int, str]:
+    """Each collection's path from its library's root ("Thesis/Chapter 2")."""
+    rows = {cid: (name, parent) for cid, name, parent in
+            db.execute("SELECT collectionID, collectionName, parentCollectionID FROM collections")}
+
+    def path(cid: int, seen: frozenset = frozenset()) -> str:
+        name, parent = rows[cid]
+        if parent in rows and parent not in seen:
+            return f"{path(parent, seen | {cid})}/{name}"
+        return name
+
+    return {cid: path(cid) for cid in rows}
+
+
+def _pdf_attachments(db: sqlite3.Connection, trashed: set[int]) -> dict[int, tuple[str, int, str]]:
+    """Each parent item's first PDF attachment (not trashed, a file: stored or linked):
+    (attachment key, link mode, path)."""
+    out: dict[int, tuple[str, int, str]] = {}
+    for item_id, parent, key, mode, path in db.execute(
+            "SELECT a.itemID, a.parentItemID, i.key, a.linkMode, a.path FROM itemAttachments a "
+            "JOIN items i ON i.itemID = a.itemID WHERE a.contentType = 'application/pdf' "
+            "AND a.parentItemID IS NOT NULL AND a.linkMode IN (0, 1, 2) ORDER BY a.itemID"):
+        if item_id not in trashed and parent not in out and path:
+            out[parent] = (key, mode, path)
+    return out
+
+
+def _attachment_path(data_dir: Path, key: str, link_mode: int, path: str, linked_base: Path | None) -> Path | None:
+    """Where an attachment's file is: stored files in storage/<key>/, linked files where they
+    were linked (relative ones under the linked-attachment base directory, when given)."""
+    if path.startswith("storage:"):
+        return data_dir / "storage" / key / path[len("storage:"):]
+    if path.startswith("attachments:"):
+        return linked_base / path[len("attachments:"):] if linked_base else None
+    return Path(path) if link_mode == 2 else None
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?", (name,)).fetchone() is not None
+
+
+def _add_better_bibtex_keys(data_dir: Path, tmp: Path, items: list[LibraryItem]) -> None:
+    """Citation keys from Better BibTeX's database beside the library (a copy read), for items
+    with none of their own."""
+    source = data_dir / "better-bibtex.sqlite"
+    if not source.is_file() or not items:
+        return
+    copy = tmp / "better-bibtex.sqlite"
+    shutil.copyfile(source, copy)
+    db = sqlite3.connect(copy)
+    try:
+        columns = {r[1] for r in db.execute("PRAGMA table_info(citationkey)")}
+        if not {"itemKey", "citationKey"} <= columns:
+            return
+        keys = dict(db.execute("SELECT itemKey, citationKey FROM citationkey"))
+    except sqlite3.DatabaseError:
+        return
+    finally:
+        db.close()
+    for item in items:
+        if not item.metadata["citation_key"] and item.key in keys:
+            item.metadata["citation_key"] = keys[item.key]

@@ -1,0 +1,258 @@
+"""A Zotero library as a source, on a real Zotero 6 data directory (zotero-dev, 17 items with
+PDFs): every item indexed with the library's metadata, the database never written, a locked
+database read, and items trashed or added between runs picked up. Expected values come from the
+SQLite file through this test's own queries, not the product's code."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monjyu import Monjyu, MonjyuConfig
+from monjyu.errors import MonjyuError
+from monjyu.ingest.zotero import read_library
+from tests.conftest import BENCH_DATA
+
+ZOTERO_DEV = BENCH_DATA / "zotero-dev"
+pytestmark = pytest.mark.skipif(not ZOTERO_DEV.is_dir(), reason="zotero-dev is not beside the checkout")
+
+
+def expected_items(database: Path) -> dict[str, dict]:
+    """Each regular, untrashed item with a PDF attachment, read with plain SQL: title, first
+    creator, year, DOI (field or Extra), tags and collection names."""
+    db = sqlite3.connect(f"file:{database}?immutable=1", uri=True)
+
+    def field(item_id: int, name: str) -> str:
+        row = db.execute("SELECT v.value FROM itemData d JOIN fields f ON f.fieldID = d.fieldID "
+                         "JOIN itemDataValues v ON v.valueID = d.valueID WHERE d.itemID = ? AND f.fieldName = ?",
+                         (item_id, name)).fetchone()
+        return row[0] if row else ""
+
+    out = {}
+    for item_id, key in db.execute(
+            "SELECT i.itemID, i.key FROM items i JOIN itemTypes t ON t.itemTypeID = i.itemTypeID "
+            "WHERE t.typeName NOT IN ('attachment', 'note', 'annotation') "
+            "AND i.itemID NOT IN (SELECT itemID FROM deletedItems) AND EXISTS (SELECT 1 FROM itemAttachments a "
+            "WHERE a.parentItemID = i.itemID AND a.contentType = 'application/pdf')"):
+        first = db.execute("SELECT c.firstName, c.lastName FROM itemCreators ic JOIN creators c "
+                           "ON c.creatorID = ic.creatorID WHERE ic.itemID = ? ORDER BY ic.orderIndex LIMIT 1",
+                           (item_id,)).fetchone()
+        extra_doi = [line.split(":", 1)[1].strip() for line in field(item_id, "extra").splitlines()
+                     if line.lower().startswith("doi:")]
+        out[f"zotero/{key}"] = {
+            "title": field(item_id, "title"), "first_creator": " ".join(p for p in first if p) if first else None,
+            "year": int(field(item_id, "date")[:4]) if field(item_id, "date")[:4].isdigit() else None,
+            "doi": field(item_id, "DOI") or (extra_doi[0] if extra_doi else ""),
+            "tags": sorted(r[0] for r in db.execute("SELECT t.name FROM itemTags it JOIN tags t ON t.tagID = it.tagID "
+                                                    "WHERE it.itemID = ?", (item_id,))),
+            "collections": sorted(r[0] for r in db.execute(
+                "SELECT c.collectionName FROM collectionItems ci JOIN collections c ON c.collectionID = ci.collectionID "
+                "WHERE ci.itemID = ?", (item_id,)))}
+    db.close()
+    return out
+
+
+def fingerprint(path: Path) -> tuple[str, int]:
+    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory, cache_dir):
+    """zotero-dev copied (tests change the copy), indexed once at Level 0 through the CLI; the
+    original database's bytes and modification time recorded before and after."""
+    root = tmp_path_factory.mktemp("zotero")
+    before = fingerprint(ZOTERO_DEV / "zotero.sqlite")
+    data_dir = root / "Zotero"
+    shutil.copytree(ZOTERO_DEV, data_dir)
+    for path in [data_dir, *data_dir.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    config = root / "monjyu.yaml"
+    config.write_text(f"cache_dir: {cache_dir}\ngraph:\n  enabled: false\n", encoding="utf-8")
+    index = root / "idx"
+    run = subprocess.run([sys.executable, "-m", "monjyu.cli", "index", "--zotero", str(ZOTERO_DEV), "--index",
+                          str(index), "--config", str(config), "--level", "0", "--json"],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr
+    return {"data_dir": data_dir, "index": index, "config": config, "report": json.loads(run.stdout),
+            "before": before, "after": fingerprint(ZOTERO_DEV / "zotero.sqlite")}
+
+
+def papers(library) -> dict[str, dict]:
+    run = subprocess.run([sys.executable, "-m", "monjyu.cli", "papers", "--index", str(library["index"]), "--json",
+                          "--config", str(library["config"])], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return {p["id"]: p for p in json.loads(run.stdout)["papers"]}
+
+
+def test_every_item_with_a_pdf_is_indexed_with_the_library_metadata(library):
+    expected = expected_items(ZOTERO_DEV / "zotero.sqlite")
+    assert len(expected) == 17 and library["report"]["failures"] == []
+    got = papers(library)
+    assert set(got) == set(expected)
+    for doc_id, want in expected.items():
+        paper = got[doc_id]
+        assert paper["title"] == want["title"] and paper["authors"][0] == want["first_creator"], doc_id
+        assert (paper["year"], paper["doi"]) == (want["year"], want["doi"]), doc_id
+        assert sorted(paper["tags"]) == want["tags"] and sorted(paper["collections"]) == want["collections"], doc_id
+        key = doc_id.split("/")[-1]
+        assert paper["zotero"]["key"] == key and paper["zotero"]["select"] == f"zotero://select/library/items/{key}"
+        attachment = paper["zotero"]["attachment_key"]
+        assert f"/storage/{attachment}/" in paper["source_path"]
+        assert paper["zotero"]["open_pdf"] == f"zotero://open-pdf/library/items/{attachment}"
+
+
+def test_the_database_is_never_written(library):
+    assert library["before"] == library["after"]
+
+
+def test_a_database_locked_by_a_writer_is_read_from_a_checked_copy(library, tmp_path):
+    """Zotero holds its database in a write transaction while it runs: a byte copy is read."""
+    data_dir = tmp_path / "Zotero"
+    data_dir.mkdir()
+    shutil.copyfile(library["data_dir"] / "zotero.sqlite", data_dir / "zotero.sqlite")
+    shutil.copytree(library["data_dir"] / "storage", data_dir / "storage")
+    writer = sqlite3.connect(data_dir / "zotero.sqlite", isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")
+    writer.execute("UPDATE itemDataValues SET value = 'uncommitted' WHERE valueID = "
+                   "(SELECT valueID FROM itemData d JOIN fields f ON f.fieldID = d.fieldID WHERE f.fieldName = 'title' LIMIT 1)")
+    try:
+        with pytest.raises(sqlite3.OperationalError):  # what reading it in place meets
+            sqlite3.connect(data_dir / "zotero.sqlite", timeout=0.1).execute("SELECT count(*) FROM items").fetchone()
+        read = read_library(data_dir)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert len(read.items) == 17 and all(item.title != "uncommitted" for item in read.items)
+
+
+def trash_one_and_add_one(data_dir: Path) -> tuple[str, str]:
+    """As Zotero writes them: an item moved to the trash (a deletedItems row), and a new
+    preprint with a stored PDF attachment (items, itemData, itemAttachments, the file in
+    storage/<attachment key>/)."""
+    db = sqlite3.connect(data_dir / "zotero.sqlite")
+    trashed_id, trashed_key = db.execute(
+        "SELECT i.itemID, i.key FROM items i JOIN itemTypes t ON t.itemTypeID = i.itemTypeID "
+        "WHERE t.typeName = 'book' ORDER BY i.itemID LIMIT 1").fetchone()
+    db.execute("INSERT INTO deletedItems (itemID) VALUES (?)", (trashed_id,))
+
+    def add_item(type_name: str, key: str) -> int:
+        type_id = db.execute("SELECT itemTypeID FROM itemTypes WHERE typeName = ?", (type_name,)).fetchone()[0]
+        cur = db.execute("INSERT INTO items (itemTypeID, libraryID, key, version) VALUES (?, 1, ?, 0)", (type_id, key))
+        return cur.lastrowid
+
+    def set_field(item_id: int, name: str, value: str) -> None:
+        field_id = db.execute("SELECT fieldID FROM fields WHERE fieldName = ?", (name,)).fetchone()[0]
+        row = db.execute("SELECT valueID FROM itemDataValues WHERE value = ?", (value,)).fetchone()
+        value_id = row[0] if row else db.execute("INSERT INTO itemDataValues (value) VALUES (?)", (value,)).lastrowid
+        db.execute("INSERT INTO itemData (itemID, fieldID, valueID) VALUES (?, ?, ?)", (item_id, field_id, value_id))
+
+    parent = add_item("preprint", "NEWITEM1")
+    set_field(parent, "title", "Graph Retrieval Added Between Runs")
+    set_field(parent, "date", "2024-03-00 March 2024")
+    set_field(parent, "extra", "DOI: 10.1234/added.2024")
+    attachment = add_item("attachment", "NEWATT01")
+    db.execute("INSERT INTO itemAttachments (itemID, parentItemID, linkMode, contentType, path) "
+               "VALUES (?, ?, 0, 'application/pdf', 'storage:added.pdf')", (attachment, parent))
+    db.commit()
+    db.close()
+    (data_dir / "storage" / "NEWATT01").mkdir()
+    shutil.copyfile(BENCH_DATA / "papers-pdf" / "1706.03762.pdf", data_dir / "storage" / "NEWATT01" / "added.pdf")
+    return f"zotero/{trashed_key}", "zotero/NEWITEM1"
+
+
+def test_a_second_run_removes_the_trashed_item_and_adds_the_new_one(library, tmp_path, cache_dir):
+    data_dir = tmp_path / "Zotero"
+    shutil.copytree(library["data_dir"], data_dir)
+    m = Monjyu(tmp_path / "idx", MonjyuConfig(cache_dir=str(cache_dir), graph={"enabled": False}))
+    assert len(m.index(zotero=data_dir).added) == 17
+    assert m.index(zotero=data_dir).nothing_changed  # the same library again: nothing to do
+    trashed, added = trash_one_and_add_one(data_dir)
+    report = m.index(zotero=data_dir)
+    assert len(report.removed) == 1 and len(report.added) == 1 and not report.changed and not report.failures
+    ids = {p["id"]: p for p in m.papers()["papers"]}
+    assert trashed not in ids and ids[added]["title"] == "Graph Retrieval Added Between Runs"
+    assert (ids[added]["year"], ids[added]["doi"], ids[added]["item_type"]) == (2024, "10.1234/added.2024", "preprint")
+    assert ids[added]["authors"]  # the library has no creators for it: the PDF's byline is kept
+
+
+def test_a_missing_pdf_is_reported_and_the_rest_indexed(library, tmp_path, cache_dir):
+    data_dir = tmp_path / "Zotero"
+    shutil.copytree(library["data_dir"], data_dir)
+    victim = next((data_dir / "storage").glob("*/*.pdf"))
+    victim.unlink()
+    m = Monjyu(tmp_path / "idx", MonjyuConfig(cache_dir=str(cache_dir), graph={"enabled": False}))
+    report = m.index(zotero=data_dir)
+    assert len(report.failures) == 1 and "PDF is missing" in report.failures[0][1]
+    assert str(victim) in report.failures[0][1]
+    assert report.documents == len(read_library(data_dir).items) >= 15
+
+
+@pytest.mark.parametrize("case", ["no directory", "no database", "not zotero", "older", "newer"])
+def test_what_is_not_a_readable_zotero_library_is_refused_by_name(tmp_path, case):
+    data_dir = tmp_path / "Zotero"
+    if case != "no directory":
+        data_dir.mkdir()
+    if case in ("not zotero", "older", "newer"):
+        db = sqlite3.connect(data_dir / "zotero.sqlite")
+        if case == "not zotero":
+            db.execute("CREATE TABLE notes (text TEXT)")
+        else:
+            db.execute("CREATE TABLE version (schema TEXT PRIMARY KEY, version INT NOT NULL)")
+            db.execute("INSERT INTO version VALUES ('userdata', ?)", (77 if case == "older" else 200,))
+            db.execute("CREATE TABLE libraries (libraryID INTEGER PRIMARY KEY, libraryType TEXT NOT NULL)")
+        db.commit()
+        db.close()
+    with pytest.raises(MonjyuError) as err:
+        read_library(data_dir)
+    message = str(err.value)
+    assert str(data_dir) in message
+    assert {"no directory": "no Zotero data directory", "no database": "holds no zotero.sqlite",
+            "not zotero": "not a Zotero database", "older": "userdata schema 77, older than Zotero 5",
+            "newer": "userdata schema 200, newer"}[case] in message
+
+
+def test_group_items_linked_files_and_feeds(library, tmp_path):
+    """A group library's item (with a linked PDF, outside the data directory) is read with its
+    group in its id and links; a feed's item and a trashed attachment are not."""
+    from monjyu.facade.papers import library_fields
+
+    data_dir = tmp_path / "Zotero"
+    data_dir.mkdir()
+    shutil.copyfile(library["data_dir"] / "zotero.sqlite", data_dir / "zotero.sqlite")
+    shutil.copytree(library["data_dir"] / "storage", data_dir / "storage")
+    linked = tmp_path / "elsewhere" / "linked.pdf"
+    linked.parent.mkdir()
+    shutil.copyfile(BENCH_DATA / "papers-pdf" / "1706.03762.pdf", linked)
+    db = sqlite3.connect(data_dir / "zotero.sqlite")
+    for library_id, kind in ((2, "group"), (3, "feed")):
+        db.execute("INSERT INTO libraries (libraryID, type, editable, filesEditable, version, storageVersion, lastSync, "
+                   "archived) VALUES (?, ?, 1, 1, 0, 0, 0, 0)", (library_id, kind))
+    db.execute("INSERT INTO groups (groupID, libraryID, name, description, version) VALUES (4711, 2, 'Lab', '', 0)")
+    type_id = dict(db.execute("SELECT typeName, itemTypeID FROM itemTypes"))
+    title_field = db.execute("SELECT fieldID FROM fields WHERE fieldName = 'title'").fetchone()[0]
+    value = db.execute("INSERT INTO itemDataValues (value) VALUES ('Attention in the group library')").lastrowid
+    for library_id, key, att_key in ((2, "GROUPIT1", "GROUPAT1"), (3, "FEEDIT01", "FEEDAT01")):
+        parent = db.execute("INSERT INTO items (itemTypeID, libraryID, key) VALUES (?, ?, ?)",
+                            (type_id["journalArticle"], library_id, key)).lastrowid
+        db.execute("INSERT INTO itemData (itemID, fieldID, valueID) VALUES (?, ?, ?)", (parent, title_field, value))
+        attachment = db.execute("INSERT INTO items (itemTypeID, libraryID, key) VALUES (?, ?, ?)",
+                                (type_id["attachment"], library_id, att_key)).lastrowid
+        db.execute("INSERT INTO itemAttachments (itemID, parentItemID, linkMode, contentType, path) "
+                   "VALUES (?, ?, 2, 'application/pdf', ?)", (attachment, parent, str(linked)))
+    db.commit()
+    db.close()
+    read = read_library(data_dir)
+    group = [item for item in read.items if item.key == "GROUPIT1"]
+    assert len(group) == 1 and not any(item.key == "FEEDIT01" for item in read.items) and len(read.items) == 18
+    item = group[0]
+    assert item.document_id == "zotero/groups/4711/GROUPIT1" and item.pdf == linked
+    links = library_fields(item.metadata)["zotero"]
+    assert links["select"] == "zotero://select/groups/4711/items/GROUPIT1"
+    assert links["open_pdf"] == "zotero://open-pdf/groups/4711/items/GROUPAT1"
