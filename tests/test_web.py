@@ -130,6 +130,10 @@ def test_a_filter_keeps_pdfs_and_a_pdf_citation_shows_its_page_marked(page, app_
     page.set_viewport_size({"width": 1100, "height": 1250})
     page.goto(app_url + "/")
     page.click("#filters summary")
+    # The form holds every filter the search takes, the library's and the citation graph's included.
+    for field in ("collection", "tag", "item-type", "cites", "cited-by"):
+        assert page.locator(f"#f-{field}").is_visible()
+    assert "Zotero collection" in page.locator("#filters").inner_text()
     page.fill("#f-type", "pdf")
     page.select_option("#mode", "hybrid")
     page.fill("#q", "How are communities of phrases detected?")

@@ -17,8 +17,11 @@ import pytest
 
 from monjyu import Monjyu, MonjyuConfig
 from monjyu.errors import MonjyuError
+from monjyu.api import ALL_MODES
 from monjyu.ingest.zotero import read_library
+from monjyu.retrieval import SearchFilters
 from tests.conftest import BENCH_DATA
+from tests.test_options import cited_paths, passages
 
 ZOTERO_DEV = BENCH_DATA / "zotero-dev"
 pytestmark = pytest.mark.skipif(not ZOTERO_DEV.is_dir(), reason="zotero-dev is not beside the checkout")
@@ -54,7 +57,9 @@ def expected_items(database: Path) -> dict[str, dict]:
                                                     "WHERE it.itemID = ?", (item_id,))),
             "collections": sorted(r[0] for r in db.execute(
                 "SELECT c.collectionName FROM collectionItems ci JOIN collections c ON c.collectionID = ci.collectionID "
-                "WHERE ci.itemID = ?", (item_id,)))}
+                "WHERE ci.itemID = ?", (item_id,))),
+            "item_type": db.execute("SELECT t.typeName FROM items i JOIN itemTypes t ON t.itemTypeID = i.itemTypeID "
+                                    "WHERE i.itemID = ?", (item_id,)).fetchone()[0]}
     db.close()
     return out
 
@@ -65,8 +70,9 @@ def fingerprint(path: Path) -> tuple[str, int]:
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory, cache_dir):
-    """zotero-dev copied (tests change the copy), indexed once at Level 0 through the CLI; the
-    original database's bytes and modification time recorded before and after."""
+    """zotero-dev indexed once through the CLI (Levels 0 and 1: every mode runs on it), and a
+    copy of it that tests change; the original database's bytes and modification time recorded
+    before and after."""
     root = tmp_path_factory.mktemp("zotero")
     before = fingerprint(ZOTERO_DEV / "zotero.sqlite")
     data_dir = root / "Zotero"
@@ -74,10 +80,10 @@ def library(tmp_path_factory, cache_dir):
     for path in [data_dir, *data_dir.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     config = root / "monjyu.yaml"
-    config.write_text(f"cache_dir: {cache_dir}\ngraph:\n  enabled: false\n", encoding="utf-8")
+    config.write_text(f"cache_dir: {cache_dir}\n", encoding="utf-8")
     index = root / "idx"
     run = subprocess.run([sys.executable, "-m", "monjyu.cli", "index", "--zotero", str(ZOTERO_DEV), "--index",
-                          str(index), "--config", str(config), "--level", "0", "--json"],
+                          str(index), "--config", str(config), "--json"],
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr
     return {"data_dir": data_dir, "index": index, "config": config, "report": json.loads(run.stdout),
@@ -256,3 +262,94 @@ def test_group_items_linked_files_and_feeds(library, tmp_path):
     links = library_fields(item.metadata)["zotero"]
     assert links["select"] == "zotero://select/groups/4711/items/GROUPIT1"
     assert links["open_pdf"] == "zotero://open-pdf/groups/4711/items/GROUPAT1"
+
+
+LIBRARY_FILTERS = [("tag=boosting", lambda e: "boosting" in e["tags"]),
+                   ("collection=machinelearning", lambda e: "MachineLearning" in e["collections"]),
+                   ("item-type=conferencePaper", lambda e: e["item_type"] == "conferencePaper")]
+
+
+def allowed_paths(library, test) -> set[str]:
+    """The PDFs of the items a filter keeps, from the library's own SQL and papers' paths."""
+    expected = expected_items(ZOTERO_DEV / "zotero.sqlite")
+    paths = {doc: p["source_path"] for doc, p in papers(library).items()}
+    return {paths[doc] for doc, e in expected.items() if test(e)}
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_collection_tag_and_item_type_filters_in_every_mode(library, cache_dir, mode):
+    """Through the API and the CLI: every passage and citation comes from a kept item."""
+    m = Monjyu(library["index"], MonjyuConfig(cache_dir=str(cache_dir)))
+    for expression, test in LIBRARY_FILTERS:
+        allowed = allowed_paths(library, test)
+        assert allowed
+        api = m.ask("statistical learning and feedback control", mode, filters=SearchFilters.parse([expression]),
+                    top_k=5).to_dict()
+        run = subprocess.run([sys.executable, "-m", "monjyu.cli", "search", "statistical learning and feedback control",
+                              "--index", str(library["index"]), "--config", str(library["config"]), "--mode", mode,
+                              "--filter", expression, "--top-k", "5", "--json"], capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0, run.stderr
+        for result in (api, json.loads(run.stdout)):
+            found = {p["path"] for p in passages(result)} | set(cited_paths(result))
+            assert found and found <= allowed, (mode, expression, found - allowed)
+
+
+def test_library_filters_through_mcp_and_the_web_app(library, cache_dir):
+    from anyio.from_thread import start_blocking_portal
+    from mcp import Client, StdioServerParameters
+    from starlette.testclient import TestClient
+
+    from monjyu.web import create_app
+
+    allowed = allowed_paths(library, LIBRARY_FILTERS[1][1])
+    params = StdioServerParameters(command=sys.executable, env={"MONJYU_CACHE_DIR": str(cache_dir)},
+                                   args=["-m", "monjyu.cli", "serve", "--index", str(library["index"])])
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(params)) as client:
+        reply = portal.call(client.call_tool, "search", {"query": "statistical learning", "mode": "hybrid",
+                                                         "filters": {"collections": ["MachineLearning"],
+                                                                     "item_types": ["book"]}})
+        result = json.loads(reply.content[0].text)
+    assert {p["path"] for p in passages(result)} <= allowed and passages(result)
+    web = TestClient(create_app(Monjyu(library["index"], MonjyuConfig(cache_dir=str(cache_dir))),
+                                allowed_hosts=["testserver"]))
+    info = web.get("/api/info").json()
+    assert {"collection", "tag", "item-type", "cites", "cited-by"} <= set(info["filters"])
+    body = {"query": "statistical learning", "mode": "hybrid", "filters": {"tag": "boosting"}}
+    lines = [json.loads(line) for line in web.post("/api/search", json=body).text.splitlines() if line.strip()]
+    result = next(line["result"] for line in lines if "result" in line)
+    assert {p["path"] for p in passages(result)} <= allowed_paths(library, LIBRARY_FILTERS[0][1]) and passages(result)
+
+
+def test_a_collection_filter_takes_its_subcollections():
+    library = {"a": {"collections": ["Thesis"]}, "b": {"collections": ["Thesis/Chapter 2"]},
+               "c": {"collections": ["Thesis 2"]}, "d": {"collections": ["Other/Thesis"]}, "e": {}}
+    assert SearchFilters.parse(["collection=thesis"]).library_documents(library) == {"a", "b"}
+    assert SearchFilters.parse(["collection=Thesis/Chapter 2"]).library_documents(library) == {"b"}
+    both = SearchFilters.parse(["collection=Thesis", "tag=x"])
+    assert both.library_documents({"a": {"collections": ["Thesis"], "tags": ["X"]}, "b": {"collections": ["Thesis"]}}) == {"a"}
+
+
+def test_citation_keys_from_extra_and_better_bibtex(library, tmp_path):
+    data_dir = tmp_path / "Zotero"
+    data_dir.mkdir()
+    shutil.copyfile(library["data_dir"] / "zotero.sqlite", data_dir / "zotero.sqlite")
+    shutil.copytree(library["data_dir"] / "storage", data_dir / "storage")
+    db = sqlite3.connect(data_dir / "zotero.sqlite")
+    first, second = [k for (k,) in db.execute(
+        "SELECT i.key FROM items i JOIN itemTypes t ON t.itemTypeID = i.itemTypeID WHERE t.typeName = 'journalArticle' "
+        "ORDER BY i.itemID LIMIT 2")]
+    item_id = db.execute("SELECT itemID FROM items WHERE key = ?", (first,)).fetchone()[0]
+    extra = db.execute("SELECT fieldID FROM fields WHERE fieldName = 'extra'").fetchone()[0]
+    value = db.execute("INSERT INTO itemDataValues (value) VALUES ('tex.note: x\nCitation Key: feketa2017almost')").lastrowid
+    db.execute("DELETE FROM itemData WHERE itemID = ? AND fieldID = ?", (item_id, extra))
+    db.execute("INSERT INTO itemData (itemID, fieldID, valueID) VALUES (?, ?, ?)", (item_id, extra, value))
+    db.commit()
+    db.close()
+    bbt = sqlite3.connect(data_dir / "better-bibtex.sqlite")
+    bbt.execute("CREATE TABLE citationkey (itemID INTEGER, itemKey TEXT, libraryID INTEGER, citationKey TEXT, pinned INT)")
+    bbt.executemany("INSERT INTO citationkey VALUES (0, ?, 1, ?, 0)", [(first, "ignored2017"), (second, "shiromoto2019")])
+    bbt.commit()
+    bbt.close()
+    keys = {item.key: item.metadata["citation_key"] for item in read_library(data_dir).items}
+    assert keys[first] == "feketa2017almost" and keys[second] == "shiromoto2019"  # Zotero's own key first

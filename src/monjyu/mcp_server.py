@@ -185,7 +185,9 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                                        "authors (name parts), year_range {start, end}, kinds "
                                                        "(text, caption, reference, front, figure, table; default text and "
                                                        "caption), cites (only papers citing these document "
-                                                       "ids), cited_by (only papers these ids cite)")] = None,
+                                                       "ids), cited_by (only papers these ids cite), collections, "
+                                                       "tags, item_types (a Zotero library's; a collection "
+                                                       "includes its subcollections)")] = None,
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
         threshold: Annotated[float | None, Field(ge=-1.0, le=1.0, description="keep only passages whose cosine "
                                                  "similarity to the query reaches this")] = None,

@@ -82,6 +82,9 @@ class SearchFilters(Schema):
     kinds: list[Literal["text", "caption", "reference", "front", "figure", "table"]] | None = None  # default: text, caption
     cites: list[str] | None = None  # only papers that cite these documents (the collection's citation graph)
     cited_by: list[str] | None = None  # only papers these documents cite
+    collections: list[str] | None = None  # a reference manager's (Zotero's) collections, subcollections included
+    tags: list[str] | None = None  # its tags (any of them)
+    item_types: list[str] | None = None  # its item types (journalArticle, book, preprint, ...)
 
 
 class SearchWeights(Schema):

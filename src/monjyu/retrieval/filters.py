@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..types import DEFAULT_KINDS, KINDS
 from ..nlp.noun_phrases import ENTITY_TYPES
 
-FILTER_KEYS = "doc, type, path, from, to, author, year, kind, entity, cites, cited-by, min"
+FILTER_KEYS = "doc, type, path, from, to, author, year, kind, entity, cites, cited-by, collection, tag, item-type, min"
 
 
 @dataclass
@@ -36,6 +36,11 @@ class SearchFilters:
     kinds: list[str] = field(default_factory=list)  # unit kinds; empty: DEFAULT_KINDS
     cites: list[str] = field(default_factory=list)  # papers citing each of these documents (citation graph)
     cited_by: list[str] = field(default_factory=list)  # papers each of these documents cites
+    # A reference manager's (Zotero's): its collections (with their subcollections), tags and
+    # item types; any value of a list matches, ignoring case.
+    collections: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    item_types: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for name in ("date_from", "date_to"):
@@ -65,7 +70,31 @@ class SearchFilters:
         """Whether the filter restricts which units may be found (min_relevance only trims scores)."""
         return bool(self.document_ids or self.file_types or self.path_glob or self.date_from or self.date_to
                     or self.entity_types or self.authors or self.year_from or self.year_to or self.kinds
-                    or self.cites or self.cited_by)
+                    or self.cites or self.cited_by or self.library_active)
+
+    @property
+    def library_active(self) -> bool:
+        """Whether it filters by a reference manager's collections, tags or item types."""
+        return bool(self.collections or self.tags or self.item_types)
+
+    def library_documents(self, library: dict[str, dict]) -> set[str]:
+        """The documents whose library fields (document id -> tags, collections, item_type)
+        pass: in one of the collections or a subcollection of one, with one of the tags, of one
+        of the item types (each that is set)."""
+        collections = [c.strip("/").lower() for c in self.collections]
+        tags = {t.lower() for t in self.tags}
+        types = {t.lower() for t in self.item_types}
+        kept = set()
+        for doc, fields in library.items():
+            held = [c.lower() for c in fields.get("collections") or []]
+            if collections and not any(h == c or h.startswith(c + "/") for c in collections for h in held):
+                continue
+            if tags and not tags & {t.lower() for t in fields.get("tags") or []}:
+                continue
+            if types and (fields.get("item_type") or "").lower() not in types:
+                continue
+            kept.add(doc)
+        return kept
 
     def trim(self, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """The (row, score) results scoring at least min_relevance x the best one's score: scores
@@ -88,7 +117,8 @@ class SearchFilters:
                    entity_types=request.entity_types or [], min_relevance=request.min_relevance,
                    authors=request.authors or [], year_from=years.start if years else None,
                    year_to=years.end if years else None, kinds=list(request.kinds or []),
-                   cites=request.cites or [], cited_by=request.cited_by or [])
+                   cites=request.cites or [], cited_by=request.cited_by or [],
+                   collections=request.collections or [], tags=request.tags or [], item_types=request.item_types or [])
 
     def to_request(self) -> schemas.SearchFilters:
         """The public request form (the path glob has no field there and is left out)."""
@@ -100,15 +130,17 @@ class SearchFilters:
                                      entity_types=self.entity_types or None, date_range=dates,
                                      min_relevance=self.min_relevance, authors=self.authors or None,
                                      year_range=years, kinds=self.kinds or None, cites=self.cites or None,
-                                     cited_by=self.cited_by or None)
+                                     cited_by=self.cited_by or None, collections=self.collections or None,
+                                     tags=self.tags or None, item_types=self.item_types or None)
 
     @classmethod
     def parse(cls, expressions: list[str]) -> "SearchFilters":
         """CLI form: doc=ID, type=pdf, path=GLOB, from=YYYY-MM-DD, to=YYYY-MM-DD, author=NAME,
         year=2019 or year=2015-2019, kind=reference, entity=PERSON, cites=DOC, cited-by=DOC,
-        min=0.5 (repeatable)."""
+        collection=NAME or PATH/NAME, tag=NAME, item-type=journalArticle, min=0.5 (repeatable)."""
         f = cls()
         docs, types, entity_types, authors, kinds, cites, cited_by = [], [], [], [], [], [], []
+        collections, tags, item_types = [], [], []
         for expr in expressions:
             key, sep, value = expr.partition("=")
             key = key.strip().lower()
@@ -134,6 +166,12 @@ class SearchFilters:
                 cites.append(value)
             elif key in ("cited-by", "cited_by"):
                 cited_by.append(value)
+            elif key in ("collection", "collections"):
+                collections.append(value)
+            elif key in ("tag", "tags"):
+                tags.append(value)
+            elif key in ("item-type", "item_type", "itemtype"):
+                item_types.append(value)
             elif key == "year":
                 m = re.fullmatch(r"\s*(\d{4})?\s*(-)?\s*(\d{4})?\s*", value)
                 if not m or not (m.group(1) or m.group(3)) or (m.group(2) is None and m.group(3)):
@@ -149,7 +187,8 @@ class SearchFilters:
                 raise ConfigError(f"unknown filter key '{key}' in '{expr}' (keys: {FILTER_KEYS})")
         return cls(document_ids=docs, file_types=types, path_glob=f.path_glob, date_from=f.date_from,
                    date_to=f.date_to, entity_types=entity_types, min_relevance=f.min_relevance, authors=authors,
-                   year_from=f.year_from, year_to=f.year_to, kinds=kinds, cites=cites, cited_by=cited_by)
+                   year_from=f.year_from, year_to=f.year_to, kinds=kinds, cites=cites, cited_by=cited_by,
+                   collections=collections, tags=tags, item_types=item_types)
 
     def mask(self, columns: dict[str, np.ndarray], entity_units: np.ndarray | None = None,
              papers: set[str] | None = None) -> np.ndarray:

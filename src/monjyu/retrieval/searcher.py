@@ -9,6 +9,7 @@ candidates, re-scored exactly (benchmarks page, Latency at scale).
 from __future__ import annotations
 
 import functools
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from ..runtime import release_freed_memory
 from ..index.citations import read_citation_graph
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
-from ..store.lancedb_store import TEXT_UNITS
+from ..store.lancedb_store import DOCUMENTS, TEXT_UNITS
 from ..store.unit_vectors import load_unit_vectors, release_pages, scores_of_all
 from ..store.base import KeywordRanker, VectorCandidates
 from ..types import DEFAULT_KINDS, SearchHit, SearchResults
@@ -126,7 +127,9 @@ class LoadedIndex:
     sentence_offsets: np.ndarray | None = None
     sentence_values: np.ndarray | None = None
     citation_edges: list[tuple[str, str]] = field(default_factory=list)  # (citing, cited) papers of the collection
+    generation_dir: Path | None = None  # where the documents table is read from for library filters
     _default_mask: np.ndarray | None = field(default=None, repr=False)
+    _library: dict[str, dict] | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0,
@@ -151,9 +154,24 @@ class LoadedIndex:
                      graph=graph, communities=communities, ann=ann, named_entities=named_entities,
                      sentence_offsets=spans.offsets.to_numpy(),
                      sentence_values=spans.values.to_numpy(zero_copy_only=False),
-                     citation_edges=[(e["citing"], e["cited"]) for e in citations["edges"]])
+                     citation_edges=[(e["citing"], e["cited"]) for e in citations["edges"]],
+                     generation_dir=generation_dir)
         release_freed_memory()
         return loaded
+
+    def library(self) -> dict[str, dict]:
+        """What a reference manager knows of each of its documents (tags, collections, item
+        type; documents from a Zotero library), read from the documents table on first use."""
+        if self._library is None:
+            self._library = {}
+            if self.generation_dir is not None:
+                store = LanceStore(self.generation_dir / "lancedb")
+                for batch in store.batches(DOCUMENTS, ["id", "metadata"]):
+                    for doc, meta in zip(batch["id"].to_pylist(), batch["metadata"].to_pylist()):
+                        fields = json.loads(meta or "{}")
+                        if fields.get("zotero"):
+                            self._library[doc] = {k: fields.get(k) for k in ("tags", "collections", "item_type")}
+        return self._library
 
     def sentence_spans(self, row: int) -> list[tuple[int, int]]:
         """The unit's sentences as the chunker cut them (offsets in the unit text)."""
@@ -187,7 +205,11 @@ class LoadedIndex:
                                   "labels only when the index is built with `graph.named_entities: true` (its English "
                                   "proper nouns are typed MISC); rebuild with that setting to filter by them")
             entity_units = self.graph.units_of_types(filters.entity_types)
-        return filters.mask(c, entity_units, self.citing_documents(filters))
+        papers = self.citing_documents(filters)
+        if filters.library_active:
+            in_library = filters.library_documents(self.library())
+            papers = in_library if papers is None else papers & in_library
+        return filters.mask(c, entity_units, papers)
 
     def citing_documents(self, filters: SearchFilters) -> set[str] | None:
         """The papers that `cites=` and `cited-by=` leave (None when neither is set)."""

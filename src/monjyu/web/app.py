@@ -29,7 +29,7 @@ from ..types import LazySearchResult
 STATIC = Path(__file__).parent / "static"
 UI_MODES = ("auto", "hybrid", "lazy", "hybridrag")
 # The search form's filter fields: the CLI's --filter keys, so one parser reads both.
-FILTER_KEYS = ("type", "author", "year", "path", "from", "to")
+FILTER_KEYS = ("type", "author", "year", "path", "from", "to", "collection", "tag", "item-type", "cites", "cited-by")
 TRACE_FIELDS = ("communities_visited", "budget_used", "budget_total", "assessor", "stop_reason", "subqueries",
                 "relevant_sentences", "claims", "coverage", "themes", "levels_reached", "level2", "usage_by_level")
 # Scripts only from this server (query text is never executed even if shown wrongly); the map's
