@@ -228,6 +228,12 @@ def test_collection_lists_documents_failures_and_links_the_map_to_passages(page,
     assert page.locator("#documents tbody tr").count() == 9
     assert "Okapi BM25 in practice" in page.locator("#documents").inner_text()
     assert "broken.pdf" in page.locator("#failures").inner_text()
+    # Year, pages, type and passages keep one line each, however narrow the window.
+    page.set_viewport_size({"width": 700, "height": 900})
+    lines = page.evaluate("""[...document.querySelectorAll('#documents tbody td:nth-child(n+3)')].map((td) => {
+        const range = document.createRange(); range.selectNodeContents(td);
+        return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size; })""")
+    assert lines and max(lines) <= 1, lines
     link = page.frame_locator("#map").locator("li a[href^='/?community=']").first  # the legend
     link.click()
     page.wait_for_url("**/?community=*")

@@ -353,3 +353,29 @@ def test_citation_keys_from_extra_and_better_bibtex(library, tmp_path):
     bbt.close()
     keys = {item.key: item.metadata["citation_key"] for item in read_library(data_dir).items}
     assert keys[first] == "feketa2017almost" and keys[second] == "shiromoto2019"  # Zotero's own key first
+
+
+@pytest.mark.parametrize("columns", [80, 60, 140])
+def test_papers_fit_the_terminal_one_line_a_paper_with_ids_whole(library, sample_index, columns):
+    """`monjyu papers` in a narrow terminal: one line a paper, no line wider than the terminal,
+    every id whole (what --cites and doc= take); titles and authors cut."""
+    import os
+
+    for index, ids in ((library["index"], set(papers(library))),
+                       (sample_index.index_dir, {p["id"] for p in sample_index.papers()["papers"]})):
+        run = subprocess.run([sys.executable, "-m", "monjyu.cli", "papers", "--index", str(index)], capture_output=True,
+                             text=True, timeout=300, env={**os.environ, "COLUMNS": str(columns)})
+        assert run.returncode == 0, run.stderr
+        lines = run.stdout.splitlines()
+        assert all(len(line) <= columns for line in lines), max(lines, key=len)
+        rows = [line for line in lines if line.split(" ", 1)[0] in ids]
+        assert len(rows) == len(ids) and {row.split(" ", 1)[0] for row in rows} == ids
+
+
+def test_passages_print_as_flowing_text():
+    from monjyu.cli import _flowing
+
+    wrapped = "the graphs of γ21 and\nγ12 have several\ncommon points.\n\nIf the small-gain condition\nholds, then"
+    assert _flowing(wrapped) == ("the graphs of γ21 and γ12 have several common points.\n   "
+                                 "If the small-gain condition holds, then")
+    assert _flowing("x " * 300).endswith("…") and len(_flowing("x " * 300)) == 401

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import socket
 import sys
 from contextlib import contextmanager
@@ -293,9 +294,18 @@ def _print_hits(hits) -> bool:
     out.print("[bold]Passages[/]", markup=True)
     for h in hits:
         out.print(f"[bold]{h.rank}.[/] [cyan]{escape(h.document_title)}[/] ({escape(_where(h))}) score={h.score:.4f}", highlight=False, markup=True)
-        snippet = h.text if len(h.text) <= 400 else h.text[:400] + "…"
-        out.print(f"   {snippet}", highlight=False, markup=False)
+        out.print(f"   {_flowing(h.text)}", highlight=False, markup=False)
     return True
+
+
+def _flowing(text: str, limit: int = 400) -> str:
+    """A passage as flowing text for the terminal, cut at `limit` characters: the line breaks of a
+    hard-wrapped source inside a paragraph become spaces (the terminal wraps it again), and
+    paragraphs stay apart."""
+    paragraphs = [" ".join(line.strip() for line in block.splitlines() if line.strip())
+                  for block in re.split(r"\n\s*\n", text)]
+    flowing = "\n   ".join(p for p in paragraphs if p)
+    return flowing if len(flowing) <= limit else flowing[:limit] + "…"
 
 
 def _print_hybrid(result, streamed: bool) -> None:
@@ -312,7 +322,7 @@ def _print_hybrid(result, streamed: bool) -> None:
         out.print(f"[bold]{h.rank}.[/] [cyan]{escape(h.document_title)}[/] ({escape(_where(h))}){escape(grade)} "
                   f"combined={item.scores['combined']:.4f}", highlight=False, markup=True)
         text = " … ".join(item.strips) if item.strips else h.text
-        out.print("   " + (text if len(text) <= 400 else text[:400] + "…"), highlight=False, markup=False)
+        out.print("   " + _flowing(text), highlight=False, markup=False)
 
 
 def _print_lazy(result, streamed: bool, trace: bool) -> None:
@@ -556,12 +566,32 @@ def papers(
     elif as_json:
         print(json.dumps(listing, ensure_ascii=False, indent=1))
     else:
-        table = Table("id", "title", "first author", "year", "pages", "references", "cites", "cited by")
-        for p in listing["papers"]:
-            table.add_row(p["id"], p["title"][:70], p["authors"][0] if p["authors"] else "", str(p["year"] or ""),
-                          str(p["pages"] or ""), str(p["references"]), str(len(p["cites"])), str(len(p["cited_by"])))
-        out.print(table)
+        out.print(_papers_table(listing["papers"], out.width))
         out.print(f"{listing['total']} papers")
+
+
+def _papers_table(papers: list[dict], width: int) -> Table:
+    """One line a paper in a terminal `width` columns wide: the id (what --cites and doc= take) is
+    never cut; the other columns come in order of use while they fit beside a title of at least
+    20 characters, which takes the rest; the first author and the title are cut with an ellipsis."""
+    authors = [p["authors"][0] if p["authors"] else "" for p in papers]
+    cells = {"year": lambda p, a: str(p["year"] or ""), "first author": lambda p, a: a,
+             "cited by": lambda p, a: str(len(p["cited_by"])), "cites": lambda p, a: str(len(p["cites"])),
+             "refs": lambda p, a: str(p["references"]), "pages": lambda p, a: str(p["pages"] or "")}
+    widths = {"id": max((len(p["id"]) for p in papers), default=2)}
+    for name in cells:  # in order of use; two spaces between columns
+        need = max(12, min(20, max((len(a) for a in authors), default=0))) if name == "first author" else max(4, len(name))
+        if sum(widths.values()) + need + 20 + 2 * (len(widths) + 1) <= width:
+            widths[name] = need
+    widths["title"] = max(20, width - sum(widths.values()) - 2 * len(widths) - 1)
+    order = [n for n in ("id", "year", "first author", "title", "pages", "refs", "cites", "cited by") if n in widths]
+    table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold underline")
+    for name in order:
+        table.add_column(name, width=widths[name], no_wrap=True, overflow="ellipsis",
+                         justify="right" if name in ("pages", "refs", "cites", "cited by") else "left")
+    for p, author in zip(papers, authors):
+        table.add_row(*(p["id"] if n == "id" else p["title"] if n == "title" else cells[n](p, author) for n in order))
+    return table
 
 
 def _print_works(works: list[dict]) -> None:
