@@ -186,6 +186,13 @@ def test_a_second_run_removes_the_trashed_item_and_adds_the_new_one(library, tmp
     assert trashed not in ids and ids[added]["title"] == "Graph Retrieval Added Between Runs"
     assert (ids[added]["year"], ids[added]["doi"], ids[added]["item_type"]) == (2024, "10.1234/added.2024", "preprint")
     assert ids[added]["authors"]  # the library has no creators for it: the PDF's byline is kept
+    # The data directory moved: the same library, its documents at their new paths, nothing embedded.
+    moved_to = tmp_path / "Documents" / "Zotero"
+    moved_to.parent.mkdir()
+    shutil.move(str(data_dir), str(moved_to))
+    report = m.index(zotero=moved_to)
+    assert len(report.moved) == 17 and report.embedded == 0 and not (report.added or report.removed or report.failures)
+    assert all(p["source_path"].startswith(str(moved_to)) for p in m.papers()["papers"])
 
 
 def test_a_missing_pdf_is_reported_and_the_rest_indexed(library, tmp_path, cache_dir):

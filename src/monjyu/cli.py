@@ -155,7 +155,10 @@ def index(
     else:
         for path, reason in report.failures:
             err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True, markup=True)
-        out.print(f"{len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed, "
+        for note in report.notes:
+            err.print(f"note: {note}", highlight=False, soft_wrap=True)
+        moved = f"{len(report.moved)} moved, " if report.moved else ""
+        out.print(f"{len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed, {moved}"
                   f"{report.unchanged} unchanged; {report.documents} documents, {report.text_units} text units "
                   f"({report.embedded} embedded now) in {report.seconds.get('total', 0):.1f}s -> {index}")
         if report.clustering:

@@ -84,10 +84,12 @@ class BuildReport:
     level1: dict[str, int] = field(default_factory=dict)  # phrases, hubs, edges, communities
     clustering: dict = field(default_factory=dict)  # how the communities were built (Manifest.clustering)
     carried: bool = False  # the previous generation updated (tables linked, the change written), not rewritten
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (old path, new path): the same document, moved
+    notes: list[str] = field(default_factory=list)  # what the build decided that a user should know
 
     @property
     def nothing_changed(self) -> bool:
-        return not (self.added or self.changed or self.removed)
+        return not (self.added or self.changed or self.removed or self.moved)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -111,6 +113,8 @@ class _BuildRun:
     levels: list[int] = field(default_factory=list)
     recluster: bool = False  # communities from scratch, not updated
     catalog: Catalog | None = None  # ids and metadata of files a reference manager holds
+    old_ids: dict[str, str] | None = None  # document id -> its source in the current generation (read once)
+    seen_ids: dict[str, str] = field(default_factory=dict)  # document id -> the file of this run given it
     # load, embed: the new documents and units' BM25 terms become Arrow as each file is loaded,
     # the units once embedded (UNIT_BATCH at a time): a large build never holds millions of
     # Python objects beside their tables
@@ -265,8 +269,9 @@ class IndexBuilder:
                     continue
                 if entry is not None:  # the file's bytes and its catalog metadata: either changed, it is loaded again
                     sha = f"{sha}+{entry.stamp}"
-                doc_id = entry.document_id if entry else path.resolve().relative_to(base).as_posix()
+                doc_id = entry.document_id if entry else self._document_id(run, key, path.resolve(), base)
                 seen[key] = (path, sha, stat.st_size, doc_id, stat.st_mtime_ns)
+                run.seen_ids[doc_id] = key
         if previous and not reuse:
             # Embedder or chunking changed: every source must be rebuilt, not only the roots given.
             for key, rec in previous.sources.items():
@@ -276,9 +281,12 @@ class IndexBuilder:
                     seen[key] = (path, file_sha256(path), stat.st_size,
                                  rec.documents[0] if rec.documents else path.name, stat.st_mtime_ns)
         root_keys = [str(r.resolve()) for r in roots if r.exists()]
+        moved = self._moved(run)
         for key, rec in old_sources.items():
             under_roots = (any(key == rk or key.startswith(rk.rstrip("/") + "/") for rk in root_keys)
                            or (run.catalog is not None and run.catalog.owns(rec.documents)))
+            if key in moved:
+                continue  # its document is loaded again from where the file is now
             if key not in seen and under_roots:
                 report.removed.append(key)
             elif key in seen and seen[key][1] != rec.sha256:
@@ -290,9 +298,53 @@ class IndexBuilder:
         if previous and not reuse:
             report.changed.extend(k for k in previous.sources if k in seen)
         run.to_load = [k for k in seen if k not in run.sources]
-        report.added = [k for k in run.to_load if k not in report.changed]
+        report.moved = [(old, new) for old, new in moved.items()]
+        report.added = [k for k in run.to_load if k not in report.changed and k not in moved.values()]
         report.unchanged = len(run.sources)
         run.levels = [0, 1] if self.config.graph.enabled else [0]
+
+    @staticmethod
+    def _document_id(run: _BuildRun, key: str, path: Path, base: Path) -> str:
+        """A file's document id: the one it had (ids are stable), else its path from its root's
+        parent ("papers/x.pdf"). A file whose id is another existing file's (two folders holding
+        the same relative name) takes more of its path ("b/papers/x.pdf"), and the report says so."""
+        old = run.old_sources.get(key)
+        if old is not None and len(old.documents) == 1:
+            return old.documents[0]
+        if run.old_ids is None:
+            run.old_ids = {d: k for k, rec in run.old_sources.items() for d in rec.documents}
+
+        def taken(doc: str) -> bool:
+            other = run.seen_ids.get(doc) or run.old_ids.get(doc)
+            return other is not None and other != key and (other in run.seen or Path(other).exists())
+
+        doc_id = path.relative_to(base).as_posix()
+        first, parent = doc_id, base
+        while taken(doc_id) and parent != parent.parent:
+            parent = parent.parent
+            doc_id = path.relative_to(parent).as_posix()
+        if doc_id != first:
+            run.report.notes.append(f"{path}: its name {first!r} is another file's document id; indexed as {doc_id!r}")
+        return doc_id
+
+    @staticmethod
+    def _moved(run: _BuildRun) -> dict[str, str]:
+        """Files moved since the last build (a renamed or moved folder): a file of this run that
+        is new here, whose document id and content are those of a source whose file is gone, is
+        that document, moved (old key -> new key). It is loaded again from where it is now; its
+        vectors come from the cache."""
+        gone = [(key, rec) for key, rec in run.old_sources.items() if key not in run.seen and not Path(key).exists()]
+        by_id = {rec.documents[0]: (key, rec) for key, rec in gone if len(rec.documents) == 1}
+        # A file of several records (JSON Lines) has no one id: its content and its file name.
+        by_content = {(rec.sha256, Path(key).name): (key, rec) for key, rec in gone if len(rec.documents) != 1}
+        moved = {}
+        for key, (path, sha, _, doc_id, _) in run.seen.items():
+            if key in run.old_sources:
+                continue
+            match = by_id.get(doc_id) or by_content.get((sha, path.name))
+            if match is not None and match[1].sha256 == sha and match[0] not in moved:
+                moved[match[0]] = key
+        return moved
 
     def _up_to_date(self, run: _BuildRun) -> bool:
         """Nothing changed since the current generation (files, embedder, chunking, graph settings):
