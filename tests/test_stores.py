@@ -279,12 +279,12 @@ def test_postgres_refuses_a_build_that_started_before_another_committed(pg_confi
     Monjyu(tmp_path / "first", pg_config()).index([samples_copy])
     real_build = builder.IndexBuilder.build
 
-    def another_commits_meanwhile(self, paths, recluster=False):
+    def another_commits_meanwhile(self, paths, recluster=False, catalog=None):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(builder.IndexBuilder, "build", real_build)
             (samples_copy / "other.md").write_text("# Other\n\nAnother build's document.\n", encoding="utf-8")
             Monjyu(tmp_path / "other", pg_config()).index([samples_copy])
-        return real_build(self, paths, recluster)
+        return real_build(self, paths, recluster, catalog)
 
     monkeypatch.setattr(builder.IndexBuilder, "build", another_commits_meanwhile)
     (samples_copy / "late.md").write_text("# Late\n\nThis build started first.\n", encoding="utf-8")
