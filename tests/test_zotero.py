@@ -386,3 +386,30 @@ def test_passages_print_as_flowing_text():
     assert _flowing(wrapped) == ("the graphs of γ21 and γ12 have several common points.\n   "
                                  "If the small-gain condition holds, then")
     assert _flowing("x " * 300).endswith("…") and len(_flowing("x " * 300)) == 401
+
+
+def test_citations_open_the_cited_page_in_zotero(library, cache_dir):
+    """Each citation of a library's paper carries zotero://open-pdf at the cited page (the PDF
+    attachment's key) and zotero://select for the item: in the API, the CLI's JSON and the web app."""
+    from starlette.testclient import TestClient
+
+    from monjyu.web import create_app
+
+    keys = {doc: p["zotero"] for doc, p in papers(library).items()}
+    question = "What is the almost ISS property of feedback connected systems?"
+    m = Monjyu(library["index"], MonjyuConfig(cache_dir=str(cache_dir)))
+    api = m.search(question, top_k=3).to_dict()
+    run = subprocess.run([sys.executable, "-m", "monjyu.cli", "search", question, "--index", str(library["index"]),
+                          "--config", str(library["config"]), "--top-k", "3", "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    web = TestClient(create_app(m, allowed_hosts=["testserver"]))
+    lines = [json.loads(line) for line in web.post("/api/search", json={"query": question, "mode": "hybrid"}).text.splitlines()]
+    for result in (api, json.loads(run.stdout), next(line["result"] for line in lines if "result" in line)):
+        citations = result["answer"]["citations"]
+        assert citations
+        for c in citations:
+            key = keys[c["document_id"]]
+            assert c["page"] and c["zotero"]["open_pdf"] == (
+                f"zotero://open-pdf/library/items/{key['attachment_key']}?page={c['page']}")
+            assert c["zotero"]["select"] == f"zotero://select/library/items/{key['key']}"

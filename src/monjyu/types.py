@@ -124,6 +124,7 @@ class SearchHit:
     # A passage joining adjacent units (search.passage_units): each unit's id, span and page, in
     # document order; empty for a single unit.
     parts: list[dict[str, Any]] = field(default_factory=list)
+    zotero: dict[str, str] | None = None  # a Zotero library's keys for its document (key, library, attachment_key)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,6 +146,8 @@ class Citation:
     section: str = ""  # heading path of the cited unit
     authors: list[str] = field(default_factory=list)
     year: int | None = None
+    # From a Zotero library: zotero://open-pdf at the cited page and zotero://select for the item.
+    zotero: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

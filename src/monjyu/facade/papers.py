@@ -12,6 +12,7 @@ from ..types import Answer, Citation, SearchHit, SearchResults
 from ..index.citations import read_citation_graph
 from ..ingest.references import name_key, surname
 from ..ingest.sentences import split_sentences
+from ..ingest.zotero import zotero_links
 from ..store.lancedb_store import DOCUMENTS
 
 # A question about what the collection's other papers write about one of its papers: "what do
@@ -32,13 +33,6 @@ def library_fields(meta: dict[str, Any]) -> dict[str, Any]:
     return {"venue": meta.get("venue", ""), "item_type": meta.get("item_type", ""), "tags": meta.get("tags", []),
             "collections": meta.get("collections", []), "citation_key": meta.get("citation_key", ""),
             "zotero": {**zotero, **zotero_links(zotero)}}
-
-
-def zotero_links(zotero: dict[str, str], page: int | None = None) -> dict[str, str]:
-    """zotero://select for the item, zotero://open-pdf for its PDF attachment (at a 1-based page)."""
-    library = zotero["library"] or "library"
-    open_pdf = f"zotero://open-pdf/{library}/items/{zotero['attachment_key']}" + (f"?page={page}" if page else "")
-    return {"select": f"zotero://select/{library}/items/{zotero['key']}", "open_pdf": open_pdf}
 
 
 class PapersMixin:

@@ -96,6 +96,14 @@ def library_catalog(library: Library) -> Catalog:
         item.document_id, item.stamp, item.title, item.creators, item.year, item.metadata) for item in library.items})
 
 
+def zotero_links(zotero: dict[str, str], page: int | None = None) -> dict[str, str]:
+    """zotero://select for the item, zotero://open-pdf for its PDF attachment (at a 1-based page);
+    `zotero`: the keys a document from a library carries (key, library, attachment_key)."""
+    library = zotero["library"] or "library"
+    open_pdf = f"zotero://open-pdf/{library}/items/{zotero['attachment_key']}" + (f"?page={page}" if page else "")
+    return {"select": f"zotero://select/{library}/items/{zotero['key']}", "open_pdf": open_pdf}
+
+
 def default_data_dir() -> Path:
     """Zotero's default data directory: ~/Zotero on every platform since Zotero 5."""
     return Path.home() / "Zotero"

@@ -161,7 +161,7 @@ class LoadedIndex:
 
     def library(self) -> dict[str, dict]:
         """What a reference manager knows of each of its documents (tags, collections, item
-        type; documents from a Zotero library), read from the documents table on first use."""
+        type, its keys; documents from a Zotero library), read from the documents table on first use."""
         if self._library is None:
             self._library = {}
             if self.generation_dir is not None:
@@ -170,7 +170,8 @@ class LoadedIndex:
                     for doc, meta in zip(batch["id"].to_pylist(), batch["metadata"].to_pylist()):
                         fields = json.loads(meta or "{}")
                         if fields.get("zotero"):
-                            self._library[doc] = {k: fields.get(k) for k in ("tags", "collections", "item_type")}
+                            self._library[doc] = {k: fields.get(k) for k in ("tags", "collections", "item_type",
+                                                                             "zotero")}
         return self._library
 
     def sentence_spans(self, row: int) -> list[tuple[int, int]]:
@@ -761,4 +762,5 @@ class Searcher:
             vector_score=vector_score, keyword_score=keyword_score, section=c["section"][row] or "",
             kind=c["kind"][row] or "text", authors=list(c["authors"][row] or []),
             year=int(c["year"][row]) if c["year"][row] is not None else None,
+            zotero=self.index.library().get(c["document_id"][row], {}).get("zotero"),
         )

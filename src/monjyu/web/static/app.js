@@ -7,7 +7,7 @@ const STRINGS = {
     search: "Search", collection: "Collection", go: "Search", placeholder: "Ask the papers a question…",
     mode: "Mode", preset: "Effort (lazy)", filters: "Filters", f_type: "Type", f_author: "Author", f_year: "Year",
     f_path: "Path", f_from: "From", f_to: "To", f_collection: "Zotero collection", f_tag: "Tag",
-    f_item_type: "Item type", f_cites: "Cites", f_cited_by: "Cited by", trace: "Lazy search: path through the communities",
+    f_item_type: "Item type", f_cites: "Cites", f_cited_by: "Cited by", in_zotero: "open in Zotero", trace: "Lazy search: path through the communities",
     t_depth: "Depth", t_community: "Community", t_units: "Units", t_sentences: "Sentences", t_relevant: "Relevant",
     documents: "Documents", d_title: "Title", d_authors: "Authors", d_year: "Year", d_pages: "Pages",
     d_type: "Type", d_units: "Passages", failures: "Files the last build skipped", none: "none", map: "Community map",
@@ -28,7 +28,7 @@ const STRINGS = {
     search: "検索", collection: "コレクション", go: "検索", placeholder: "論文に質問する…",
     mode: "モード", preset: "探索量 (lazy)", filters: "絞り込み", f_type: "種類", f_author: "著者", f_year: "年",
     f_path: "パス", f_from: "開始日", f_to: "終了日", f_collection: "Zotero コレクション", f_tag: "タグ",
-    f_item_type: "アイテムの種類", f_cites: "次を引用している", f_cited_by: "次に引用されている", trace: "Lazy 検索: コミュニティの探索経路",
+    f_item_type: "アイテムの種類", f_cites: "次を引用している", f_cited_by: "次に引用されている", in_zotero: "Zotero で開く", trace: "Lazy 検索: コミュニティの探索経路",
     t_depth: "深さ", t_community: "コミュニティ", t_units: "単位", t_sentences: "文", t_relevant: "関連",
     documents: "文書", d_title: "タイトル", d_authors: "著者", d_year: "年", d_pages: "ページ",
     d_type: "種類", d_units: "パッセージ", failures: "前回の索引作成で読めなかったファイル", none: "なし",
@@ -175,7 +175,8 @@ function renderResult(result) {
     $("citations").replaceChildren(...answer.citations.map((c) => el("li", { value: c.number },
       el("button", { type: "button", class: "cite", "data-cite": c.number, onclick: () => openReader(c, c.start_char, c.end_char) },
         c.document_title || c.document_id),
-      " ", el("span", { class: "cost" }, where(c)), " ", paperLink(c.document_id, t("paper_page")))));
+      " ", el("span", { class: "cost" }, where(c)), " ", paperLink(c.document_id, t("paper_page")),
+      ...(c.zotero && c.zotero.open_pdf ? [" ", el("a", { class: "zotero", href: c.zotero.open_pdf }, t("in_zotero"))] : []))));
   } else {
     $("answer").hidden = true;
   }
