@@ -9,9 +9,10 @@ change.
 
 What is read: every regular item (not a note, an attachment or an annotation) of the user's and
 its group libraries, skipping the trash and feeds, with its first PDF attachment: a stored file
-(`storage:NAME` in `storage/<attachment key>/`) or a linked file (an absolute path, or one under
-the linked-attachment base directory given as `attachments:`). An item whose PDF is missing is
-reported, not fatal. Its metadata come from the library: title, creators in order, year, DOI (the
+(`storage:NAME` in `storage/<attachment key>/`) or a linked file (an absolute path; one relative
+to Zotero's linked-attachment base directory, `attachments:...`, only when that directory is
+given: Zotero keeps it in its profile's prefs.js, which is not read). An item whose PDF is
+missing is reported, not fatal. Its metadata come from the library: title, creators in order, year, DOI (the
 field, or a `DOI:` line in Extra), venue, item type, abstract, tags, collections (with their
 path), the Zotero keys and, where present, the citation key (Zotero's field, a `Citation Key:`
 line in Extra, or Better BibTeX's `better-bibtex.sqlite`).
@@ -59,7 +60,7 @@ class LibraryItem:
     key: str  # the item's key
     library: str  # "" for the user's library, "groups/<group id>" for a group's
     attachment_key: str  # the PDF attachment's own key (what zotero://open-pdf opens)
-    pdf: Path  # the attachment's file (it may not exist: see missing)
+    pdf: Path  # the attachment's file (items whose file is missing are in Library.missing instead)
     title: str
     creators: list[str]
     year: int | None
