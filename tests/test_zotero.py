@@ -162,7 +162,7 @@ def trash_one_and_add_one(data_dir: Path) -> tuple[str, str]:
     parent = add_item("preprint", "NEWITEM1")
     set_field(parent, "title", "Graph Retrieval Added Between Runs")
     set_field(parent, "date", "2024-03-00 March 2024")
-    set_field(parent, "extra", "DOI: 10.1234/added.2024")
+    set_field(parent, "extra", "DOI: 10.1234/added.2024\nCitation Key: added2024graph")
     attachment = add_item("attachment", "NEWATT01")
     db.execute("INSERT INTO itemAttachments (itemID, parentItemID, linkMode, contentType, path) "
                "VALUES (?, ?, 0, 'application/pdf', 'storage:added.pdf')", (attachment, parent))
@@ -186,6 +186,11 @@ def test_a_second_run_removes_the_trashed_item_and_adds_the_new_one(library, tmp
     assert trashed not in ids and ids[added]["title"] == "Graph Retrieval Added Between Runs"
     assert (ids[added]["year"], ids[added]["doi"], ids[added]["item_type"]) == (2024, "10.1234/added.2024", "preprint")
     assert ids[added]["authors"]  # the library has no creators for it: the PDF's byline is kept
+    # BibTeX keyed by the library's citation key, typed by its item type.
+    assert ids[added]["citation_key"] == "added2024graph" and m.bibtex([added]).startswith("@misc{added2024graph,")
+    book = next(doc for doc, p in ids.items() if p["item_type"] == "book")
+    entry = m.bibtex([book])
+    assert entry.startswith("@book{") and f"publisher = {{{ids[book]['venue']}}}" in entry
     # The data directory moved: the same library, its documents at their new paths, nothing embedded.
     moved_to = tmp_path / "Documents" / "Zotero"
     moved_to.parent.mkdir()

@@ -257,8 +257,11 @@ class PapersMixin:
         if document_ids:
             for row in self._paper_rows(list(dict.fromkeys(document_ids)), ["id", "title", "authors", "year", "metadata"]):
                 meta = json.loads(row["metadata"] or "{}")
+                library = meta if meta.get("zotero") else {}  # a reference manager's fields, where it has them
                 records.append({"title": row["title"], "authors": row["authors"] or [], "year": row["year"],
-                                "doi": meta.get("doi", ""), "arxiv_id": meta.get("arxiv_id", ""), "venue": ""})
+                                "doi": meta.get("doi", ""), "arxiv_id": meta.get("arxiv_id", ""),
+                                "venue": library.get("venue", ""), "citation_key": library.get("citation_key", ""),
+                                "item_type": library.get("item_type", "")})
         records += works or []
         return to_bibtex(records)
 
@@ -275,10 +278,16 @@ def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
     return lo, hi
 
 
+# Zotero item types as BibTeX entry types (the rest by their venue, as for parsed papers).
+_BIBTEX_TYPES = {"journalArticle": "article", "conferencePaper": "inproceedings", "book": "book",
+                 "bookSection": "incollection", "thesis": "phdthesis", "report": "techreport", "preprint": "misc"}
+
+
 def to_bibtex(records: list[dict[str, Any]]) -> str:
-    """BibTeX entries (bibtexparser writes and escapes them): @article with a journal or
-    @inproceedings for a venue, @misc otherwise; keys surname + year + first title word, made
-    unique."""
+    """BibTeX entries (bibtexparser writes and escapes them): the reference manager's item type
+    where known (journal article, conference paper, book, ...), else @article with a journal or
+    @inproceedings for a venue, @misc otherwise; keys the reference manager's citation key, else
+    surname + year + first title word, made unique."""
     import bibtexparser
     from bibtexparser.library import Library
     from bibtexparser.middlewares import LatexEncodingMiddleware
@@ -289,20 +298,24 @@ def to_bibtex(records: list[dict[str, Any]]) -> str:
     for r in records:
         authors = r.get("authors") or []
         first_word = next((w for w in name_key(r.get("title", "")).split() if len(w) > 3), "untitled")
-        base = f"{name_key(surname(authors[0])).replace(' ', '') if authors else 'anon'}{r.get('year') or ''}{first_word}"
+        base = r.get("citation_key") or \
+            f"{name_key(surname(authors[0])).replace(' ', '') if authors else 'anon'}{r.get('year') or ''}{first_word}"
         key, n = base, 1
         while key in used:
             n += 1
             key = f"{base}{chr(ord('a') + n - 2)}"
         used.add(key)
         venue = r.get("venue", "")
-        kind = "inproceedings" if re.search(r"proceedings|conference|workshop|symposium|\b[A-Z]{3,}\b", venue) else \
-            "article" if venue and not re.search(r"arxiv|preprint|corr", venue, re.IGNORECASE) else "misc"
+        kind = _BIBTEX_TYPES.get(r.get("item_type", "")) or (
+            "inproceedings" if re.search(r"proceedings|conference|workshop|symposium|\b[A-Z]{3,}\b", venue) else
+            "article" if venue and not re.search(r"arxiv|preprint|corr", venue, re.IGNORECASE) else "misc")
         fields = [Field("title", r.get("title", "")), Field("author", " and ".join(authors))]
         if r.get("year"):
             fields.append(Field("year", str(r["year"])))
-        if venue and kind != "misc":
-            fields.append(Field("booktitle" if kind == "inproceedings" else "journal", venue))
+        if venue and kind in ("article", "inproceedings", "incollection"):
+            fields.append(Field("journal" if kind == "article" else "booktitle", venue))
+        elif venue and kind in ("book", "techreport", "phdthesis"):
+            fields.append(Field({"book": "publisher", "techreport": "institution", "phdthesis": "school"}[kind], venue))
         if r.get("doi"):
             fields.append(Field("doi", r["doi"]))
         if r.get("arxiv_id"):
