@@ -26,6 +26,7 @@ from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import CONCEPT, MISC, NounPhraseExtractor
 from ..runtime import release_freed_memory
 from ..index.citations import read_citation_graph
+from ..ingest.zotero import CATALOG_PREFIX
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..store.lancedb_store import DOCUMENTS, TEXT_UNITS
@@ -164,7 +165,10 @@ class LoadedIndex:
         type, its keys; documents from a Zotero library), read from the documents table on first use."""
         if self._library is None:
             self._library = {}
-            if self.generation_dir is not None:
+            # Only an index holding library documents (their ids: zotero/...) reads the table:
+            # every search's hits ask for it.
+            if self.generation_dir is not None and any(
+                    d.startswith(CATALOG_PREFIX) for d in set(self.columns["document_id"].tolist())):
                 store = LanceStore(self.generation_dir / "lancedb")
                 for batch in store.batches(DOCUMENTS, ["id", "metadata"]):
                     for doc, meta in zip(batch["id"].to_pylist(), batch["metadata"].to_pylist()):

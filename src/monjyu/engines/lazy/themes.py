@@ -178,6 +178,7 @@ class ThemeFinder:
         self.embed_query = embed_query
         self.analyzer = searcher.analyzer
         self._own: dict[int, np.ndarray] = {}  # community id -> its own passages
+        self._memberships: dict[int, tuple[dict[int, int], sp.csr_matrix]] = {}
         self._back_matter: np.ndarray | None = None
 
     # ------------------------------------------------------------------ choosing communities
@@ -195,15 +196,18 @@ class ThemeFinder:
         rows = community.unit_rows
         return rows if self.allowed is None else rows[self.allowed[rows]]
 
-    def _affinity(self, rows: np.ndarray, communities: Sequence[Community]) -> np.ndarray:
-        """How much of each passage's phrases lies in each community (passages x communities):
-        the rarity (idf) of the phrases it names that the community holds, hub phrases left out."""
-        graph = self.index.graph
-        phrases = np.concatenate([c.phrase_ids for c in communities]) if communities else np.zeros(0, np.int64)
-        owner = np.repeat(np.arange(len(communities)), [len(c.phrase_ids) for c in communities])
-        weight = graph.idf[phrases] * ~graph.is_hub[phrases]
-        membership = sp.csr_matrix((weight, (phrases, owner)), shape=(graph.incidence.shape[1], len(communities)))
-        return ((graph.incidence[rows] > 0).astype(np.float32) @ membership).toarray()
+    def _membership(self, level: int) -> tuple[dict[int, int], sp.csr_matrix]:
+        """The communities of a level (id -> column) and which phrases each holds (phrases x
+        communities), each weighted by its rarity (idf), hub phrases left out; built once a level."""
+        if level not in self._memberships:
+            graph = self.index.graph
+            communities = [c for c in self.index.communities.by_id.values() if c.level == level]
+            phrases = np.concatenate([c.phrase_ids for c in communities]) if communities else np.zeros(0, np.int64)
+            owner = np.repeat(np.arange(len(communities)), [len(c.phrase_ids) for c in communities])
+            weight = graph.idf[phrases] * ~graph.is_hub[phrases]
+            membership = sp.csr_matrix((weight, (phrases, owner)), shape=(graph.incidence.shape[1], len(communities)))
+            self._memberships[level] = ({c.id: i for i, c in enumerate(communities)}, membership)
+        return self._memberships[level]
 
     def _body_rows(self, community: Community) -> np.ndarray:
         """The community's passages without back matter (a paper's acknowledgements and author
@@ -217,11 +221,11 @@ class ThemeFinder:
         """The community's own passages: those whose phrases lie more in it than in any other
         community of its level."""
         if community.id not in self._own:
-            level = [c for c in self.index.communities.by_id.values() if c.level == community.level]
+            columns, membership = self._membership(community.level)
             rows = self._body_rows(community)
-            affinity = self._affinity(rows, level)
-            mine = next(i for i, c in enumerate(level) if c.id == community.id)
-            self._own[community.id] = rows[affinity[:, mine] >= affinity.max(axis=1)]
+            # How much of each passage's phrases lies in each community of the level.
+            affinity = ((self.index.graph.incidence[rows] > 0).astype(np.float32) @ membership).toarray()
+            self._own[community.id] = rows[affinity[:, columns[community.id]] >= affinity.max(axis=1)]
         return self._own[community.id]
 
     def _candidates(self, level: int, topic_rows: list[int]) -> list[Community]:
@@ -361,7 +365,7 @@ class ThemeFinder:
         central = self._central(community, topic_vector)
         if central is None:
             return None
-        candidates, weights, stats = central
+        candidates, _, stats = central
         rows = self._rows(community)
         cols = self.index.columns
         scores = np.array([c[0] for c in candidates], dtype=np.float64)
