@@ -140,6 +140,59 @@ def test_a_double_spaced_manuscript_keeps_its_paragraphs(tmp_path):
     assert paragraphs[1].startswith("betastart") and paragraphs[1].rstrip(".").endswith("betaend")
 
 
+def _front_page(path: Path, title: str, byline: list[tuple[float, str]], footnote: str = "") -> Path:
+    """Page 1 of a paper: a title, byline rows (x or None for centred, text), an abstract."""
+    c = canvas.Canvas(str(path), pagesize=letter)
+    width, height = letter
+    c.setFont("Helvetica-Bold", 16)
+    c.drawCentredString(width / 2, height - 80, title)
+    c.setFont("Helvetica", 11)
+    for k, (row, cells) in enumerate(byline):
+        for x, text in cells:
+            (c.drawCentredString(width / 2, height - 110 - 14 * row, text) if x is None
+             else c.drawString(x, height - 110 - 14 * row, text))
+    c.setFont("Helvetica-Bold", 11)
+    c.drawCentredString(width / 2, height - 200, "Abstract")
+    c.setFont("Helvetica", 10)
+    _wrap(c, BODY * 2, 100, height - 218, width - 200)
+    if footnote:
+        c.setFont("Helvetica", 8)
+        c.drawString(72, 60, footnote)
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_bylines_keep_their_first_author_and_take_no_affiliation_for_one(tmp_path):
+    """Layouts seen on arXiv papers: affiliation numbers after each name on two lines (Megatron-LM:
+    its first author was lost), an affiliation line under the names that an e-mail domain spells
+    (DistilBERT: "Hugging Face" was taken for an author), a grid of names over their affiliations
+    (MMLU: "UC Berkeley"), and affiliations in parentheses on the name line."""
+    megatron = _front_page(tmp_path / "megatron.pdf", "Megatron-LM: Training Multi-Billion Parameter Language Models", [
+        (0, [(None, "Mohammad Shoeybi 1 2 Mostofa Patwary 1 2 Raul Puri 1 2 Patrick LeGresley 2 Jared Casper 2")]),
+        (1, [(None, "Bryan Catanzaro 2")])],
+        "1 Equal contribution 2 NVIDIA. Correspondence to: Mohammad Shoeybi <mshoeybi@nvidia.com>.")
+    distil = _front_page(tmp_path / "distil.pdf", "DistilBERT, a distilled version of BERT", [
+        (0, [(None, "Victor Sanh, Lysandre Debut, Julien Chaumond, Thomas Wolf")]), (1, [(None, "Hugging Face")]),
+        (2, [(None, "{victor,lysandre,julien,thomas}@huggingface.co")])])
+    grid = _front_page(tmp_path / "grid.pdf", "Measuring Massive Multitask Language Understanding", [
+        (0, [(90, "Dan Hendrycks"), (210, "Collin Burns"), (330, "Steven Basart"), (450, "Andy Zou")]),
+        (1, [(90, "UC Berkeley"), (210, "Columbia University"), (330, "UChicago"), (450, "UC Berkeley")]),
+        (3, [(130, "Mantas Mazeika"), (390, "Jacob Steinhardt")]), (4, [(130, "UIUC"), (390, "UC Berkeley")])])
+    parenthesised = _front_page(tmp_path / "parens.pdf", "Measuring Massive Multitask Language Understanding", [
+        (0, [(None, "Dan Hendrycks (UC Berkeley), Collin Burns (Columbia University), Steven Basart (UChicago)")])])
+    [doc] = load_file(megatron, "megatron", CFG)
+    assert doc.authors == ["Mohammad Shoeybi", "Mostofa Patwary", "Raul Puri", "Patrick LeGresley", "Jared Casper",
+                           "Bryan Catanzaro"]
+    [doc] = load_file(distil, "distil", CFG)
+    assert doc.authors == ["Victor Sanh", "Lysandre Debut", "Julien Chaumond", "Thomas Wolf"]
+    [doc] = load_file(grid, "grid", CFG)
+    assert doc.authors == ["Dan Hendrycks", "Collin Burns", "Steven Basart", "Andy Zou", "Mantas Mazeika",
+                           "Jacob Steinhardt"]
+    [doc] = load_file(parenthesised, "parens", CFG)
+    assert doc.authors == ["Dan Hendrycks", "Collin Burns", "Steven Basart"]
+
+
 def test_pdf_paper_layout_title_authors_sections_references(tmp_path):
     [doc] = load_file(make_paper_pdf(tmp_path / "paper.pdf"), "paper", CFG)
     assert doc.title == "Structured Retrieval over Scientific Papers"  # page 1, not the junk metadata title

@@ -463,7 +463,11 @@ _NOT_A_NAME = re.compile(
     r"preprint|submitted|journal|press|proceedings|copyright|reprinted|corrections|vol|pp|section|computing|"
     r"january|february|march|april|may|june|july|august|september|october|november|december|"
     r"technolog\w*|systems|group|team|division|office|project|keywords|introduction)\b|lab\b", re.IGNORECASE)
-_SEPARATORS = re.compile(r",|;|、|，|\band\b|&|·|\u2022|\s{2,}|[∗*†‡§¶⋆✝♠♣♥♦#]+|(?<=[^\W\d_])\d+(?:,\d+)*|\(\d+\)")
+# Between names: punctuation, "and", wide gaps, marks, affiliation numbers glued to a name
+# ("Shoeybi12") or standing apart ("Shoeybi 1 2 Mostofa"), and what parentheses hold ("(UC Berkeley)").
+_SEPARATORS = re.compile(r",|;|、|，|\band\b|&|·|\u2022|\s{2,}|[∗*†‡§¶⋆✝♠♣♥♦#]+|(?<=[^\W\d_])\d+(?:,\d+)*|"
+                         r"(?<!\S)\d{1,2}(?:[\s,]+\d{1,2})*(?=\s+[^\W\d_]{2}|\s*$)|\([^)]*\)")
+_MAIL_DOMAIN = re.compile(r"@([\w.-]+)")
 
 
 def _title_like(text: str) -> bool:
@@ -491,23 +495,44 @@ def _authors(lines: list[Line]) -> list[str]:
                  and min(p.x1, ln.x1) - max(p.x0, ln.x0) > 0]
         return min(above, key=lambda pk: pk[0].y0 - ln.y1) if above else None
 
-    for ln in (ln for row in rows for ln in sorted(row, key=lambda ln: ln.x0)):
+    ordered = [ln for row in rows for ln in sorted(row, key=lambda ln: ln.x0)]
+    pieces_of = [_byline_pieces(normalize(ln.text)) for ln in ordered]
+    # An affiliation, not a name: a piece set twice ("UC Berkeley" under two names), or one that
+    # spells an e-mail domain of the byline ("Hugging Face", "@huggingface.co").
+    seen = Counter(p.lower() for ln, pieces in zip(ordered, pieces_of) if not _names_no_one(normalize(ln.text))
+                   for p in pieces)
+    domains = {label for ln in ordered for domain in _MAIL_DOMAIN.findall(ln.text)
+               for label in domain.lower().split(".") if len(label) > 3}
+    for ln, pieces in zip(ordered, pieces_of):
         text = normalize(ln.text)
         under = right_under(ln)
-        other = bool(_AFFILIATION.search(text) or re.search(r"\d{3,}|@", text)) or \
+        other = _names_no_one(text) or \
             (under is not None and under[1] == "other" and abs(under[0].size - ln.size) < 0.5) or \
             (under is not None and under[1] == "name" and ln.size < under[0].size - 0.7)
         kinds.append((ln, "other" if other else "name"))
         if other:
             continue
-        pieces = [re.sub(r"^[\d\s,.]+|[\d\s,]+$|[´`¨ˇ˜ˆ¯˘˙˚¸]|\s[\u0300-\u036f]", "", piece).strip()
-                  for piece in _SEPARATORS.split(re.sub(r"^\s*by\s+", "", text, flags=re.IGNORECASE))]
-        pieces = [p for p in pieces if p]
         japanese = bool(pieces) and all(map(_is_japanese_name, pieces))  # a line of names only, or no names
         for piece in pieces:
+            if seen[piece.lower()] > 1 or re.sub(r"\W", "", piece.lower()) in domains:
+                continue
             if (_is_name(piece) or japanese) and piece not in names:
                 names.append(piece)
     return names
+
+
+def _names_no_one(text: str) -> bool:
+    """A byline line that is an institution, an address, a date or an e-mail (what parentheses
+    hold aside: "Dan Hendrycks (UC Berkeley)")."""
+    text = re.sub(r"\([^)]*\)", " ", text)
+    return bool(_AFFILIATION.search(text) or re.search(r"\d{3,}|@", text))
+
+
+def _byline_pieces(text: str) -> list[str]:
+    """A byline line cut into the names it may hold, marks and affiliation numbers gone."""
+    pieces = [re.sub(r"^[\d\s,.]+|[\d\s,]+$|[´`¨ˇ˜ˆ¯˘˙˚¸]|\s[\u0300-\u036f]", "", piece or "").strip()
+              for piece in _SEPARATORS.split(re.sub(r"^\s*by\s+", "", text, flags=re.IGNORECASE))]
+    return [p for p in pieces if p]
 
 
 def _is_japanese_name(piece: str) -> bool:
