@@ -200,6 +200,67 @@ def test_a_second_run_removes_the_trashed_item_and_adds_the_new_one(library, tmp
     assert all(p["source_path"].startswith(str(moved_to)) for p in m.papers()["papers"])
 
 
+ISS_PAPER = "9PWIL7JY"  # "Almost ISS property for feedback connected systems"; its PDF attachment: BHZP9XFD
+HIGHLIGHT = ("A continuous function β : [0, ∞) × [0, ∞) → [0, ∞) is of class KL, when β(·, t) is of class K "
+             "for each fixed t ≥ 0, and β(r, t) decreases to 0 as t → ∞ for each fixed r ≥ 0.")
+COMMENT = "Class KL functions bound how fast the state of an ISS system forgets its initial condition."
+
+
+def annotate(data_dir: Path) -> None:
+    """As Zotero 6 writes them: a yellow highlight with a comment on the third page of a paper's
+    PDF (printed page label 47; an annotation item whose parent is the PDF attachment), and a
+    child note of the paper (HTML)."""
+    db = sqlite3.connect(data_dir / "zotero.sqlite")
+    attachment = db.execute("SELECT a.itemID FROM itemAttachments a JOIN items i ON i.itemID = a.itemID "
+                            "WHERE i.key = 'BHZP9XFD'").fetchone()[0]
+    parent = db.execute("SELECT itemID FROM items WHERE key = ?", (ISS_PAPER,)).fetchone()[0]
+
+    def add_item(type_name: str, key: str) -> int:
+        type_id = db.execute("SELECT itemTypeID FROM itemTypes WHERE typeName = ?", (type_name,)).fetchone()[0]
+        return db.execute("INSERT INTO items (itemTypeID, libraryID, key, version) VALUES (?, 1, ?, 0)",
+                          (type_id, key)).lastrowid
+
+    highlight = add_item("annotation", "ANNOT001")
+    position = json.dumps({"pageIndex": 2, "rects": [[71.2, 420.5, 523.9, 446.1]]})
+    db.execute("INSERT INTO itemAnnotations (itemID, parentItemID, type, authorName, text, comment, color, pageLabel, "
+               "sortIndex, position, isExternal) VALUES (?, ?, 1, '', ?, ?, '#ffd400', '47', '00002|001234|00345', ?, 0)",
+               (highlight, attachment, HIGHLIGHT, COMMENT, position))
+    note = add_item("note", "NOTE0001")
+    db.execute("INSERT INTO itemNotes (itemID, parentItemID, note, title) VALUES (?, ?, ?, ?)",
+               (note, parent, '<div data-schema-version="8"><p>Reading group: present the <b>small-gain</b> '
+                               'theorem of this paper on Tuesday.</p></div>', "Reading group"))
+    db.commit()
+    db.close()
+
+
+def test_highlights_and_notes_are_searchable_and_cited_as_the_users_own(library, tmp_path, cache_dir):
+    """An annotation added between two runs reloads its paper only; a question is answered from
+    the highlight's comment, cited as the user's highlight at its page label, with zotero://
+    opening the PDF at its page; the item's note is a unit too; `ingest.annotations: false`
+    takes them out again."""
+    data_dir = tmp_path / "Zotero"
+    shutil.copytree(library["data_dir"], data_dir)
+    m = Monjyu(tmp_path / "idx", MonjyuConfig(cache_dir=str(cache_dir), graph={"enabled": False}))
+    m.index(zotero=data_dir)
+    annotate(data_dir)
+    report = m.index(zotero=data_dir)
+    assert len(report.changed) == 1 and "/storage/BHZP9XFD/" in report.changed[0]
+    assert not (report.added or report.removed or report.failures) and report.embedded <= 3
+    result = m.search("What does a class KL function bound in an ISS system?", top_k=5)
+    cited = [c for c in result.answer.citations if c.kind == "annotation"]
+    assert cited and COMMENT in result.answer.text, result.answer.text
+    assert cited[0].section == "Your yellow highlight on p. 47" and cited[0].page == 3
+    assert cited[0].label.endswith("Your yellow highlight on p. 47")
+    assert cited[0].zotero["open_pdf"] == "zotero://open-pdf/library/items/BHZP9XFD?page=3"
+    notes = m.search("When is the small-gain theorem presented to the reading group?",
+                     filters=SearchFilters(kinds=["annotation"])).hits
+    assert {(h.section, h.page) for h in notes} == {("Your note", None), ("Your yellow highlight on p. 47", 3)}
+    assert any("present the small-gain theorem of this paper on Tuesday" in h.text for h in notes)
+    m.config.ingest.annotations = False  # a changed ingest setting reloads every file; nothing is embedded
+    report = m.index(zotero=data_dir)
+    assert report.embedded == 0 and not m.search("class KL", filters=SearchFilters(kinds=["annotation"])).hits
+
+
 def test_a_missing_pdf_is_reported_and_the_rest_indexed(library, tmp_path, cache_dir):
     data_dir = tmp_path / "Zotero"
     shutil.copytree(library["data_dir"], data_dir)

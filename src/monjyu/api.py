@@ -31,7 +31,7 @@ from .index import BuildReport, IndexBuilder, read_manifest
 from .index.builder import ProgressFn, generation_dir
 from .index.distributed import RayExecutor
 from .index.manifest import Manifest, manifest_path
-from .ingest.zotero import library_catalog, read_library
+from .ingest.libraries import library_sources
 from .levels import LevelFour, LevelTwo
 from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
@@ -109,7 +109,8 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
 
     # ------------------------------------------------------------------ indexing
     def index(self, paths: Iterable[str | Path] = (), progress: ProgressFn | None = None, executor: str = "local",
-              address: str | None = None, recluster: bool = False, zotero: str | Path | None = None) -> BuildReport:
+              address: str | None = None, recluster: bool = False, zotero: str | Path | None = None,
+              bib: str | Path | None = None) -> BuildReport:
         """Build or update the index from files and folders: only new and changed files are read, and
         the new generation replaces the old one atomically.
 
@@ -125,6 +126,9 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             zotero: a Zotero data directory (the folder holding zotero.sqlite): its items' PDFs
                 are indexed with the library's metadata, items trashed or deleted since the last
                 run are removed, and an item whose PDF is missing is reported.
+            bib: a BibTeX (.bib) or CSL-JSON (.json) file: each entry's metadata for the file its
+                `file` field names (Better BibTeX, JabRef and Zotero exports), those files indexed
+                too; an entry whose file is missing is reported.
 
         Returns:
             What was added, changed, removed and failed, with counts and seconds per stage, and
@@ -145,20 +149,18 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         if self.remote:
             self.remote.pull(force=True)  # build on the store's current generation
         before = self._generation_or_none()
-        paths, catalog, missing = list(paths), None, []
-        if zotero is not None:
-            library = read_library(Path(zotero))
-            catalog, missing = library_catalog(library), library.missing
-            paths += [item.pdf for item in library.items]
-        if not paths and catalog is None:
-            raise MonjyuError("nothing to index: give files or folders, or a Zotero data directory")
+        sources = library_sources([Path(p) for p in paths], zotero, bib, self.config.ingest)
+        if not sources.paths and sources.catalog is None:
+            raise MonjyuError("nothing to index: give files or folders, a Zotero data directory or a bibliography")
         cluster = RayExecutor(address) if executor == "ray" else None
         try:
-            report = IndexBuilder(self.index_dir, self.config, progress, cluster).build(paths, recluster, catalog)
+            report = IndexBuilder(self.index_dir, self.config, progress, cluster).build(sources.paths, recluster,
+                                                                                        sources.catalog)
         finally:
             if cluster:
                 cluster.close()
-        report.failures.extend(missing)
+        report.failures.extend(sources.failures)
+        report.notes.extend(sources.notes)
         if self.remote and self._generation_or_none() != before:
             self.remote.push()
         self._loaded = None

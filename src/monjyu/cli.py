@@ -25,6 +25,7 @@ from .config import load_config
 from .errors import MonjyuError
 from .ingest.zotero import default_data_dir as default_zotero_dir
 from .retrieval import SearchFilters
+from .types import ANNOTATION
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="MONJYU: index a folder of papers and search it, offline.")
@@ -118,6 +119,11 @@ def index(
         help="also index a Zotero library: the PDFs of the items in its data directory (Zotero's default: "
              f"{default_zotero_dir()}), with the library's titles, creators, years, DOIs, tags and "
              "collections; read from a copy, never written")] = None,
+    bib: Annotated[Optional[Path], typer.Option(
+        "--bib", metavar="FILE",
+        help="a BibTeX (.bib) or CSL-JSON (.json) export (Better BibTeX, JabRef, Zotero): each entry's title, "
+             "authors, year, DOI, venue and keywords for the file its `file` field names; those files are "
+             "indexed too")] = None,
     level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph; 2: also entities and relations the configured LLM extracts from every passage; 4: also a report on every community, written by the LLM (2 and 4: a cost estimate first, --yes to go ahead)")] = 1,
     yes: Annotated[bool, typer.Option("--yes", help="with --level 2 or 4: go ahead after the cost estimate")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="also show library warnings (always in <index>/logs/build.log)")] = False,
@@ -133,8 +139,9 @@ def index(
         if zotero is not None and str(zotero).startswith("-"):  # `--zotero --index X`: the option's value was taken
             raise MonjyuError(f"--zotero took '{zotero}' for its directory: give Zotero's data directory "
                               f"(--zotero {default_zotero_dir()})")
-        if not paths and zotero is None:
-            raise MonjyuError("nothing to index: give files or folders, or --zotero [DIR] for a Zotero library")
+        if not paths and zotero is None and bib is None:
+            raise MonjyuError("nothing to index: give files or folders, --zotero DIR for a Zotero library or "
+                              "--bib FILE for a bibliography")
         if level not in (0, 1, 2, 4):
             raise MonjyuError("--level must be 0, 1, 2 or 4 (level 3 is not built)")
         if yes and level < 2:
@@ -144,7 +151,7 @@ def index(
         m.config.graph.enabled = level >= 1
         with _build_log(index, verbose), _progress(not as_json) as progress:
             report = m.index(paths or [], progress=progress, executor=executor, address=address, recluster=recluster,
-                             zotero=zotero)
+                             zotero=zotero, bib=bib)
         built = _llm_level_build(m, level, yes, as_json) if level >= 2 else None
     except MonjyuError as exc:
         _fail(exc)
@@ -359,6 +366,8 @@ def _print_lazy(result, streamed: bool, trace: bool) -> None:
 
 
 def _where(hit) -> str:
+    if getattr(hit, "kind", "") == ANNOTATION:  # "Your highlight on p. 4": the page is in it
+        return f"{hit.source_path} {hit.section}"
     section = f" §{hit.section.rsplit(' > ', 1)[-1]}" if getattr(hit, "section", "") else ""
     return f"{hit.source_path}{section}" + (f" p.{hit.page}" if hit.page else "")
 

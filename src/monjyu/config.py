@@ -75,6 +75,9 @@ class IngestConfig(Section):
     json_text_field: str = "text"
     json_date_field: str = "date"
     max_file_mb: float = Field(200.0, gt=0, description="larger files are skipped and reported")
+    annotations: bool = Field(True, description="index a Zotero library's highlights (with their comments), "
+                              "other annotations and item notes as units of their paper (kind annotation), "
+                              "cited as the user's own ('Your highlight on p. 4')")
     ocr: bool = Field(False, description="read PDF pages that have no text layer with tesseract (Debian: tesseract-ocr)")
     ocr_languages: str = Field("eng+jpn", description="tesseract language models, e.g. eng, jpn, eng+jpn")
     processes: int = Field(0, ge=0, le=64, description="files are loaded and chunked in this many spawned worker "

@@ -183,11 +183,12 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                                        "passages naming such a phrase), date_range {start, "
                                                        "end}, min_relevance (share of the best score, 0-1), "
                                                        "authors (name parts), year_range {start, end}, kinds "
-                                                       "(text, caption, reference, front, figure, table; default text and "
-                                                       "caption), cites (only papers citing these document "
+                                                       "(text, caption, reference, front, figure, table, annotation; default "
+                                                       "text, caption and annotation: the user's highlights and "
+                                                       "notes), cites (only papers citing these document "
                                                        "ids), cited_by (only papers these ids cite), collections, "
-                                                       "tags, item_types (a Zotero library's; a collection "
-                                                       "includes its subcollections)")] = None,
+                                                       "tags, item_types (a Zotero library's or a bibliography's; "
+                                                       "a collection includes its subcollections)")] = None,
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
         threshold: Annotated[float | None, Field(ge=-1.0, le=1.0, description="keep only passages whose cosine "
                                                  "similarity to the query reaches this")] = None,

@@ -79,7 +79,7 @@ class SearchFilters(Schema):
     min_relevance: Unit = 0.3
     authors: list[str] | None = None  # any author whose name contains one of these
     year_range: YearRange | None = None  # publication year (papers)
-    kinds: list[Literal["text", "caption", "reference", "front", "figure", "table"]] | None = None  # default: text, caption
+    kinds: list[Literal["text", "caption", "reference", "front", "figure", "table", "annotation"]] | None = None  # default: text, caption, annotation
     cites: list[str] | None = None  # only papers that cite these documents (the collection's citation graph)
     cited_by: list[str] | None = None  # only papers these documents cite
     collections: list[str] | None = None  # a reference manager's (Zotero's) collections, subcollections included

@@ -10,8 +10,9 @@ from typing import Any
 # Text set inside a figure (axis ticks, legends, labels) and table cells are their own kinds too,
 # filed under their caption: they are found on request (kind=table), never quoted as prose.
 TEXT, CAPTION, REFERENCE, FRONT, FIGURE, TABLE = "text", "caption", "reference", "front", "figure", "table"
-DEFAULT_KINDS = (TEXT, CAPTION)
-KINDS = (TEXT, CAPTION, REFERENCE, FRONT, FIGURE, TABLE)
+ANNOTATION = "annotation"  # the user's own words on a paper: a highlight with its comment, a note
+DEFAULT_KINDS = (TEXT, CAPTION, ANNOTATION)
+KINDS = (TEXT, CAPTION, REFERENCE, FRONT, FIGURE, TABLE, ANNOTATION)
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Section:
     end: int
     path: str = ""  # "3 Model Architecture > 3.1 Encoder and Decoder Stacks"
     kind: str = "text"
+    page: int | None = None  # an annotation's own page (its text is not on the page the offsets say)
 
     @property
     def heading(self) -> str:
@@ -90,7 +92,7 @@ class TextUnit:
     date: str = ""
     page: int | None = None
     section: str = ""  # heading path, shown in citations and indexed with the text
-    kind: str = "text"  # text | caption | reference | front
+    kind: str = "text"  # text | caption | reference | front | figure | table | annotation
     authors: list[str] = field(default_factory=list)
     year: int | None = None
     sentences: list[tuple[int, int]] = field(default_factory=list)  # sentence spans, offsets in `text`
@@ -118,7 +120,7 @@ class SearchHit:
     vector_score: float | None = None
     keyword_score: float | None = None
     section: str = ""  # heading path of the unit
-    kind: str = "text"  # text | caption | reference | front
+    kind: str = "text"  # text | caption | reference | front | figure | table | annotation
     authors: list[str] = field(default_factory=list)
     year: int | None = None
     # A passage joining adjacent units (search.passage_units): each unit's id, span and page, in
@@ -146,6 +148,7 @@ class Citation:
     section: str = ""  # heading path of the cited unit
     authors: list[str] = field(default_factory=list)
     year: int | None = None
+    kind: str = TEXT  # of the cited unit; an annotation is cited by what it is ("Your highlight on p. 4")
     # From a Zotero library: zotero://open-pdf at the cited page and zotero://select for the item.
     zotero: dict[str, str] = field(default_factory=dict)
 
@@ -161,6 +164,9 @@ class Citation:
         elif self.year:
             parts.append(str(self.year))
         parts.append(f'"{self.document_title}"' if self.document_title else self.document_id)
+        if self.kind == ANNOTATION:
+            parts.append(self.section)
+            return ", ".join(parts)
         if self.section:
             parts.append(f"§{self.section.rsplit(' > ', 1)[-1]}")
         if self.page is not None:

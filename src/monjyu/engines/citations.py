@@ -34,7 +34,7 @@ def citation_for(source: Source, snippet: str = "", start: int | None = None, en
                     document_title=h.document_title, source_path=h.source_path, page=page, snippet=text,
                     start_char=at,
                     end_char=(h.start_char + len(text)) if end is None else end, section=h.section,
-                    authors=list(h.authors), year=h.year, zotero=zotero_links(h.zotero, page) if h.zotero else {})
+                    authors=list(h.authors), year=h.year, kind=h.kind, zotero=zotero_links(h.zotero, page) if h.zotero else {})
 
 
 def resolve_citations(text: str, sources: Sequence[Source]) -> tuple[str, list[Citation]]:

@@ -27,6 +27,7 @@ import numpy as np
 from ..ingest.sentences import is_debris, is_title_line
 from ..nlp.analyzer import EN_STOPWORDS
 from ..nlp.lang import detect_language
+from ..types import ANNOTATION, TEXT
 from .context import Source
 from .cross_encoder import ReaderModel
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
@@ -159,10 +160,10 @@ def _pieces_are_words(text: str) -> bool:
 
 
 def quotable(sentence: Sentence) -> bool:
-    """A statement of body text that reads as prose."""
+    """A statement of body text, or of the user's own annotations, that reads as prose."""
     hit = sentence.source.hit
     a, b = sentence.start_char - hit.start_char, sentence.end_char - hit.start_char
-    return hit.kind == "text" and quotable_span(hit.text, a, b)
+    return hit.kind in (TEXT, ANNOTATION) and quotable_span(hit.text, a, b)
 
 
 def quotable_span(text: str, a: int, b: int) -> bool:

@@ -12,6 +12,7 @@ from ..types import Answer, Citation, SearchHit, SearchResults
 from ..index.citations import read_citation_graph
 from ..ingest.references import name_key, surname
 from ..ingest.sentences import split_sentences
+from ..ingest.catalog import from_catalog
 from ..ingest.zotero import zotero_links
 from ..store.lancedb_store import DOCUMENTS
 
@@ -25,14 +26,15 @@ QUOTED_CONTEXTS = 8  # citing sentences an answer quotes, spread over the citing
 
 
 def library_fields(meta: dict[str, Any]) -> dict[str, Any]:
-    """What a reference manager knows of a paper, where it came from one (a Zotero library):
-    venue, item type, tags, collections, citation key and the links that open it in Zotero."""
-    zotero = meta.get("zotero")
-    if not zotero:
+    """What a reference manager knows of a paper, where it came from one (a Zotero library or a
+    bibliography): venue, item type, tags, collections, citation key, and the links that open it
+    in Zotero or the bibliography it came from."""
+    if not from_catalog(meta):
         return {}
+    zotero = meta.get("zotero")
     return {"venue": meta.get("venue", ""), "item_type": meta.get("item_type", ""), "tags": meta.get("tags", []),
             "collections": meta.get("collections", []), "citation_key": meta.get("citation_key", ""),
-            "zotero": {**zotero, **zotero_links(zotero)}}
+            **({"zotero": {**zotero, **zotero_links(zotero)}} if zotero else {"bib": meta["bib"]})}
 
 
 class PapersMixin:
@@ -257,7 +259,7 @@ class PapersMixin:
         if document_ids:
             for row in self._paper_rows(list(dict.fromkeys(document_ids)), ["id", "title", "authors", "year", "metadata"]):
                 meta = json.loads(row["metadata"] or "{}")
-                library = meta if meta.get("zotero") else {}  # a reference manager's fields, where it has them
+                library = meta if from_catalog(meta) else {}  # a reference manager's fields, where it has them
                 records.append({"title": row["title"], "authors": row["authors"] or [], "year": row["year"],
                                 "doi": meta.get("doi", ""), "arxiv_id": meta.get("arxiv_id", ""),
                                 "venue": library.get("venue", ""), "citation_key": library.get("citation_key", ""),
@@ -280,7 +282,8 @@ def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
 
 # Zotero item types as BibTeX entry types (the rest by their venue, as for parsed papers).
 _BIBTEX_TYPES = {"journalArticle": "article", "conferencePaper": "inproceedings", "book": "book",
-                 "bookSection": "incollection", "thesis": "phdthesis", "report": "techreport", "preprint": "misc"}
+                 "bookSection": "incollection", "thesis": "phdthesis", "report": "techreport", "preprint": "misc",
+                 "document": "misc", "manuscript": "unpublished", "webpage": "online"}
 
 
 def to_bibtex(records: list[dict[str, Any]]) -> str:

@@ -269,7 +269,7 @@ class IndexBuilder:
                     continue
                 if entry is not None:  # the file's bytes and its catalog metadata: either changed, it is loaded again
                     sha = f"{sha}+{entry.stamp}"
-                doc_id = entry.document_id if entry else self._document_id(run, key, path.resolve(), base)
+                doc_id = entry.document_id if entry and entry.document_id else self._document_id(run, key, path.resolve(), base)
                 seen[key] = (path, sha, stat.st_size, doc_id, stat.st_mtime_ns)
                 run.seen_ids[doc_id] = key
         if previous and not reuse:

@@ -7,7 +7,7 @@ import re
 
 from ..config import ChunkingConfig
 from ..nlp.tokens import TokenCounter
-from ..types import Document, Section, TextUnit
+from ..types import ANNOTATION, Document, Section, TextUnit
 from .sentences import split_sentences
 
 _PIECES = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|\S+")  # a CJK character or a word
@@ -72,7 +72,8 @@ class Chunker:
             units.append(TextUnit(
                 id=text_unit_id(doc.id, idx, text), document_id=doc.id, chunk_index=idx, text=text,
                 start_char=start, end_char=end, n_tokens=self.counter.count(text), title=doc.title,
-                source_path=doc.source_path, file_type=doc.file_type, date=doc.date, page=doc.page_at(start),
+                source_path=doc.source_path, file_type=doc.file_type, date=doc.date,
+                page=section.page if section.kind == ANNOTATION else doc.page_at(start),
                 section=section.path, kind=section.kind, authors=list(doc.authors), year=doc.year,
                 sentences=[(a - start, b - start) for a, b, _ in spans[i:j]],
             ))

@@ -15,11 +15,13 @@ given: Zotero keeps it in its profile's prefs.js, which is not read). An item wh
 missing is reported, not fatal. Its metadata come from the library: title, creators in order, year, DOI (the
 field, or a `DOI:` line in Extra), venue, item type, abstract, tags, collections (with their
 path), the Zotero keys and, where present, the citation key (Zotero's field, a `Citation Key:`
-line in Extra, or Better BibTeX's `better-bibtex.sqlite`).
+line in Extra, or Better BibTeX's `better-bibtex.sqlite`). The user's own words on it, unless
+turned off (`ingest.annotations`): the annotations on that PDF (Zotero 6 and later: highlights
+and underlines with their comments, notes, comments on images and drawings), in page order,
+and the item's notes, as `UserNote`s cited by what they are ("Your yellow highlight on p. 4").
 
 Schemas: Zotero 5, 6 and 7: a `userdata` version up to MAX_USERDATA whose tables have Zotero 5's
 layout (`_ZOTERO5_COLUMNS`); an older or newer database is refused with its version named.
-Annotations and notes are not read yet.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MonjyuError
-from .catalog import Catalog, CatalogEntry
+from .catalog import Catalog, CatalogEntry, UserNote
 
 # What this reader needs that Zotero 5 brought (Zotero 4's userdata, e.g. 77, lacks them): the
 # libraries' types (user, group, feed), the attachments' content types and the creators' names
@@ -51,6 +53,14 @@ _VENUE_FIELDS = ("publicationTitle", "proceedingsTitle", "bookTitle", "conferenc
 _EXTRA_DOI = re.compile(r"^\s*DOI:\s*(10\.\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 _EXTRA_CITATION_KEY = re.compile(r"^\s*Citation Key:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 _YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+# Zotero's annotation types (itemAnnotations.type) as a citation names them; images and drawings
+# carry only a comment.
+_ANNOTATION_NAMES = {1: "highlight", 2: "note", 3: "comment", 4: "comment", 5: "underline", 6: "note"}
+_MARKED_TEXT = (1, 5)  # highlights and underlines: the text they mark, then the comment
+_NOTE_BLOCKS = ["p", "div", "br", "h1", "h2", "h3", "h4", "h5", "h6", "li", "pre", "blockquote", "tr", "hr"]
+# The colours of Zotero's annotation palette.
+_COLOURS = {"#ffd400": "yellow", "#ff6666": "red", "#5fb236": "green", "#2ea8e5": "blue", "#a28ae5": "purple",
+            "#e56eee": "magenta", "#f19837": "orange", "#aaaaaa": "grey"}
 
 
 @dataclass
@@ -65,6 +75,7 @@ class LibraryItem:
     creators: list[str]
     year: int | None
     metadata: dict[str, Any] = field(default_factory=dict)  # doi, venue, item_type, tags, ...
+    notes: list[UserNote] = field(default_factory=list)  # its PDF's annotations, then its notes
 
     @property
     def document_id(self) -> str:
@@ -74,7 +85,8 @@ class LibraryItem:
     @property
     def stamp(self) -> str:
         """What the index compares between runs: a changed field, tag or collection reloads the item."""
-        record = {"title": self.title, "creators": self.creators, "year": self.year, **self.metadata}
+        record = {"title": self.title, "creators": self.creators, "year": self.year, **self.metadata,
+                  "notes": [[n.heading, n.text, n.page] for n in self.notes]}
         return hashlib.sha256(json.dumps(record, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
@@ -94,7 +106,8 @@ CATALOG_PREFIX = "zotero/"
 def library_catalog(library: Library) -> Catalog:
     """The library's PDFs as the index's catalog: ids from item keys, the library's metadata."""
     return Catalog(CATALOG_PREFIX, {str(item.pdf.resolve()): CatalogEntry(
-        item.document_id, item.stamp, item.title, item.creators, item.year, item.metadata) for item in library.items})
+        item.document_id, item.stamp, item.title, item.creators, item.year, item.metadata, item.notes)
+        for item in library.items})
 
 
 def zotero_links(zotero: dict[str, str], page: int | None = None) -> dict[str, str]:
@@ -110,8 +123,9 @@ def default_data_dir() -> Path:
     return Path.home() / "Zotero"
 
 
-def read_library(data_dir: Path, linked_base: Path | None = None) -> Library:
-    """The library in `data_dir`, read from a checked byte copy of its database."""
+def read_library(data_dir: Path, linked_base: Path | None = None, annotations: bool = True) -> Library:
+    """The library in `data_dir`, read from a checked byte copy of its database; `annotations`:
+    with each item's annotations and notes."""
     data_dir = Path(data_dir).expanduser().resolve()
     database = data_dir / "zotero.sqlite"
     if not data_dir.is_dir():
@@ -124,7 +138,7 @@ def read_library(data_dir: Path, linked_base: Path | None = None) -> Library:
         db = _checked_copy(database, Path(tmp))
         try:
             version = _userdata_version(db, database)
-            items, missing = _items(db, data_dir, linked_base)
+            items, missing = _items(db, data_dir, linked_base, annotations)
             _add_better_bibtex_keys(data_dir, Path(tmp), items)
         finally:
             db.close()
@@ -175,7 +189,7 @@ def _userdata_version(db: sqlite3.Connection, database: Path) -> int:
     return version
 
 
-def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None
+def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, annotations: bool
            ) -> tuple[list[LibraryItem], list[tuple[str, str]]]:
     trashed = {r[0] for r in db.execute("SELECT itemID FROM deletedItems")}
     libraries = {lib: ("" if kind == "user" else None) for lib, kind in db.execute("SELECT libraryID, type FROM libraries")
@@ -194,6 +208,8 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None
     collections = _collection_paths(db)
     in_collections = _grouped(db, "SELECT itemID, collectionID FROM collectionItems ORDER BY itemID, collectionID")
     pdfs = _pdf_attachments(db, trashed)
+    marked = _annotations(db, trashed) if annotations else {}
+    notes = _notes(db, trashed) if annotations else {}
     items, missing = [], []
     for item_id, key, lib, kind in regular:
         values = fields.get(item_id, {})
@@ -201,7 +217,7 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None
         name = f"{title or key} (Zotero item {key})"
         if item_id not in pdfs:
             continue  # no PDF: nothing to index (a bare reference)
-        attachment_key, link_mode, path = pdfs[item_id]
+        attachment_id, attachment_key, link_mode, path = pdfs[item_id]
         pdf = _attachment_path(data_dir, attachment_key, link_mode, path, linked_base)
         if pdf is None or not pdf.is_file():
             missing.append((name, f"its PDF is missing ({pdf or path}); the item is skipped"))
@@ -218,7 +234,8 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None
             "zotero": {"key": key, "library": libraries[lib], "attachment_key": attachment_key},
         }
         items.append(LibraryItem(key, libraries[lib], attachment_key, pdf, title, creators.get(item_id, []),
-                                 int(year.group(1)) if year else None, metadata))
+                                 int(year.group(1)) if year else None, metadata,
+                                 marked.get(attachment_id, []) + notes.get(item_id, [])))
     return items, missing
 
 
@@ -265,17 +282,65 @@ def _collection_paths(db: sqlite3.Connection) -> dict[int, str]:
     return {cid: path(cid) for cid in rows}
 
 
-def _pdf_attachments(db: sqlite3.Connection, trashed: set[int]) -> dict[int, tuple[str, int, str]]:
+def _pdf_attachments(db: sqlite3.Connection, trashed: set[int]) -> dict[int, tuple[int, str, int, str]]:
     """Each parent item's first PDF attachment (not trashed, a file: stored or linked):
-    (attachment key, link mode, path)."""
-    out: dict[int, tuple[str, int, str]] = {}
+    (attachment item id, attachment key, link mode, path)."""
+    out: dict[int, tuple[int, str, int, str]] = {}
     for item_id, parent, key, mode, path in db.execute(
             "SELECT a.itemID, a.parentItemID, i.key, a.linkMode, a.path FROM itemAttachments a "
             "JOIN items i ON i.itemID = a.itemID WHERE a.contentType = 'application/pdf' "
             "AND a.parentItemID IS NOT NULL AND a.linkMode IN (0, 1, 2) ORDER BY a.itemID"):
         if item_id not in trashed and parent not in out and path:
-            out[parent] = (key, mode, path)
+            out[parent] = (item_id, key, mode, path)
     return out
+
+
+def _annotations(db: sqlite3.Connection, trashed: set[int]) -> dict[int, list[UserNote]]:
+    """Each attachment's annotations (none before Zotero 6) in reading order (Zotero's sortIndex:
+    page, then place on it): the marked text and the comment, named with the colour and page
+    label Zotero shows; the page is the 1-based index in the PDF."""
+    if not _has_table(db, "itemAnnotations"):
+        return {}
+    out: dict[int, list[UserNote]] = {}
+    for item_id, parent, kind, text, comment, colour, label, position in db.execute(
+            "SELECT itemID, parentItemID, type, text, comment, color, pageLabel, position FROM itemAnnotations "
+            "ORDER BY parentItemID, sortIndex, itemID"):
+        words = "\n\n".join(p.strip() for p in ((text if kind in _MARKED_TEXT else ""), comment) if p and p.strip())
+        if item_id in trashed or not words:
+            continue
+        try:
+            page = int(json.loads(position)["pageIndex"]) + 1
+        except (ValueError, KeyError, TypeError):
+            page = None
+        name = " ".join(p for p in (_COLOURS.get((colour or "").lower(), "") if kind in _MARKED_TEXT else "",
+                                    _ANNOTATION_NAMES.get(kind, "annotation")) if p)
+        where = f" on p. {label or page}" if (label or page) else ""
+        out.setdefault(parent, []).append(UserNote(f"Your {name}{where}", words, page))
+    return out
+
+
+def _notes(db: sqlite3.Connection, trashed: set[int]) -> dict[int, list[UserNote]]:
+    """Each item's child notes as plain text, a line a paragraph."""
+    out: dict[int, list[UserNote]] = {}
+    for item_id, parent, html in db.execute(
+            "SELECT itemID, parentItemID, note FROM itemNotes WHERE parentItemID IS NOT NULL ORDER BY itemID"):
+        text = _note_text(html or "")
+        if item_id not in trashed and text:
+            out.setdefault(parent, []).append(UserNote("Your note", text))
+    return out
+
+
+def _note_text(html: str) -> str:
+    """Zotero keeps a note as HTML: its blocks (paragraphs, headings, list items, ...) become
+    lines; inline markup (bold, links, citations) and the source's own line breaks do not."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    for tag in soup.find_all(_NOTE_BLOCKS):
+        tag.insert_before("\x00")
+        tag.insert_after("\x00")
+    lines = (" ".join(part.split()) for part in soup.get_text("").split("\x00"))
+    return "\n".join(line for line in lines if line)
 
 
 def _attachment_path(data_dir: Path, key: str, link_mode: int, path: str, linked_base: Path | None) -> Path | None:

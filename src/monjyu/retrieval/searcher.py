@@ -26,6 +26,7 @@ from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import CONCEPT, MISC, NounPhraseExtractor
 from ..runtime import release_freed_memory
 from ..index.citations import read_citation_graph
+from ..ingest.catalog import from_catalog
 from ..ingest.zotero import CATALOG_PREFIX
 from ..store import LanceStore
 from ..store.bm25 import BM25Index
@@ -131,6 +132,7 @@ class LoadedIndex:
     generation_dir: Path | None = None  # where the documents table is read from for library filters
     _default_mask: np.ndarray | None = field(default=None, repr=False)
     _library: dict[str, dict] | None = field(default=None, repr=False)
+    _holds_zotero: bool | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, generation_dir: Path, dim: int, title_boost: float = 1.0,
@@ -160,20 +162,23 @@ class LoadedIndex:
         release_freed_memory()
         return loaded
 
-    def library(self) -> dict[str, dict]:
+    def library(self, filtering: bool = False) -> dict[str, dict]:
         """What a reference manager knows of each of its documents (tags, collections, item
-        type, its keys; documents from a Zotero library), read from the documents table on first use."""
+        type, Zotero's keys; documents from a Zotero library or a bibliography), read from the
+        documents table on first use: by a library filter (`filtering`), or by hits, whose
+        Zotero links only an index holding a Zotero library's documents (ids zotero/...) has."""
         if self._library is None:
+            if self._holds_zotero is None:
+                self._holds_zotero = any(d.startswith(CATALOG_PREFIX) for d in set(self.columns["document_id"].tolist()))
+            if not (filtering or self._holds_zotero):
+                return {}
             self._library = {}
-            # Only an index holding library documents (their ids: zotero/...) reads the table:
-            # every search's hits ask for it.
-            if self.generation_dir is not None and any(
-                    d.startswith(CATALOG_PREFIX) for d in set(self.columns["document_id"].tolist())):
+            if self.generation_dir is not None:
                 store = LanceStore(self.generation_dir / "lancedb")
                 for batch in store.batches(DOCUMENTS, ["id", "metadata"]):
                     for doc, meta in zip(batch["id"].to_pylist(), batch["metadata"].to_pylist()):
                         fields = json.loads(meta or "{}")
-                        if fields.get("zotero"):
+                        if from_catalog(fields):
                             self._library[doc] = {k: fields.get(k) for k in ("tags", "collections", "item_type",
                                                                              "zotero")}
         return self._library
@@ -212,7 +217,7 @@ class LoadedIndex:
             entity_units = self.graph.units_of_types(filters.entity_types)
         papers = self.citing_documents(filters)
         if filters.library_active:
-            in_library = filters.library_documents(self.library())
+            in_library = filters.library_documents(self.library(filtering=True))
             papers = in_library if papers is None else papers & in_library
         return filters.mask(c, entity_units, papers)
 

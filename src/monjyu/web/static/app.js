@@ -84,8 +84,11 @@ function fillSelects() {
 
 function where(hit) {
   const parts = [hit.source_path || hit.document_id];
-  if (hit.section) parts.push("§" + hit.section.split(" > ").pop());
-  if (hit.page) parts.push(t("page") + hit.page);
+  if (hit.kind === "annotation") parts.push(hit.section);  // "Your highlight on p. 4": the page is in it
+  else {
+    if (hit.section) parts.push("§" + hit.section.split(" > ").pop());
+    if (hit.page) parts.push(t("page") + hit.page);
+  }
   if (hit.year) parts.push(String(hit.year));
   return parts.join(" · ");
 }

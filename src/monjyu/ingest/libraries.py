@@ -1,0 +1,44 @@
+"""What a reference manager adds to a build: the files of a Zotero library or a bibliography,
+with the catalog whose metadata win over parsing, and what it could not give."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import IngestConfig
+from ..errors import MonjyuError
+from .bib import read_bibliography
+from .catalog import Catalog
+from .zotero import library_catalog, read_library
+
+
+@dataclass
+class LibrarySources:
+    paths: list[Path]  # the files and folders to index: those given, then the library's files
+    catalog: Catalog | None = None
+    failures: list[tuple[str, str]] = field(default_factory=list)  # entries whose file is missing
+    notes: list[str] = field(default_factory=list)
+
+
+def library_sources(paths: list[Path], zotero: Path | None, bib: Path | None, cfg: IngestConfig) -> LibrarySources:
+    """The build's sources: `paths`, plus a Zotero library's PDFs or a bibliography's files (those
+    not already under one of `paths`)."""
+    if zotero is not None and bib is not None:
+        raise MonjyuError("give a Zotero library or a bibliography, not both: a library carries its own metadata "
+                          "(export it with Better BibTeX to use a .bib instead)")
+    if zotero is not None:
+        library = read_library(Path(zotero), annotations=cfg.annotations)
+        return LibrarySources(paths + [item.pdf for item in library.items], library_catalog(library), library.missing)
+    if bib is None:
+        return LibrarySources(paths)
+    found = read_bibliography(Path(bib), cfg.suffixes)
+    roots = [p.resolve() for p in paths]
+    extra = [f for f in found.files if not any(f.resolve().is_relative_to(r) for r in roots)]
+    notes = []
+    if found.without_file:
+        shown = ", ".join(found.without_file[:5]) + (", ..." if len(found.without_file) > 5 else "")
+        count = len(found.without_file)
+        notes.append(f"{count} {'entry' if count == 1 else 'entries'} of {Path(bib).name} "
+                     f"{'names' if count == 1 else 'name'} no file MONJYU reads, not indexed: {shown}")
+    return LibrarySources(paths + extra, found.catalog, found.missing, notes)
