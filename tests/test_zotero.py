@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -271,6 +272,21 @@ def test_a_missing_pdf_is_reported_and_the_rest_indexed(library, tmp_path, cache
     assert len(report.failures) == 1 and "PDF is missing" in report.failures[0][1]
     assert str(victim) in report.failures[0][1]
     assert report.documents == len(read_library(data_dir).items) >= 15
+
+
+def test_zotero_with_no_directory_reads_the_default_one(tmp_path):
+    """`monjyu index --zotero` alone or before another option reads ~/Zotero (here a home with
+    none: the error names it)."""
+    from monjyu.cli import with_default_zotero
+
+    assert with_default_zotero(["index", "--zotero"])[-1].endswith("Zotero")
+    assert with_default_zotero(["index", "--zotero", "--index", "x"])[2].endswith("Zotero")
+    assert with_default_zotero(["index", "--zotero", "lib"]) == ["index", "--zotero", "lib"]
+    home = tmp_path / "home"
+    home.mkdir()
+    run = subprocess.run([sys.executable, "-m", "monjyu.cli", "index", "--zotero", "--index", str(tmp_path / "idx")],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(home)})
+    assert run.returncode == 2 and f"no Zotero data directory at {home / 'Zotero'}" in " ".join(run.stderr.split())
 
 
 @pytest.mark.parametrize("case", ["no directory", "no database", "not zotero", "older", "newer"])

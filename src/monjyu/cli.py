@@ -115,10 +115,10 @@ def index(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="files and folders to index")] = None,
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
     zotero: Annotated[Optional[Path], typer.Option(
-        "--zotero", metavar="DIR",
-        help="also index a Zotero library: the PDFs of the items in its data directory (Zotero's default: "
-             f"{default_zotero_dir()}), with the library's titles, creators, years, DOIs, tags and "
-             "collections; read from a copy, never written")] = None,
+        "--zotero", metavar="[DIR]",
+        help="also index a Zotero library: the PDFs of the items in its data directory (alone, or before "
+             f"another option: Zotero's default, {default_zotero_dir()}), with the library's titles, creators, "
+             "years, DOIs, tags, collections, highlights and notes; read from a copy, never written")] = None,
     bib: Annotated[Optional[Path], typer.Option(
         "--bib", metavar="FILE",
         help="a BibTeX (.bib) or CSL-JSON (.json) export (Better BibTeX, JabRef, Zotero): each entry's title, "
@@ -136,11 +136,8 @@ def index(
     """Index files and folders; runs again process only added, changed and removed files."""
     try:
         m = _facade(index, config)
-        if zotero is not None and str(zotero).startswith("-"):  # `--zotero --index X`: the option's value was taken
-            raise MonjyuError(f"--zotero took '{zotero}' for its directory: give Zotero's data directory "
-                              f"(--zotero {default_zotero_dir()})")
         if not paths and zotero is None and bib is None:
-            raise MonjyuError("nothing to index: give files or folders, --zotero DIR for a Zotero library or "
+            raise MonjyuError("nothing to index: give files or folders, --zotero [DIR] for a Zotero library or "
                               "--bib FILE for a bibliography")
         if level not in (0, 1, 2, 4):
             raise MonjyuError("--level must be 0, 1, 2 or 4 (level 3 is not built)")
@@ -752,9 +749,19 @@ def serve_main() -> None:
     typer.run(serve)
 
 
+def with_default_zotero(args: list[str]) -> list[str]:
+    """`--zotero` with no directory after it (last, or before another option) names Zotero's
+    default data directory: click's options take a value or none, not an optional one."""
+    args = list(args)
+    for i, arg in enumerate(args):
+        if arg == "--zotero" and (i + 1 == len(args) or args[i + 1].startswith("-")):
+            args.insert(i + 1, str(default_zotero_dir()))
+    return args
+
+
 def main() -> None:
     try:
-        app()
+        app(args=with_default_zotero(sys.argv[1:]))
     except MonjyuError as exc:  # anything the commands did not catch themselves
         _fail(exc)
 
