@@ -43,7 +43,7 @@ from monjyu.ingest import Chunker, load_file  # noqa: E402
 from monjyu.ingest.sentences import statement_spans  # noqa: E402
 from monjyu.nlp.noun_phrases import extraction_id  # noqa: E402
 from monjyu.retrieval import LoadedIndex  # noqa: E402
-from monjyu.store.kv import SqliteKV  # noqa: E402
+from monjyu.kv import SqliteKV  # noqa: E402
 
 
 PART = 100_000  # records per corpus file: a file stays under ingest.max_file_mb

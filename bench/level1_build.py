@@ -31,7 +31,7 @@ from monjyu.index.builder import generation_dir
 from monjyu.index.level1 import PhraseCache, build_level1
 from monjyu.nlp.noun_phrases import NounPhraseExtractor
 from monjyu.store import LanceStore
-from monjyu.store.kv import SqliteKV
+from monjyu.kv import SqliteKV
 
 # Run by the earlier commit's code: its extractor on the texts, cold (no phrase cache then).
 BASELINE_EXTRACTION = """

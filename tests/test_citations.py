@@ -211,7 +211,7 @@ def test_citation_links_join_the_graph_walk_when_asked(cited_papers):
     """search.citation_links (off by default): the walk from a citing passage reaches the cited
     paper's opening units through the citation, with no phrase in common needed."""
     from monjyu.index.builder import generation_dir
-    from monjyu.retrieval.searcher import LoadedIndex
+    from monjyu.retrieval.loaded import LoadedIndex
 
     m = cited_papers.manifest()
     gen = generation_dir(cited_papers.index_dir, m.generation)

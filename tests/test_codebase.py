@@ -98,8 +98,9 @@ def test_every_provider_choice_is_registered():
 
 
 def test_no_import_cycle_in_src():
-    """Deferred imports (inside functions) count: they run too, only later."""
-    graph = {name: imported_modules(path) for name, path in MODULES.items()}
+    """Deferred imports (inside functions) count: they run too, only later; and so do the
+    imports for type checking: a circle there is a circle in the design."""
+    graph = {name: imported_modules(path, type_checking=True) for name, path in MODULES.items()}
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 
     def walk(node: str, path: list[str]) -> None:
@@ -115,6 +116,41 @@ def test_no_import_cycle_in_src():
     for name in sorted(graph):
         if name not in state:
             walk(name, [name])
+
+
+# The stages bottom up: a module imports only from its own package and from lower layers, never
+# from one beside or above it. The root package (its public names, imported on first use, and
+# __version__) is no layer.
+LAYERS = [
+    {"errors", "types", "schemas", "runtime", "kv", "models"},
+    {"config"},
+    {"access", "embed", "llm"},
+    {"nlp"},
+    {"store", "ingest"},
+    {"index", "eval"},
+    {"levels"},
+    {"retrieval"},
+    {"engines"},
+    {"facade"},
+    {"api"},
+    {"web", "mcp_server"},
+    {"cli"},
+]
+
+
+def _package(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def test_no_import_climbs_a_layer():
+    layer = {package: i for i, packages in enumerate(LAYERS) for package in packages}
+    packages = {_package(name) for name in MODULES} - {"monjyu"}
+    assert packages == set(layer), f"packages without a layer: {sorted(packages - set(layer))}"
+    climbs = [f"{name} -> {target}" for name, path in MODULES.items() if name != "monjyu"
+              for target in imported_modules(path, type_checking=True)
+              if target != "monjyu" and _package(target) != _package(name)
+              and layer[_package(target)] >= layer[_package(name)]]
+    assert not climbs, "imports that climb a layer (or reach beside one):\n" + "\n".join(sorted(climbs))
 
 
 # ---------------------------------------------------------------- docstrings

@@ -17,7 +17,7 @@ from monjyu.nlp.noun_phrases import NounPhraseExtractor
 from monjyu.retrieval import graph as graph_module
 from monjyu.retrieval.graph import PhraseGraph
 from monjyu.store import LanceStore
-from monjyu.store.kv import SqliteKV
+from monjyu.kv import SqliteKV
 from monjyu.store.lancedb_store import COMMUNITIES, ENTITIES, RELATIONSHIPS
 
 EN = ("Large language models are trained on web text. The Leiden algorithm detects communities in "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..store.kv import SqliteKV
+from ..kv import SqliteKV
 from .base import Embedder
 
 LOOKUP = 8192  # texts looked up in the cache at a time

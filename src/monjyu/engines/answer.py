@@ -16,7 +16,7 @@ from ..nlp.lang import detect_language
 from ..retrieval.searcher import QUERY_TEXT_CHARS
 from ..types import Answer, SearchHit
 from .citations import resolve_citations
-from .llm_calls import structured_reply
+from ..llm.replies import structured_reply
 from .context import Source, format_sources, select_sources
 from .cross_encoder import shared_reader_model
 from .extractive import extractive_answer, insufficient

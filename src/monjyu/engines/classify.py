@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 
 from ..llm import LLM
-from .llm_calls import structured_reply
+from ..llm.replies import structured_reply
 from ..nlp.lang import detect_language
 
 _GLOBAL = {

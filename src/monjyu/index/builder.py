@@ -40,7 +40,7 @@ from ..store import LanceStore
 from ..store.bm25 import BM25Index
 from ..store.unit_vectors import carry_unit_vectors, load_unit_vectors, release_pages, save_unit_vectors
 from ..nlp.noun_phrases import NounPhraseExtractor
-from ..store.kv import SqliteKV
+from ..kv import SqliteKV
 from ..store.sparse import (COMMUNITY_VECTORS, PHRASE_VECTORS, load_links, load_vectors, save_links,
                             save_vector_blocks, save_vectors)
 from ..store.lancedb_store import (COMMUNITIES, DOCUMENTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, documents_to_table,

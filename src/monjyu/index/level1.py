@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from ..config import GraphConfig
 from ..nlp.noun_phrases import CONCEPT, NounPhraseExtractor
-from ..store.kv import SqliteKV
+from ..kv import SqliteKV
 from ..store.sparse import list_arrays, load_incidence, load_incidence_kinds, save_incidence
 from .communities import Assignments, Graph, PreviousClustering, cluster, modularity
 

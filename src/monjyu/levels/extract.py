@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..engines.llm_calls import structured_reply
+from ..llm.replies import structured_reply
 from ..llm import LLM, UsageScope
 from ..nlp.lang import detect_language
 from .store import LEVELS_DIR, ExtractionStore, unit_key

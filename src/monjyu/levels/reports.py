@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..engines.llm_calls import structured_reply
+from ..llm.replies import structured_reply
 from ..llm import LLM
 from ..nlp.lang import detect_language
 from .store import EXTRACTION_VERSION, LEVELS_DIR, open_level_db, unit_key

@@ -195,7 +195,7 @@ class LLM(ABC):
             opts.json_schema = schema.model_json_schema()
             msgs = structured.with_schema_instruction(msgs, opts.json_schema, lang)
 
-        key = self._cache.key(self.id, msgs, opts, schema) if self._cache else None
+        key = self._cache.key(self.id, msgs, asdict(opts), schema) if self._cache else None
         if key is not None:
             start = time.perf_counter()
             if (hit := self._cache.get(key)) is not None:

@@ -9,14 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-from ..store.kv import SqliteKV
-
-if TYPE_CHECKING:
-    from .base import CallOptions
+from ..kv import SqliteKV
 
 
 class ResponseCache:
@@ -24,16 +21,17 @@ class ResponseCache:
         self._kv = SqliteKV(path, "llm_responses")
 
     @staticmethod
-    def key(model_id: str, messages: list[dict[str, str]], opts: CallOptions,
+    def key(model_id: str, messages: list[dict[str, str]], parameters: dict[str, Any],
             schema: type[BaseModel] | None) -> str:
-        """sha256 of everything that changes the reply: model, messages, parameters, schema."""
+        """sha256 of everything that changes the reply: model, messages, parameters (the call's
+        max_tokens, temperature and json_schema), schema."""
         request = {
             "model": model_id,
             "messages": messages,
-            "max_tokens": opts.max_tokens,
-            "temperature": opts.temperature,
+            "max_tokens": parameters["max_tokens"],
+            "temperature": parameters["temperature"],
             "schema": schema.__name__ if schema else None,
-            "json_schema": opts.json_schema,
+            "json_schema": parameters.get("json_schema"),
         }
         return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 

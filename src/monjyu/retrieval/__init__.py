@@ -2,6 +2,7 @@
 
 from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
-from .searcher import LoadedIndex, Searcher
+from .loaded import LoadedIndex
+from .searcher import Searcher
 
 __all__ = ["LoadedIndex", "SearchFilters", "Searcher", "linear_fusion", "weighted_rrf"]

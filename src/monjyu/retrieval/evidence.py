@@ -36,7 +36,7 @@ from ..ingest.sentences import statement_spans
 from ..nlp import Analyzer
 
 if TYPE_CHECKING:
-    from .searcher import LoadedIndex
+    from .loaded import LoadedIndex
 
 
 def _scaled(values: np.ndarray) -> np.ndarray:

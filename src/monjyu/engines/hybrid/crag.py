@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from ...ingest.sentences import split_sentences
 from ...llm import LLM
-from ..llm_calls import structured_reply
+from ...llm.replies import structured_reply
 from ...nlp.analyzer import Analyzer
 from ...nlp.lang import detect_language
 from ..relevance import LocalRelevanceScorer

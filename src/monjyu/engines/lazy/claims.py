@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ...llm import LLM
-from ..llm_calls import structured_reply
+from ...llm.replies import structured_reply
 from ...types import Claim, RelevantSentence
 
 

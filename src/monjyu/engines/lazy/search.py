@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from ...config import LazyConfig
 from ...errors import ServiceError
 from ...llm import LLM, Message, UsageScope, load_prompt
-from ..llm_calls import structured_reply
+from ...llm.replies import structured_reply
 from ...nlp.lang import detect_language
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.communities import Community

@@ -1,4 +1,4 @@
-"""The engines' one way to ask the LLM for a structured reply, with a fallback when it fails.
+"""The one way to ask the LLM for a structured reply, with a fallback when it fails.
 
 Every LLM step of the engines (query rewrites, subqueries, classification, relevance tests,
 claims, CRAG grades, sufficiency) has an answer it can give without the LLM; a service error
@@ -12,7 +12,8 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from ..errors import ServiceError
-from ..llm import LLM, Message, load_prompt
+from .base import LLM, Message
+from .prompts import load_prompt
 
 Reply = TypeVar("Reply", bound=BaseModel)
 
