@@ -306,6 +306,24 @@ def test_a_query_that_is_not_text_is_refused_at_every_door(sample_index, tmp_pat
                            "--index", str(sample_index.index_dir)], capture_output=True, text=True,
                           env={**os.environ, "MONJYU_CACHE_DIR": str(cache_dir)}, timeout=600)
     assert proc.returncode != 0 and "lone surrogate" in proc.stderr and "Traceback" not in proc.stderr
+    # The web app: the JSON escape of a surrogate, as any client may send it.
+    from starlette.testclient import TestClient
+
+    from monjyu.web import create_app
+
+    web = TestClient(create_app(sample_index, allowed_hosts=["testserver"]))
+    lines = web.post("/api/search", content='{"query": "graph \\udf3a communities", "mode": "hybrid"}',
+                     headers={"content-type": "application/json"}).text.splitlines()
+    assert any("lone surrogate" in json.loads(line).get("error", "") for line in lines), lines
+
+
+def test_control_characters_in_a_query_are_spaces(sample_index):
+    """A form feed pasted from a PDF or a terminal's escape is no part of what is searched."""
+    pasted = sample_index.search("Leiden\x0ccommunities\x00 graph\x1b[0m", mode="hybrid", answer=False)
+    clean = sample_index.search("Leiden communities  graph [0m", mode="hybrid", answer=False)
+    assert [h.text_unit_id for h in pasted.hits] == [h.text_unit_id for h in clean.hits] and pasted.hits
+    with pytest.raises(MonjyuError, match="the query is empty"):
+        sample_index.search("\x00\x07 \x1b")
 
 
 def _resident_kb(array: np.ndarray) -> int:

@@ -207,6 +207,14 @@ def test_bad_search_arguments_are_clear_messages(mcp, arguments, message):
     assert message in mcp.error("search", arguments)
 
 
+def test_control_characters_in_a_query_are_spaces(mcp):
+    """What a client may send in JSON that is not text to search: control characters become
+    spaces (a lone surrogate's escape never reaches MONJYU: the MCP SDK refuses the line)."""
+    pasted = mcp.ok("search", {"query": "Leiden\x0ccommunities\x00", "mode": "keyword", "answer": False})
+    clean = mcp.ok("search", {"query": "Leiden communities ", "mode": "keyword", "answer": False})
+    assert pasted["hits"] and [h["text_unit_id"] for h in pasted["hits"]] == [h["text_unit_id"] for h in clean["hits"]]
+
+
 # ------------------------------------------------------------------ lazy search
 def test_conversations_are_the_converse_tool_which_says_it_writes(mcp):
     """search and lazy_search are marked read-only, so they keep no conversation; converse does."""

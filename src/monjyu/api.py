@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import functools
 import threading
 import time
@@ -46,6 +47,8 @@ from .engines.hybrid.response import to_search_result
 from .schemas import SearchOptions, SearchQuery
 
 DEFAULT_INDEX_DIR = ".monjyu"
+# Control characters but tab, line feed and carriage return (C0, DEL, C1): spaces in a query.
+_CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 MODES = ("vector", "keyword", "hybrid", "graph")  # the retrieval modes of `search`
 ALL_MODES = MODES + ("hybridrag", "lazy", "auto")  # what `ask` runs (auto routes by the question's type)
 # The modes that apply each option of `ask`. An option given to any other mode is refused with
@@ -252,21 +255,25 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         vector.setflags(write=False)
         return vector
 
-    def _check_query(self, query: str) -> None:
+    def _check_query(self, query: str) -> str:
         """One rule for every door: empty, not Unicode text, or longer than search.max_query_chars is
         refused at once. A lone surrogate is valid JSON ("\\udf3a") and is what Python makes of a
-        byte that is not UTF-8 in a shell argument; the tokenizers cannot encode it."""
-        if not query or not query.strip():
-            raise MonjyuError("the query is empty")
-        bad = next((i for i, ch in enumerate(query) if "\ud800" <= ch <= "\udfff"), None)
+        byte that is not UTF-8 in a shell argument; the tokenizers cannot encode it. Control
+        characters (a form feed pasted from a PDF, a terminal's escape) become spaces: the query
+        as searched is returned."""
+        bad = next((i for i, ch in enumerate(query or "") if "\ud800" <= ch <= "\udfff"), None)
         if bad is not None:
             raise MonjyuError(f"the query is not valid text: character {bad + 1} is a lone surrogate "
                               f"(U+{ord(query[bad]):04X}, or a byte that is not UTF-8 in a shell argument); "
                               "send the query as UTF-8 text")
+        query = _CONTROL_CHARACTERS.sub(" ", query or "")
+        if not query.strip():
+            raise MonjyuError("the query is empty")
         limit = self.config.search.max_query_chars
         if len(query) > limit:
             raise MonjyuError(f"the query is {len(query):,} characters, above search.max_query_chars={limit:,}; "
                               "shorten it (a passage's first pages say what it is about) or raise the setting")
+        return query
 
     def _check_page(self, top_k: int | None, offset: int, threshold: float | None) -> int:
         """The page and similarity bound every engine takes, checked alike; top_k defaults to
@@ -342,7 +349,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         mode = mode or self.config.search.mode
         if mode not in MODES:
             raise MonjyuError(f"unknown search mode '{mode}'; choose one of {', '.join(MODES)}")
-        self._check_query(query)
+        query = self._check_query(query)
         top_k = self._check_page(top_k, offset, threshold)
         threshold = self.config.search.threshold if threshold is None else threshold
         if expand and self.config.llm.provider == "none":
@@ -415,7 +422,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
                  "answer": None if answer else False, "expand": expand or None, "preset": preset, "budget": budget,
                  "level": level, "weights": weights, "rerank": rerank, "crag": crag, "session": session}
         check_options(mode, [k for k, v in given.items() if v is not None], option_names)
-        self._check_query(query)
+        query = self._check_query(query)
         engine = mode
         if mode == "auto":
             engine = (await self.aroute(query))["engine"]
@@ -526,7 +533,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
                            filters: SearchFilters | None = None, threshold: float | None = None,
                            answer: bool = True, level: int | None = None) -> LazySearchResult:
         """The async twin of `lazy_search`."""
-        self._check_query(query)
+        query = self._check_query(query)
         top_k = self._check_page(top_k, offset, threshold)
         if level is not None and level > 1 and self.config.llm.provider == "none":
             raise MonjyuError(f"level {level} is built by an LLM, and none is configured (llm.provider: none); "
@@ -562,7 +569,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
 
     async def aroute(self, query: str) -> dict[str, Any]:
         """The async twin of `route`."""
-        self._check_query(query)
+        query = self._check_query(query)
         _, searcher = self._searcher()
         answers = self._answer_engine()
         engine = HybridRAGEngine(self.config.hybrid, self.config.rerank, self.config.search, searcher,
@@ -604,16 +611,15 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
                              threshold: float | None = None) -> HybridSearchResult:
         """The async twin of `hybrid_search`."""
         if isinstance(query, SearchQuery):
-            self._check_query(query.text)
             self._check_page(None, 0, threshold)
-            request = query
+            request = query.model_copy(update={"text": self._check_query(query.text)})
             options = request.options
             rerank, crag = options.rerank_enabled, options.crag_enabled
             chosen = options.model_fields_set & {"weights", "strategies"}
             weights = _request_weights(request) if chosen else None  # None: by the query's type
             filters = SearchFilters.from_request(request.filters)
         else:  # the request echoes the arguments; `filters` stays as given (its path glob has no request field)
-            self._check_query(query)
+            query = self._check_query(query)
             request = self._hybrid_request(query, self._check_page(top_k, offset, threshold), offset, filters, weights,
                                            rerank, crag)
         vector = None
