@@ -84,9 +84,10 @@ class LibraryItem:
 
     @property
     def stamp(self) -> str:
-        """What the index compares between runs: a changed field, tag or collection reloads the item."""
+        """What the index compares between runs: a changed field, tag, collection, annotation or note
+        reloads the item (an item with neither keeps the stamp it had before they were read)."""
         record = {"title": self.title, "creators": self.creators, "year": self.year, **self.metadata,
-                  "notes": [[n.heading, n.text, n.page] for n in self.notes]}
+                  **({"notes": [[n.heading, n.text, n.page] for n in self.notes]} if self.notes else {})}
         return hashlib.sha256(json.dumps(record, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
