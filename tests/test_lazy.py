@@ -177,6 +177,14 @@ def test_global_questions_off_topic_say_so(sample_index, question):
     assert ("does not cover" in r.answer.text) or ("扱っていません" in r.answer.text)
 
 
+def test_a_topic_whose_head_noun_the_collection_never_writes_is_not_covered(sample_index):
+    """"large language model volcanoes": the samples write "large language model" often, never
+    "volcano"; its passages speak of language models, not of volcanoes."""
+    r = sample_index.lazy_search("What do these papers say about large language model volcanoes?")
+    assert r.stop_reason == "not covered" and not r.citations
+    assert sample_index.lazy_search("What do these papers say about large language models?").themes
+
+
 def test_global_questions_across_languages_are_decided_by_the_themes(tmp_path, make_config):
     """A Japanese question over English papers: no word can match, so the themes decide, each
     cited sentence passing the relevance test against the topic; none passing, not covered."""

@@ -178,6 +178,8 @@ class ThemeFinder:
         self.embed_query = embed_query
         self.analyzer = searcher.analyzer
         self._own: dict[int, np.ndarray] = {}  # community id -> its own passages
+        self.topic_rows: np.ndarray | None = None  # a topic's best passages (plan)
+        self._topic_part = False  # a theme stands for a community's passages among topic_rows
         self._memberships: dict[int, tuple[dict[int, int], sp.csr_matrix]] = {}
         self._back_matter: np.ndarray | None = None
 
@@ -228,6 +230,16 @@ class ThemeFinder:
             self._own[community.id] = rows[affinity[:, columns[community.id]] >= affinity.max(axis=1)]
         return self._own[community.id]
 
+    def _stands_for(self, community: Community) -> np.ndarray:
+        """The passages a theme stands for: the community's own, or (`_topic_part`) those of them
+        among the topic's best passages, when two or more are."""
+        own = self.own_rows(community)
+        if self._topic_part and self.topic_rows is not None:
+            on_topic = own[np.isin(own, self.topic_rows)]
+            if len(on_topic) >= 2:
+                return on_topic
+        return own
+
     def _candidates(self, level: int, topic_rows: list[int]) -> list[Community]:
         communities = self.index.communities
         pool = [c for c in communities.by_id.values() if c.level == level and len(self._rows(c)) >= MIN_COMMUNITY_UNITS]
@@ -257,7 +269,7 @@ class ThemeFinder:
         its own passages): (weight named, row, start, end, phrases named) each, with the phrases'
         weights (passages naming it x log of its lift) and their (count, lift); None when it has
         none."""
-        own = self.own_rows(community)
+        own = self._stands_for(community)
         if len(own) < 2:
             return None
         stats = self._distinctive(community, own)
@@ -329,7 +341,7 @@ class ThemeFinder:
         of the community's own passages name them. With quotes, only phrases the quotes write out,
         and each quote's best first, so that every quote fits the label. Each is spelled as its
         quotes write it most often (or else its own passages)."""
-        graph, cols, own = self.index.graph, self.index.columns, self.own_rows(community)
+        graph, cols, own = self.index.graph, self.index.columns, self._stands_for(community)
         texts = [cols["text"][r] for r in own[:SURFACE_PASSAGES].tolist()]
 
         def rank(p: int) -> tuple:
@@ -359,6 +371,20 @@ class ThemeFinder:
         n_own, n_all = len(own), graph.incidence.shape[0]
         return [ThemePhrase(written[p], graph.phrases[p], round(stats[p][0] / n_own, 3),
                             round(float(graph.df[p]) / n_all, 3)) for p in sorted(chosen, key=rank)]
+
+    def _topic_theme(self, community: Community, topic: str, topic_vector: np.ndarray | None,
+                     used_docs: set[str], used_sentences: set[tuple[int, int]]) -> Theme | None:
+        """The community's theme; for a topic it has none on, the theme of its passages among the
+        topic's best (a community of films holds the few passages on football a collection has,
+        and their phrases are not the films')."""
+        theme = self._theme(community, topic, topic_vector, used_docs, used_sentences)
+        if theme is None and self.topic_rows is not None:
+            self._topic_part = True
+            try:
+                theme = self._theme(community, topic, topic_vector, used_docs, used_sentences)
+            finally:
+                self._topic_part = False
+        return theme
 
     def _theme(self, community: Community, topic: str, topic_vector: np.ndarray | None,
                used_docs: set[str], used_sentences: set[tuple[int, int]]) -> Theme | None:
@@ -417,6 +443,7 @@ class ThemeFinder:
             hits = self.searcher.search(topic, topic_vector, "hybrid", 50, filters=self.filters,
                                         threshold=self.threshold).hits
             topic_rows = [self.searcher.row_of(h.text_unit_id) for h in hits]
+            self.topic_rows = np.array(topic_rows, dtype=np.int64)
             if not self._covered(topic, lang, [h.text for h in hits[:TOPIC_PASSAGES]]):
                 return None
         level = self._level()
@@ -436,7 +463,7 @@ class ThemeFinder:
         for community in candidates:
             if len(themes) == MAX_THEMES:
                 break
-            theme = self._theme(community, topic, topic_vector, used_docs, used_sentences)
+            theme = self._topic_theme(community, topic, topic_vector, used_docs, used_sentences)
             if theme is None:
                 continue
             label = set(theme.label)
@@ -470,8 +497,8 @@ class ThemeFinder:
             if stray:
                 others = {(r, a) for t in themes if t is not theme for r, a, *_ in t.sentences}
                 used_docs = {self.index.columns["document_id"][r] for t in kept for r, *_ in t.sentences}
-                theme = self._theme(self.index.communities.by_id[theme.community_id], topic, topic_vector,
-                                    used_docs, others | stray)
+                theme = self._topic_theme(self.index.communities.by_id[theme.community_id], topic, topic_vector,
+                                          used_docs, others | stray)
             if theme is not None:
                 kept.append(theme)
         return kept
@@ -486,12 +513,15 @@ class ThemeFinder:
         the relevance test against the topic; none passing, the answer says it is not covered."""
         if passages and lang == "ja" and all(detect_language(p) != "ja" for p in passages):
             return True
-        terms = set(self.analyzer.terms(topic))
+        ordered = self.analyzer.terms(topic)
+        terms = set(ordered)
         if not terms:
             return False
         bm25 = self.index.bm25
         unseen = float(np.log(1.0 + (bm25.n_docs + 0.5) / 0.5))
         idf = bm25.idf(terms)
+        if idf and ordered[-1] not in idf:  # its head noun is nowhere in the collection ("deep-sea volcanoes")
+            return False
         weight = {t: idf.get(t, unseen) for t in terms}
         total = sum(weight.values())
         for passage in passages:
