@@ -317,6 +317,17 @@ def test_a_query_that_is_not_text_is_refused_at_every_door(sample_index, tmp_pat
     assert any("lone surrogate" in json.loads(line).get("error", "") for line in lines), lines
 
 
+def test_one_search_with_an_answer_reads_the_manifest_once(sample_index, monkeypatch):
+    """The generation is looked up once a search (the reader's term weights use the one loaded)."""
+    import monjyu.api
+
+    reads = []
+    real = monjyu.api.read_manifest
+    monkeypatch.setattr(monjyu.api, "read_manifest", lambda *a, **k: reads.append(1) or real(*a, **k))
+    result = sample_index.search("How does LazyGraphRAG keep indexing cheap?")
+    assert result.answer is not None and result.answer.citations and len(reads) == 1
+
+
 def test_control_characters_in_a_query_are_spaces(sample_index):
     """A form feed pasted from a PDF or a terminal's escape is no part of what is searched."""
     pasted = sample_index.search("Leiden\x0ccommunities\x00 graph\x1b[0m", mode="hybrid", answer=False)

@@ -317,8 +317,10 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         return self._answers
 
     def _term_weights(self, terms: set[str]) -> dict[str, float]:
-        """The terms' IDF in the current index (what the reader weighs a question's terms by)."""
-        return self._searcher()[1].index.bm25.idf(terms)
+        """The terms' IDF (what the reader weighs a question's terms by) in the generation the
+        asking search runs on, which it has loaded: the manifest is not read again for it."""
+        loaded = self._loaded
+        return (loaded[1] if loaded is not None else self._searcher()[1]).index.bm25.idf(terms)
 
     def _cache_dir(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"
