@@ -318,14 +318,25 @@ def test_a_query_that_is_not_text_is_refused_at_every_door(sample_index, tmp_pat
 
 
 def test_one_search_with_an_answer_reads_the_manifest_once(sample_index, monkeypatch):
-    """The generation is looked up once a search (the reader's term weights use the one loaded)."""
+    """The generation is looked up once a search (the reader's term weights use the one loaded),
+    and a default search builds no engine, reader or searcher of its own: they are built once."""
     import monjyu.api
+    from monjyu.engines.answer import AnswerEngine
+    from monjyu.engines.hybrid.engine import HybridRAGEngine
+    from monjyu.engines.lazy.search import LazySearchEngine
+    from monjyu.engines.reader import Reader
+    from monjyu.retrieval import LoadedIndex, Searcher
 
-    reads = []
+    sample_index.search("What is LazyGraphRAG?")  # whatever is built once is built
+    reads, built = [], []
     real = monjyu.api.read_manifest
     monkeypatch.setattr(monjyu.api, "read_manifest", lambda *a, **k: reads.append(1) or real(*a, **k))
+    for cls in (AnswerEngine, HybridRAGEngine, LazySearchEngine, Reader, Searcher, LoadedIndex):
+        init = cls.__init__
+        monkeypatch.setattr(cls, "__init__", lambda self, *a, _init=init, _cls=cls, **k: built.append(_cls.__name__)
+                            or _init(self, *a, **k))
     result = sample_index.search("How does LazyGraphRAG keep indexing cheap?")
-    assert result.answer is not None and result.answer.citations and len(reads) == 1
+    assert result.answer is not None and result.answer.citations and len(reads) == 1 and built == []
 
 
 def test_control_characters_in_a_query_are_spaces(sample_index):
