@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import functools
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable

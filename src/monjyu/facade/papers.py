@@ -259,7 +259,7 @@ class PapersMixin:
         if document_ids:
             for row in self._paper_rows(list(dict.fromkeys(document_ids)), ["id", "title", "authors", "year", "metadata"]):
                 meta = json.loads(row["metadata"] or "{}")
-                library = meta if from_catalog(meta) else {}  # a reference manager's fields, where it has them
+                library = library_fields(meta)  # a reference manager's fields, where it has them
                 records.append({"title": row["title"], "authors": row["authors"] or [], "year": row["year"],
                                 "doi": meta.get("doi", ""), "arxiv_id": meta.get("arxiv_id", ""),
                                 "venue": library.get("venue", ""), "citation_key": library.get("citation_key", ""),

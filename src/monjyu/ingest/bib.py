@@ -17,7 +17,6 @@ failure that names the entry and the path.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MonjyuError
-from .catalog import Catalog, CatalogEntry
+from .catalog import Catalog, CatalogEntry, stamp_of
 
 # BibTeX and CSL types in Zotero's names, so that `item_type=` and BibTeX output speak one
 # vocabulary (a type not listed is kept as written).
@@ -80,8 +79,7 @@ def read_bibliography(path: Path, suffixes: list[str]) -> BibReport:
             missing.append((f"{key} in {path.name}", f"its file is missing ({pdf}); the entry is skipped"))
             continue
         entry.metadata["bib"] = str(path)
-        entry.stamp = hashlib.sha256(json.dumps([entry.title, entry.authors, entry.year, entry.metadata], sort_keys=True,
-                                                ensure_ascii=False).encode()).hexdigest()[:16]
+        entry.stamp = stamp_of([entry.title, entry.authors, entry.year, entry.metadata])
         catalog.entries[str(pdf.resolve())] = entry
         files.append(pdf)
     return BibReport(catalog, files, missing, without_file)

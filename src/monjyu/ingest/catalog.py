@@ -4,6 +4,8 @@ notes on them, which become units of their paper."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +15,11 @@ from ..types import ANNOTATION, Document, Section
 def from_catalog(metadata: dict[str, Any]) -> bool:
     """A document's metadata came from a reference manager (a Zotero library, a bibliography)."""
     return bool(metadata.get("zotero") or metadata.get("bib"))
+
+
+def stamp_of(record: Any) -> str:
+    """A catalog entry's stamp: a short hash of what it says of its file (JSON-able)."""
+    return hashlib.sha256(json.dumps(record, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
 @dataclass

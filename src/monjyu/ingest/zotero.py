@@ -26,7 +26,6 @@ layout (`_ZOTERO5_COLUMNS`); an older or newer database is refused with its vers
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MonjyuError
-from .catalog import Catalog, CatalogEntry, UserNote
+from .catalog import Catalog, CatalogEntry, UserNote, stamp_of
 
 # What this reader needs that Zotero 5 brought (Zotero 4's userdata, e.g. 77, lacks them): the
 # libraries' types (user, group, feed), the attachments' content types and the creators' names
@@ -88,7 +87,7 @@ class LibraryItem:
         reloads the item (an item with neither keeps the stamp it had before they were read)."""
         record = {"title": self.title, "creators": self.creators, "year": self.year, **self.metadata,
                   **({"notes": [[n.heading, n.text, n.page] for n in self.notes]} if self.notes else {})}
-        return hashlib.sha256(json.dumps(record, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+        return stamp_of(record)
 
 
 @dataclass

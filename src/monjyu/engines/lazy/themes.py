@@ -179,7 +179,6 @@ class ThemeFinder:
         self.analyzer = searcher.analyzer
         self._own: dict[int, np.ndarray] = {}  # community id -> its own passages
         self.topic_rows: np.ndarray | None = None  # a topic's best passages (plan)
-        self._topic_part = False  # a theme stands for a community's passages among topic_rows
         self._memberships: dict[int, tuple[dict[int, int], sp.csr_matrix]] = {}
         self._back_matter: np.ndarray | None = None
 
@@ -230,16 +229,6 @@ class ThemeFinder:
             self._own[community.id] = rows[affinity[:, columns[community.id]] >= affinity.max(axis=1)]
         return self._own[community.id]
 
-    def _stands_for(self, community: Community) -> np.ndarray:
-        """The passages a theme stands for: the community's own, or (`_topic_part`) those of them
-        among the topic's best passages, when two or more are."""
-        own = self.own_rows(community)
-        if self._topic_part and self.topic_rows is not None:
-            on_topic = own[np.isin(own, self.topic_rows)]
-            if len(on_topic) >= 2:
-                return on_topic
-        return own
-
     def _candidates(self, level: int, topic_rows: list[int]) -> list[Community]:
         communities = self.index.communities
         pool = [c for c in communities.by_id.values() if c.level == level and len(self._rows(c)) >= MIN_COMMUNITY_UNITS]
@@ -264,12 +253,12 @@ class ThemeFinder:
         return {int(p): (int(n), float(x)) for p, n, x in zip(phrases[keep], counts[keep], lift[keep])
                 if graph.phrases[p] not in STOCK_PHRASES}
 
-    def _central(self, community: Community, topic_vector: np.ndarray | None):
+    def _central(self, community: Community, topic_vector: np.ndarray | None, own: np.ndarray | None = None):
         """The sentences of the community's passages naming its distinctive phrases (those of
-        its own passages): (weight named, row, start, end, phrases named) each, with the phrases'
-        weights (passages naming it x log of its lift) and their (count, lift); None when it has
-        none."""
-        own = self._stands_for(community)
+        the passages it stands for, `own`: by default its own passages): (weight named, row,
+        start, end, phrases named) each, with the phrases' weights (passages naming it x log of
+        its lift) and their (count, lift); None when it has none."""
+        own = self.own_rows(community) if own is None else own
         if len(own) < 2:
             return None
         stats = self._distinctive(community, own)
@@ -336,12 +325,13 @@ class ThemeFinder:
         return [p.label for p in self._label(community, sorted(weights, key=lambda p: (-weights[p], p))[:10], stats)]
 
     def _label(self, community: Community, phrases: list[int], stats: dict[int, tuple[int, float]],
-               quotes: Sequence[str] = ()) -> list[ThemePhrase]:
+               quotes: Sequence[str] = (), own: np.ndarray | None = None) -> list[ThemePhrase]:
         """Up to LABEL_PHRASES of `phrases`, none sharing a word with another, ordered by how many
         of the community's own passages name them. With quotes, only phrases the quotes write out,
         and each quote's best first, so that every quote fits the label. Each is spelled as its
         quotes write it most often (or else its own passages)."""
-        graph, cols, own = self.index.graph, self.index.columns, self._stands_for(community)
+        graph, cols = self.index.graph, self.index.columns
+        own = self.own_rows(community) if own is None else own
         texts = [cols["text"][r] for r in own[:SURFACE_PASSAGES].tolist()]
 
         def rank(p: int) -> tuple:
@@ -379,16 +369,17 @@ class ThemeFinder:
         and their phrases are not the films')."""
         theme = self._theme(community, topic, topic_vector, used_docs, used_sentences)
         if theme is None and self.topic_rows is not None:
-            self._topic_part = True
-            try:
-                theme = self._theme(community, topic, topic_vector, used_docs, used_sentences)
-            finally:
-                self._topic_part = False
+            own = self.own_rows(community)
+            on_topic = own[np.isin(own, self.topic_rows)]
+            if len(on_topic) >= 2:
+                theme = self._theme(community, topic, topic_vector, used_docs, used_sentences, on_topic)
         return theme
 
     def _theme(self, community: Community, topic: str, topic_vector: np.ndarray | None,
-               used_docs: set[str], used_sentences: set[tuple[int, int]]) -> Theme | None:
-        central = self._central(community, topic_vector)
+               used_docs: set[str], used_sentences: set[tuple[int, int]],
+               own: np.ndarray | None = None) -> Theme | None:
+        """The community's theme, standing for `own` (by default its own passages)."""
+        central = self._central(community, topic_vector, own)
         if central is None:
             return None
         candidates, _, stats = central
@@ -423,7 +414,7 @@ class ThemeFinder:
         if len(chosen) < SENTENCES_PER_THEME:
             return None
         phrases = self._label(community, list({p for *_, named in chosen for p in named}), stats,
-                              [cols["text"][row][a:b] for row, a, b, _ in chosen])
+                              [cols["text"][row][a:b] for row, a, b, _ in chosen], own)
         if len(phrases) < MIN_LABEL_PHRASES:
             return None
         return Theme(community_id=community.id, level=community.level, phrases=phrases,
