@@ -27,6 +27,9 @@ from scipy.optimize import minimize
 sys.path.insert(0, str(Path(__file__).parent))
 from answer_quality import covidqa_questions  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "reader"))
+from data import covidqa_validation  # noqa: E402
+
 from monjyu import Monjyu, load_config  # noqa: E402
 from monjyu.engines.context import select_sources  # noqa: E402
 from monjyu.engines.reader import FEATURES, WEIGHTS, model_column  # noqa: E402
@@ -58,7 +61,7 @@ def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
         cands = engine.reader.candidates(q["question"], vector, sources)
         if not cands:
             continue
-        rows.append({"question": q["question"], "quotes": [c.quote for c in cands],
+        rows.append({"question": q["question"], "doc": q["doc"], "quotes": [c.quote for c in cands],
                      "X": np.array([c.features for c in cands]),
                      "y": np.array([label(c.quote, q["answers"]) for c in cands]),
                      "holds": np.array([holds_answer(c.quote, q["answers"]) for c in cands])})
@@ -103,21 +106,35 @@ def main() -> None:
                     "(answer.reader: model): fits MODEL_WEIGHTS and the model's 'insufficient' threshold")
     ap.add_argument("--model-dir", type=Path, help="--model: a folder with reader.int8.onnx (default: the shipped one)")
     ap.add_argument("--candidates", type=int, default=40, help="--model: the sentences the model reads (answer.reader_candidates)")
-    ap.add_argument("--halves", nargs="+", default=["fit", "test"], choices=["fit", "test"])
+    ap.add_argument("--halves", nargs="+", default=["fit", "test"], choices=["fit", "held", "test"],
+                    help="held: the quarter of the fit half's papers the trained model never saw "
+                         "(training/reader/data.py: covidqa_validation)")
+    ap.add_argument("--fit-on", default="fit", choices=["fit", "held"],
+                    help="the questions the weights and the threshold are fitted on: with a model trained on "
+                         "the fit half, 'held' (its scores on the papers it trained on are too good)")
+    ap.add_argument("--model-scale-only", action="store_true",
+                    help="--model: fit only the model's weight, the features keeping reader.py's WEIGHTS")
     ap.add_argument("--cache", type=Path, help="keep the searched candidates here (a pickle) and read them on later runs")
     ap.add_argument("--false-insufficient", type=float, default=0.03,
                     help="--model: the share of fit-half questions whose candidates hold the gold that the "
                          "threshold may call insufficient")
     args = ap.parse_args()
-    halves = {h: covidqa_questions(args.covidqa, h) for h in args.halves}
+    held = covidqa_validation(args.covidqa)
+    halves = {h: covidqa_questions(args.covidqa, h) for h in args.halves if h != "held"}
+    if "held" in args.halves or args.fit_on == "held":
+        halves["held"] = [q for q in covidqa_questions(args.covidqa, "fit") if q["doc"] in held]
     if args.cache and args.cache.is_file():
         rows = pickle.loads(args.cache.read_bytes())
+        if "held" in halves:
+            rows["held"] = [r for r in rows["fit"] if r["doc"] in held]
     else:
         config = load_config(None)
         config.answer.reader = "features"
         m = Monjyu(args.index, config)
         m.index([args.covidqa / "docs"])
-        rows = {h: collect(m, qs) for h, qs in halves.items()}
+        rows = {h: collect(m, qs) for h, qs in halves.items() if h != "held"}
+        if "held" in halves:
+            rows["held"] = [r for r in rows["fit"] if r["doc"] in held]
         if args.cache:
             args.cache.write_bytes(pickle.dumps(rows))
     if args.model:
@@ -125,14 +142,22 @@ def main() -> None:
 
         model = ReaderModel(args.model_dir)
         for h in rows:
-            add_model_column(rows[h], model, args.candidates)
+            if h != "held":  # its rows are the fit half's
+                add_model_column(rows[h], model, args.candidates)
     width = len(FEATURES) + int(args.model)
-    fit = minimize(listwise_loss, np.zeros(width), args=(rows["fit"], args.l2), jac=True, method="L-BFGS-B")
-    w = fit.x
+    if args.model and args.model_scale_only:  # the features keep reader.py's WEIGHTS; one number is fitted
+
+        def scale_loss(a: np.ndarray) -> tuple[float, np.ndarray]:
+            loss, grad = listwise_loss(np.append(WEIGHTS, a), rows[args.fit_on], 0.0)
+            return loss + args.l2 * float(a @ a), grad[-1:] + 2 * args.l2 * a
+
+        w = np.append(WEIGHTS, minimize(scale_loss, np.zeros(1), jac=True, method="L-BFGS-B").x)
+    else:
+        w = minimize(listwise_loss, np.zeros(width), args=(rows[args.fit_on], args.l2), jac=True, method="L-BFGS-B").x
     names = list(FEATURES) + (["model"] if args.model else [])
     print(json.dumps({"features": names, "weights": [round(float(x), 3) for x in w]}))
     today = np.append(WEIGHTS, np.zeros(width - len(FEATURES)))
-    for h in args.halves:
+    for h in dict.fromkeys([*args.halves, args.fit_on]):
         n = len(halves[h])
         reachable = sum(bool(r["holds"].any()) for r in rows[h]) / n
         print(f"{h}: {n} questions; a candidate holds the gold {reachable:.3f}; best sentence holds it: "
@@ -141,9 +166,9 @@ def main() -> None:
               + (f", model only {first_holds(np.eye(width)[-1], rows[h], n):.3f}" if args.model else "")
               + "; fitted, best 2 / 3 / 4: " + " / ".join(f"{first_holds(w, rows[h], n, k):.3f}" for k in (2, 3, 4)))
     if args.model:
-        best = np.array([r["X"][:, -1].max() for r in rows["fit"] if r["holds"].any()])
+        best = np.array([r["X"][:, -1].max() for r in rows[args.fit_on] if r["holds"].any()])
         threshold = float(np.quantile(best, args.false_insufficient))
-        print(f"threshold: {threshold:.3f} (fit half: {args.false_insufficient:.0%} of {len(best)} answerable questions "
+        print(f"threshold: {threshold:.3f} ({args.fit_on}: {args.false_insufficient:.0%} of {len(best)} answerable questions "
               "below it)")
 
 

