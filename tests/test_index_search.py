@@ -339,6 +339,20 @@ def test_one_search_with_an_answer_reads_the_manifest_once(sample_index, monkeyp
     assert result.answer is not None and result.answer.citations and len(reads) == 1 and built == []
 
 
+def test_hybridrag_and_the_router_build_their_engine_once(sample_index, monkeypatch):
+    """HybridRAG's engine keeps nothing of a search: it is built once for the loaded generation,
+    and the router classifies with the same one."""
+    from monjyu.engines.hybrid.engine import HybridRAGEngine
+
+    sample_index.hybrid_search("How are communities detected?", answer=False)
+    built = []
+    init = HybridRAGEngine.__init__
+    monkeypatch.setattr(HybridRAGEngine, "__init__", lambda self, *a, **k: built.append(1) or init(self, *a, **k))
+    first = sample_index.hybrid_search("Which algorithm detects hierarchical communities?")
+    route = sample_index.route("What are the main themes across all documents?")
+    assert first.hits and route["engine"] == "lazy" and built == []
+
+
 def test_control_characters_in_a_query_are_spaces(sample_index):
     """A form feed pasted from a PDF or a terminal's escape is no part of what is searched."""
     pasted = sample_index.search("Leiden\x0ccommunities\x00 graph\x1b[0m", mode="hybrid", answer=False)

@@ -107,6 +107,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         self._answers: AnswerEngine | None = None
         self._doc_rows: tuple[str, dict[str, int]] | None = None
         self._reranker: Reranker | None = None
+        self._hybrid: HybridRAGEngine | None = None
         self._cached_embedder: CachedEmbedder | None = None
         self._query_vector = functools.lru_cache(maxsize=256)(self._embed_one_query)
 
@@ -572,10 +573,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
     async def aroute(self, query: str) -> dict[str, Any]:
         """The async twin of `route`."""
         query = self._check_query(query)
-        _, searcher = self._searcher()
-        answers = self._answer_engine()
-        engine = HybridRAGEngine(self.config.hybrid, self.config.rerank, self.config.search, searcher,
-                                 lambda q: q, answers, None)
+        _, engine = self._hybrid_engine()
         c = await engine.classify(query)
         route = {"local": "search", "global": "lazy", "relationship": "hybridrag", "hybrid": "hybridrag"}[c.type]
         return {"engine": route, "type": c.type, "confidence": c.confidence, "entities": c.entities, "method": c.method}
@@ -625,17 +623,12 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             request = self._hybrid_request(query, self._check_page(top_k, offset, threshold), offset, filters, weights,
                                            rerank, crag)
         vector = None
-        manifest, searcher = self._searcher()
+        manifest, engine = self._hybrid_engine()
         if request.embedding is not None:
             if len(request.embedding) != manifest.dim:
                 raise MonjyuError(f"the request's embedding has {len(request.embedding)} dimensions; the index's "
                                   f"embedder {manifest.embedder_id} makes {manifest.dim}: leave embedding out")
             vector = np.asarray(request.embedding, dtype=np.float32)
-        answers = self._answer_engine()
-        if self._reranker is None and self.config.rerank.provider != "none":
-            self._reranker = create_reranker(self.config.rerank, answers.scorer)
-        engine = HybridRAGEngine(self.config.hybrid, self.config.rerank, self.config.search, searcher,
-                                 lambda q: self._embed_query(manifest, q), answers, self._reranker)
         t0 = time.perf_counter()
         with UsageScope() as usage:
             result = await engine.asearch(
@@ -645,8 +638,22 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
                 threshold=threshold)
         result.usage = usage.to_dict()
         result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
-        result.response = to_search_result(result, request, searcher)
+        result.response = to_search_result(result, request, engine.searcher)
         return result
+
+    def _hybrid_engine(self) -> tuple[Manifest, HybridRAGEngine]:
+        """HybridRAG over the loaded generation, built once per generation (it keeps nothing of a
+        search: each one's options are arguments of its call)."""
+        manifest, searcher = self._searcher()
+        engine = self._hybrid
+        if engine is None or engine.searcher is not searcher:
+            answers = self._answer_engine()
+            if self._reranker is None and self.config.rerank.provider != "none":
+                self._reranker = create_reranker(self.config.rerank, answers.scorer)
+            engine = self._hybrid = HybridRAGEngine(self.config.hybrid, self.config.rerank, self.config.search,
+                                                    searcher, lambda q: self._embed_query(manifest, q), answers,
+                                                    self._reranker)
+        return manifest, engine
 
     def _hybrid_request(self, text: str, top_k: int, offset: int, filters: SearchFilters | None,
                         weights: dict[str, float] | None, rerank: bool | None, crag: bool | None) -> SearchQuery:
