@@ -6,11 +6,11 @@ question, are negative. Sentences are cut by the product's own splitter (`statem
 training sees sentences as the reader does.
 
 Sources (`../shared/reader-data`, see its README; covidqa-dev from `../shared/bench-data`):
-- SQuAD 1.1 dev, less the held-out articles (validation): up to 3 negatives from the paragraph,
-  1 from another paragraph of the article (a passage the search may also bring back);
-- SQuAD 2.0 dev unanswerable, less the same articles: up to 4 negatives, the most word-sharing first
+- SQuAD 1.1 dev, less the held-out articles (validation): every sentence of the paragraph, and
+  one of another paragraph of the article (a passage the search may also bring back);
+- SQuAD 2.0 dev unanswerable, less the same articles: every sentence of the paragraph, negative
   (they were written to look answerable);
-- JaQuAD train (a sample): Japanese questions over Japanese paragraphs;
+- JaQuAD train (all of it, or a seeded sample): Japanese questions over Japanese paragraphs;
 - covidqa-dev's fit half of papers (answer_quality.py's split): research-paper sentences, the
   negatives those of the same paper that share most words with the question;
 - the same questions over the candidates the search and the feature reader give them
