@@ -119,22 +119,17 @@ def main() -> None:
                     help="--model: the share of fit-half questions whose candidates hold the gold that the "
                          "threshold may call insufficient")
     args = ap.parse_args()
-    held = covidqa_validation(args.covidqa)
-    halves = {h: covidqa_questions(args.covidqa, h) for h in args.halves if h != "held"}
-    if "held" in args.halves or args.fit_on == "held":
-        halves["held"] = [q for q in covidqa_questions(args.covidqa, "fit") if q["doc"] in held]
+    wanted = list(dict.fromkeys([*args.halves, args.fit_on]))
+    searched = list(dict.fromkeys(h if h != "held" else "fit" for h in wanted))  # "held" is part of "fit"
+    halves = {h: covidqa_questions(args.covidqa, h) for h in searched}
     if args.cache and args.cache.is_file():
         rows = pickle.loads(args.cache.read_bytes())
-        if "held" in halves:
-            rows["held"] = [r for r in rows["fit"] if r["doc"] in held]
     else:
         config = load_config(None)
         config.answer.reader = "features"
         m = Monjyu(args.index, config)
         m.index([args.covidqa / "docs"])
-        rows = {h: collect(m, qs) for h, qs in halves.items() if h != "held"}
-        if "held" in halves:
-            rows["held"] = [r for r in rows["fit"] if r["doc"] in held]
+        rows = {h: collect(m, qs) for h, qs in halves.items()}
         if args.cache:
             args.cache.write_bytes(pickle.dumps(rows))
     if args.model:
@@ -142,8 +137,11 @@ def main() -> None:
 
         model = ReaderModel(args.model_dir)
         for h in rows:
-            if h != "held":  # its rows are the fit half's
-                add_model_column(rows[h], model, args.candidates)
+            add_model_column(rows[h], model, args.candidates)
+    if "held" in wanted:
+        held = covidqa_validation(args.covidqa)
+        halves["held"] = [q for q in halves["fit"] if q["doc"] in held]
+        rows["held"] = [r for r in rows["fit"] if r["doc"] in held]
     width = len(FEATURES) + int(args.model)
     if args.model and args.model_scale_only:  # the features keep reader.py's WEIGHTS; one number is fitted
 
@@ -157,7 +155,7 @@ def main() -> None:
     names = list(FEATURES) + (["model"] if args.model else [])
     print(json.dumps({"features": names, "weights": [round(float(x), 3) for x in w]}))
     today = np.append(WEIGHTS, np.zeros(width - len(FEATURES)))
-    for h in dict.fromkeys([*args.halves, args.fit_on]):
+    for h in wanted:
         n = len(halves[h])
         reachable = sum(bool(r["holds"].any()) for r in rows[h]) / n
         print(f"{h}: {n} questions; a candidate holds the gold {reachable:.3f}; best sentence holds it: "

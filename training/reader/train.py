@@ -30,6 +30,7 @@ import json
 import random
 import sys
 import time
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +111,9 @@ def pack(args: argparse.Namespace) -> None:
 
 def dequantize(raw: np.ndarray) -> torch.Tensor:
     """4-bit blocks of 18 bytes (an fp16 scale, then 16 bytes whose low nibbles are elements 0-15
-    and high nibbles 16-31; value = scale * (nibble - 8)) -> float32, one row per leading index."""
+    and high nibbles 16-31; value = scale * (nibble - 8)) -> float32, one row per leading index.
+    e5_numpy.dequantize_q4_0 in torch: importing monjyu.embed imports the configuration (pydantic),
+    which a bare training machine need not have."""
     blocks = torch.from_numpy(np.ascontiguousarray(raw).reshape(-1, 18))
     scale = blocks[:, :2].contiguous().view(torch.float16).float()
     nibbles = torch.cat([blocks[:, 2:] & 15, blocks[:, 2:] >> 4], 1).float() - 8.0
@@ -123,8 +126,12 @@ class Pack:
     def __init__(self, path: Path):
         self.arrays = np.load(path)
         self.meta = json.loads(str(self.arrays["meta"]))
+
+    @cached_property
+    def texts(self) -> list[list[int]]:
+        """Every question's and sentence's token ids (read by `groups`; export needs none)."""
         tokens, offsets = self.arrays["tokens"], self.arrays["token_offsets"]
-        self.texts = [tokens[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+        return [tokens[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
 
     def groups(self, split: str) -> list[dict]:
         a = self.arrays
@@ -299,7 +306,8 @@ def train(args: argparse.Namespace) -> None:
     work = Path(args.work).expanduser()
     pk = Pack(work / "pack.npz")
     train_groups = pk.groups("train")
-    checks = {"squad": random.Random(args.seed).sample(pk.groups("val"), min(args.val_groups, len(pk.groups("val")))),
+    squad = pk.groups("val")
+    checks = {"squad": random.Random(args.seed).sample(squad, min(args.val_groups, len(squad))),
               "covidqa": pk.groups("covidqa-val")}
     rows = pk.word_rows().to(device)
     model = CrossEncoder(pk, args.layers).to(device)
