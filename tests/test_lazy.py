@@ -185,6 +185,42 @@ def test_a_topic_whose_head_noun_the_collection_never_writes_is_not_covered(samp
     assert sample_index.lazy_search("What do these papers say about large language models?").themes
 
 
+def test_a_topic_whose_level_gives_too_few_themes_reads_the_finer_communities_of_those_that_gave_none(
+        tmp_path, make_config, monkeypatch):
+    """A topic's themes come from the chosen level first; when it gives fewer than MAX_THEMES, the
+    next finer level's communities are read, those within a community that gave a theme left out
+    (they would say its topic again), ranked by the topic's passages as the coarse ones are; never
+    for the whole collection. The samples clustered finely enough to have two levels, and three
+    themes at most, so that the coarse level (three communities) is chosen."""
+    import shutil
+
+    from monjyu.engines.lazy import themes
+    from monjyu.engines.lazy.themes import Theme, ThemeFinder
+    from tests.conftest import SAMPLES
+
+    shutil.copytree(SAMPLES, tmp_path / "papers")
+    m = Monjyu(tmp_path / "idx", make_config(graph={"max_cluster_size": 4}))
+    m.index([tmp_path / "papers"])
+    monkeypatch.setattr(themes, "MAX_THEMES", 3)
+    manifest, searcher = m._searcher()
+    communities = searcher.index.communities
+    assert communities.levels == [0, 1]
+    finder = ThemeFinder(searcher, m._answer_engine().scorer, m.config.answer.min_sentence_score,
+                         lambda q: m._embed_query(manifest, q))
+    topic, _, level, coarse = finder.plan("What do these papers say about retrieval?", "en")
+    assert topic == "retrieval" and level == 0
+    gave = coarse[0]
+    theme = Theme(community_id=gave.id, level=0, phrases=[], sentences=[], documents=0)
+    finer = list(finder._finer_candidates(level, topic, [theme]))
+    assert finer and all(c.level == 1 and c.parent != gave.id for c in finer)
+    expected = [c for c in finder._candidates(1, finder.topic_rows.tolist()) if c.parent != gave.id]
+    assert [c.id for c in finer] == [c.id for c in expected]
+    assert not list(finder._finer_candidates(level, "", [theme]))  # the whole collection
+    assert not list(finder._finer_candidates(1, topic, []))  # the finest level has none below
+    levels = [t["level"] for t in m.lazy_search("What do these papers say about retrieval?").themes]
+    assert levels and levels == sorted(levels)
+
+
 def test_global_questions_across_languages_are_decided_by_the_themes(tmp_path, make_config):
     """A Japanese question over English papers: no word can match, so the themes decide, each
     cited sentence passing the relevance test against the topic; none passing, not covered."""

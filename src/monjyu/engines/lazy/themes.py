@@ -4,7 +4,9 @@
 testing sentences against it finds none. The Level 1 communities are the collection's themes
 already: groups of noun phrases that occur together. A thematic answer takes the communities that
 matter (for the whole collection: those whose passages span the most documents; for "what do
-these papers say about X": those holding the best passages about X) and writes one theme for each.
+these papers say about X": those holding the best passages about X) and writes one theme for each;
+when that level gives fewer than MAX_THEMES themes on a topic, the next finer level's communities
+within those that gave none are read after it.
 
 A community's passages are all those naming one of its phrases, so at a coarse level most
 passages lie in several communities. A theme's label is drawn from its community's own passages:
@@ -22,9 +24,10 @@ is a sentence, in the question's language, saying how much of the collection the
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -240,6 +243,21 @@ class ThemeFinder:
         breadth = {c.id: len({docs[r] for r in self._rows(c)}) for c in pool}
         return sorted(pool, key=lambda c: (-breadth[c.id], -len(self._rows(c)), c.id))
 
+    def _finer_candidates(self, level: int, topic: str, themes: list[Theme]) -> Iterator[Community]:
+        """For a topic, the next finer level's communities, read once the chosen level's have
+        given fewer than MAX_THEMES `themes`: a coarse community that gave no theme on films (one
+        mostly about football) may hold finer ones that do, each quote passing the relevance test
+        against the topic. Those within a community that gave a theme are left out: they would
+        split its topic into a second theme on it. Not for the whole collection: there, what the
+        coarse level found too weak to name is its figure text and reference lists ("Tokyo,
+        Games" from RETRO's sample continuations)."""
+        finer = [other for other in self.index.communities.levels if other > level]
+        if finer and topic:
+            given = {theme.community_id for theme in themes}
+            for community in self._candidates(finer[0], self.topic_rows.tolist()):
+                if community.parent not in given:
+                    yield community
+
     # ------------------------------------------------------------------ one theme
     def _distinctive(self, community: Community, rows: np.ndarray) -> dict[int, tuple[int, float]]:
         """The community's phrases that stand for its own passages `rows`: (passages naming it,
@@ -451,7 +469,7 @@ class ThemeFinder:
         used_docs: set[str] = set()
         used_sentences: set[tuple[int, int]] = set()  # no sentence is cited by two themes
         labels: list[set[str]] = []
-        for community in candidates:
+        for community in itertools.chain(candidates, self._finer_candidates(level, topic, themes)):
             if len(themes) == MAX_THEMES:
                 break
             theme = self._topic_theme(community, topic, topic_vector, used_docs, used_sentences)
