@@ -164,10 +164,13 @@ def main() -> None:
               + (f", model only {first_holds(np.eye(width)[-1], rows[h], n):.3f}" if args.model else "")
               + "; fitted, best 2 / 3 / 4: " + " / ".join(f"{first_holds(w, rows[h], n, k):.3f}" for k in (2, 3, 4)))
     if args.model:
-        best = np.array([r["X"][:, -1].max() for r in rows[args.fit_on] if r["holds"].any()])
-        threshold = float(np.quantile(best, args.false_insufficient))
-        print(f"threshold: {threshold:.3f} ({args.fit_on}: {args.false_insufficient:.0%} of {len(best)} answerable questions "
-              "below it)")
+        best = np.sort([r["X"][:, -1].max() for r in rows[args.fit_on] if r["holds"].any()])
+        # The highest threshold that calls at most that share insufficient (a score below it is):
+        # an interpolated quantile can leave one question more below it.
+        allowed = int(np.floor(args.false_insufficient * len(best) + 1e-9))
+        threshold = float(best[allowed])
+        print(f"threshold: {threshold:.3f} ({args.fit_on}: {allowed} of {len(best)} answerable questions below it, "
+              f"at most {args.false_insufficient:.0%})")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 
 from monjyu.engines.cross_encoder import ReaderModel, model_dir, pair_ids, question_ids, shared_reader_model
@@ -26,6 +27,27 @@ def test_japanese_questions_are_read_too():
         "京都には多くの寺院があり、観光客に人気がある。",
     ])
     assert scores[0] > scores[1]
+
+
+def test_openvino_runs_the_model_the_file_holds():
+    """The products' int8 rows are read in the file's order (qkv, attention output, feed-forward
+    in and out per layer, then the head) and computed as the float model would, within the
+    rounding of int8 activations and bf16."""
+    from monjyu.engines.cross_encoder import pad_batch, reference_logits
+
+    model = shared_reader_model()
+    question = "How is the virus transmitted between people?"
+    sentences = ["The virus spreads mainly through respiratory droplets when an infected person coughs.",
+                 "Samples were stored at -80 °C until analysis.",
+                 "Close contact with infected patients was the main route of human-to-human transmission.",
+                 "ウイルスは飛沫を介して人から人へ感染する。",
+                 "The authors declare no competing interests."]
+    q = question_ids(model.tok, question)
+    ids, mask = pad_batch([pair_ids(model.tok, q, s) for s in sentences], model.tok.eos)
+    exact = reference_logits(model.weights, model.words, ids, mask)
+    run = model.scores(question, sentences)
+    assert np.abs(run - exact).max() < 0.25, (run, exact)
+    assert list(np.argsort(-run)[:2]) == list(np.argsort(-exact)[:2])
 
 
 def test_long_sentences_are_cut_to_the_trained_length():

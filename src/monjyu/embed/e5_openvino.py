@@ -54,7 +54,9 @@ def _int8_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def encoder_model(w: E5Weights):
     """The post-LN BERT encoder e5numpy computes, as an OpenVINO model: x [B, L, H] (embeddings after
     their LayerNorm) and the additive key mask [B, 1, 1, L] in, hidden states [B, L, H] out. Weights
-    are int8 constants with their scales (the decompression pattern the CPU plugin runs in int8)."""
+    are int8 constants with their scales (the decompression pattern the CPU plugin runs in int8): a
+    float [in, out] weight is quantized here, an (int8 [out, in], scale [out, 1]) pair is taken as
+    it is (the reader's weights, quantized when it was exported)."""
     ov = import_openvino()
     import openvino.opset13 as op
 
@@ -64,7 +66,7 @@ def encoder_model(w: E5Weights):
     mask = op.parameter([-1, 1, 1, -1], np.float32, name="mask")
 
     def dense(inp, weight, bias):
-        q, scale = _int8_rows(weight)
+        q, scale = weight if isinstance(weight, tuple) else _int8_rows(weight)
         decompressed = op.multiply(op.convert(op.constant(q), np.float32), op.constant(scale))
         return op.add(op.matmul(inp, decompressed, False, True), op.constant(bias))
 
@@ -89,9 +91,15 @@ def encoder_model(w: E5Weights):
 def compiled_encoder(model_path: str, streams: int, threads: int):
     """The encoder compiled for this CPU, once per process and settings (~0.4 s: every Monjyu
     instance of a server or a test run shares it; its inference requests are per thread)."""
+    return compile_for_cpu(encoder_model(E5Weights(model_path)), streams, threads)
+
+
+def compile_for_cpu(model, streams: int, threads: int):
+    """An encoder compiled with int8 products (activations quantized in groups of
+    ACTIVATION_GROUP) and bf16 elsewhere where the CPU has it."""
     core = import_openvino().Core()
     bf16 = "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-    return core.compile_model(encoder_model(E5Weights(model_path)), "CPU", {
+    return core.compile_model(model, "CPU", {
         "NUM_STREAMS": str(streams), "INFERENCE_NUM_THREADS": str(threads),
         "INFERENCE_PRECISION_HINT": "bf16" if bf16 else "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": str(ACTIVATION_GROUP)})
 

