@@ -130,9 +130,8 @@ class ReaderModel:
     the embedding LayerNorm and the two-matrix head are computed here in numpy.
 
     Why not onnxruntime, which reads the file as it is, about as fast: its int8 products quantize
-    each batch's activations to one uint8 range. On 100 questions' candidates its best sentence
-    was the float model's in 0.82 of them (log-odds up to 3.8 apart), OpenVINO's in 0.97
-    (bench/reader_runtime.py)."""
+    each batch's activations to one uint8 range, and its best sentence is the float model's far
+    less often (benchmarks page, "On OpenVINO, closer to the model it is")."""
 
     def __init__(self, path: Path | None = None, threads: int = 1):
         from ..embed.e5_numpy import E5Weights, default_model_path, shared_tokenizer
@@ -188,7 +187,7 @@ def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) 
 
 def reference_logits(w: ReaderWeights, words, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The model the file holds, computed in float numpy (each int8 product multiplied out): what
-    a runtime is checked against (tests, bench/reader_runtime.py); too slow to answer with."""
+    a runtime is checked against (the tests, the reader runtime benchmark); too slow to answer with."""
     from scipy.special import erf
 
     def dense(h, weight, bias):
