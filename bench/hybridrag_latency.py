@@ -41,6 +41,7 @@ from monjyu.engines.hybrid.engine import HybridRAGEngine  # noqa: E402
 from monjyu.engines.hybrid.rerank import create_reranker  # noqa: E402
 from monjyu.engines.relevance import LocalRelevanceScorer  # noqa: E402
 from monjyu.eval import BeirDataset  # noqa: E402
+from monjyu.query import Query  # noqa: E402
 from monjyu.index import read_manifest  # noqa: E402
 from monjyu.index.builder import generation_dir  # noqa: E402
 from monjyu.nlp import Analyzer  # noqa: E402
@@ -110,7 +111,7 @@ def run(engine: HybridRAGEngine, queries: list[str], qvecs: np.ndarray, kwargs: 
     totals, stages = [], {}
     for q, v in zip(queries, qvecs):
         t0 = time.perf_counter()
-        r = asyncio.run(engine.asearch(q, top_k=10, answer=False, query_vector=v, **kwargs))
+        r = asyncio.run(engine.asearch(Query.of(q), top_k=10, answer=False, query_vector=v, **kwargs))
         totals.append((time.perf_counter() - t0) * 1000)
         for k, ms in r.timings_ms.items():
             stages.setdefault(k, []).append(ms)

@@ -34,6 +34,7 @@ from monjyu import Monjyu, load_config  # noqa: E402
 from monjyu.engines.context import select_sources  # noqa: E402
 from monjyu.engines.reader import FEATURES, WEIGHTS, model_column  # noqa: E402
 from monjyu.eval.qa import answer_words, holds_answer  # noqa: E402
+from monjyu.query import Query  # noqa: E402
 
 PIECE = 5
 
@@ -58,7 +59,7 @@ def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
         hits = m.search(q["question"], top_k=10, answer=False).hits
         sources = select_sources(hits, cfg.context_tokens, engine.count_tokens, cfg.max_sources)
         vector = m._embed_query(manifest, q["question"])
-        cands = engine.reader.candidates(q["question"], vector, sources)
+        cands = engine.reader.candidates(Query.of(q["question"]), vector, sources)
         if not cands:
             continue
         rows.append({"question": q["question"], "doc": q["doc"], "quotes": [c.quote for c in cands],

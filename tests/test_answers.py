@@ -8,6 +8,7 @@ import pytest
 from monjyu import Monjyu
 from monjyu.engines.citations import resolve_citations
 from monjyu.engines.context import Source, select_sources
+from monjyu.query import Query
 from monjyu.store import LanceStore
 from monjyu.types import SearchHit
 
@@ -142,7 +143,8 @@ def test_quotes_in_another_language_say_so(sample_index):
             if h.source_path.endswith((".docx", ".txt"))]
     sources = [Source(i + 1, h) for i, h in enumerate(hits)]
     vector = sample_index._embed_query(sample_index.manifest(), query)
-    quotes, note = engine.reader.pick(query, engine.reader.candidates(query, vector, sources), min_relevance=0.0)
+    asked = Query.of(query)
+    quotes, note = engine.reader.pick(asked, engine.reader.candidates(asked, vector, sources), min_relevance=0.0)
     assert quotes and "英語の文を引用" in note
 
 

@@ -126,6 +126,7 @@ LAYERS = [
     {"config"},
     {"access", "embed", "llm"},
     {"nlp"},
+    {"query"},
     {"store", "ingest"},
     {"index", "eval"},
     {"levels"},

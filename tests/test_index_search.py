@@ -353,6 +353,32 @@ def test_hybridrag_and_the_router_build_their_engine_once(sample_index, monkeypa
     assert first.hits and route["engine"] == "lazy" and built == []
 
 
+def test_the_answer_reads_the_language_the_door_detected(sample_index, monkeypatch):
+    """The door makes one Query; the answer engine and the reader read its language instead of
+    detecting it again (issue 54: the rankers still detect it, until they take the Query too)."""
+    import sys
+
+    from monjyu.nlp.lang import detect_language
+
+    question = "Which algorithm detects hierarchical communities in the graph?"
+    sample_index.hybrid_search(question)  # every module of the path imported
+    calls: list[tuple[str, str]] = []
+    for name, module in list(sys.modules.items()):
+        if name.startswith("monjyu.") and getattr(module, "detect_language", None) is detect_language:
+            monkeypatch.setattr(module, "detect_language",
+                                lambda text, name=name: calls.append((name, text)) or detect_language(text))
+    for lang, q in (("en", question), ("ja", "グラフの階層的なコミュニティを検出するアルゴリズムは？")):
+        calls.clear()
+        result = sample_index.search(q, mode="hybrid")
+        outside_rankers = [name for name, text in calls if text == q and not name.startswith(("monjyu.retrieval",
+                                                                                               "monjyu.nlp"))]
+        assert result.answer.language == lang and outside_rankers == ["monjyu.query"], outside_rankers
+    calls.clear()
+    assert sample_index.hybrid_search(question).answer.language == "en"
+    answer_path = ("monjyu.engines.answer", "monjyu.engines.reader", "monjyu.engines.hybrid.engine")
+    assert [name for name, text in calls if text == question and name in answer_path] == []
+
+
 def test_control_characters_in_a_query_are_spaces(sample_index):
     """A form feed pasted from a PDF or a terminal's escape is no part of what is searched."""
     pasted = sample_index.search("Leiden\x0ccommunities\x00 graph\x1b[0m", mode="hybrid", answer=False)

@@ -36,6 +36,7 @@ from .ingest.libraries import library_sources
 from .levels import LevelFour, LevelTwo
 from .llm import LLM, UsageScope, create_llm, run_sync
 from .nlp.tokens import TokenCounter
+from .query import Query
 from .retrieval import LoadedIndex, SearchFilters, Searcher
 from .retrieval.fusion import weighted_rrf
 from .retrieval.passages import join_adjacent
@@ -352,7 +353,8 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         mode = mode or self.config.search.mode
         if mode not in MODES:
             raise MonjyuError(f"unknown search mode '{mode}'; choose one of {', '.join(MODES)}")
-        query = self._check_query(query)
+        asked = Query.of(self._check_query(query))
+        query = asked.text
         top_k = self._check_page(top_k, offset, threshold)
         threshold = self.config.search.threshold if threshold is None else threshold
         if expand and self.config.llm.provider == "none":
@@ -362,13 +364,13 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         cited = self.paper_asked_about(query) if (answer and not (filters and filters.active) and offset == 0) else None
         if cited:  # "what do other papers say about X?": the sentences that cite it, if any do
             t0 = time.perf_counter()
-            results = await asyncio.to_thread(self.citation_results, query, cited, mode, engine.language(query))
+            results = await asyncio.to_thread(self.citation_results, query, cited, mode, engine.language(asked))
             if results is not None:
                 results.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
                 return results
         with UsageScope() as usage:
             t0 = time.perf_counter()
-            queries = await engine.aexpand(query) if (expand and engine) else [query]
+            queries = await engine.aexpand(asked) if (expand and engine) else [query]
             t_expand = time.perf_counter()
             results, vector = await asyncio.to_thread(self._retrieve, queries, mode, top_k, offset, filters, threshold)
             t_retrieve = time.perf_counter()
@@ -376,7 +378,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
                 if vector is None:  # keyword mode: sentence scoring still compares meanings
                     manifest = self.manifest()
                     vector = await asyncio.to_thread(self._embed_query, manifest, query)
-                results.answer = await engine.aanswer(query, vector, results.hits, on_token)
+                results.answer = await engine.aanswer(asked, vector, results.hits, on_token)
             t_answer = time.perf_counter()
         if expand:
             results.timings_ms["expand_ms"] = (t_expand - t0) * 1000
@@ -632,7 +634,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         t0 = time.perf_counter()
         with UsageScope() as usage:
             result = await engine.asearch(
-                request.text, request.options.limit, request.options.offset,
+                Query.of(request.text), request.options.limit, request.options.offset,
                 filters, weights, rerank, crag, answer, on_token,
                 query_type=request.type if "type" in request.model_fields_set else None, query_vector=vector,
                 threshold=threshold)

@@ -12,8 +12,7 @@ from pydantic import BaseModel, Field
 from ..config import AnswerConfig
 from ..errors import ServiceError
 from ..llm import LLM, Message, load_prompt
-from ..nlp.lang import detect_language
-from ..retrieval.searcher import QUERY_TEXT_CHARS
+from ..query import Query
 from ..types import Answer, SearchHit
 from .citations import resolve_citations
 from ..llm.replies import structured_reply
@@ -55,13 +54,14 @@ class AnswerEngine:
                              model_candidates=config.reader_candidates)
         self.verifier = AnswerVerifier(scorer, config.min_support, term_weights)
 
-    def language(self, query: str) -> str:
-        return detect_language(query[:QUERY_TEXT_CHARS]) if self.config.language == "auto" else self.config.language
+    def language(self, query: Query) -> str:
+        """The answer's language: the question's, unless answer.language sets one."""
+        return query.language if self.config.language == "auto" else self.config.language
 
     def _prompt(self, name: str, lang: str) -> str:
         return load_prompt(name, lang, self.config.prompts_dir or None)
 
-    async def aanswer(self, query: str, query_vector: np.ndarray, hits: Sequence[SearchHit],
+    async def aanswer(self, query: Query, query_vector: np.ndarray, hits: Sequence[SearchHit],
                       on_token: Callable[[str], None] | None = None) -> Answer:
         lang = self.language(query)
         cfg = self.config
@@ -81,7 +81,7 @@ class AnswerEngine:
         if self.llm is None:
             return extractive()
         user = Template(self._prompt("answer_user", lang)).safe_substitute(sources=format_sources(sources),
-                                                                           question=query)
+                                                                           question=query.text)
         messages = [Message(role="system", content=self._prompt("answer", lang)), Message(role="user", content=user)]
         try:
             text = await generate(self.llm, messages, on_token)
@@ -114,15 +114,15 @@ class AnswerEngine:
         return Answer(text=text, kind="llm", citations=citations, language=lang, note="; ".join(notes),
                       sentences=sentences)
 
-    async def aexpand(self, query: str) -> list[str]:
+    async def aexpand(self, query: Query) -> list[str]:
         """LLM rewrites of the query (the query itself first); just the query when there is no LLM
         or the LLM fails, since expansion only adds recall."""
         if self.llm is None:
-            return [query]
+            return [query.text]
         n = self.config.expansions
-        reply = await structured_reply(self.llm, "expand_query", self.language(query), query, QueryRewrites,
+        reply = await structured_reply(self.llm, "expand_query", self.language(query), query.text, QueryRewrites,
                                        self.config.prompts_dir or None, n=n)
         if reply is None:
-            return [query]
-        rewrites = [q.strip() for q in reply.queries if q.strip() and q.strip() != query]
-        return [query] + list(dict.fromkeys(rewrites))[:n]
+            return [query.text]
+        rewrites = [q.strip() for q in reply.queries if q.strip() and q.strip() != query.text]
+        return [query.text] + list(dict.fromkeys(rewrites))[:n]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..query import Query
 from ..types import Answer
 from .citations import citation_for
 from .context import Source
@@ -32,7 +33,7 @@ def insufficient(language: str, note: str = "") -> Answer:
                   language=language, note=note)
 
 
-def extractive_answer(query: str, query_vector: np.ndarray, sources: Sequence[Source], reader: Reader,
+def extractive_answer(query: Query, query_vector: np.ndarray, sources: Sequence[Source], reader: Reader,
                       language: str, min_score: float = 3.0) -> Answer:
     """One line per quote (adjacent sentences of a passage joined), the best first, each ending
     with its [n]; the first quote of a source is that source's citation snippet."""

@@ -27,6 +27,7 @@ import numpy as np
 from ..ingest.sentences import is_debris, is_title_line
 from ..nlp.analyzer import EN_STOPWORDS
 from ..nlp.lang import detect_language
+from ..query import Query
 from ..types import ANNOTATION, TEXT
 from .context import Source
 from .cross_encoder import ReaderModel
@@ -241,8 +242,9 @@ class Reader:
         self.model = model
         self.model_candidates = model_candidates
 
-    def candidates(self, query: str, query_vector: np.ndarray, sources: Sequence[Source]) -> list[Candidate]:
+    def candidates(self, query: Query, query_vector: np.ndarray, sources: Sequence[Source]) -> list[Candidate]:
         """Every quotable sentence of the first `max_sources` passages, with its features."""
+        text = query.text
         sources = list(sources)[:self.max_sources]
         sentences = sentences_of(sources)
         by_source: dict[int, list[Sentence]] = {}
@@ -255,9 +257,9 @@ class Reader:
         if not kept:
             return []
         scorer, analyzer = self.scorer, self.scorer.analyzer
-        q_terms = scorer.query_terms(query)
+        q_terms = scorer.query_terms(text)
         weights = (self.term_weights(set(q_terms)) if self.term_weights else None) or None
-        asks = question_asks(query)
+        asks = question_asks(text)
         vectors = scorer.embed([s.text for s, _ in kept])
         semantic = scorer.semantic(vectors, query_vector)
         # the sentence read with its neighbours in the passage (mean of their vectors)
@@ -268,7 +270,7 @@ class Reader:
                                            query_vector)
         term_lists = {id(s): analyzer.terms(s.text) for s in sentences}
         terms_of = {k: set(v) for k, v in term_lists.items()}
-        q_list = analyzer.terms(query)
+        q_list = analyzer.terms(text)
         q_pairs = set(zip(q_list, q_list[1:]))
         focus = max(q_terms, key=lambda t: ((weights or {}).get(t, 0.0), t)) if q_terms else ""
         lexical = np.array([scorer.term_share(q_terms, terms_of[id(s)], weights) for s, _ in kept], dtype=np.float32)
@@ -302,7 +304,7 @@ class Reader:
         for c, z in zip(out, scores):
             c.score = float(z)
         if self.model is not None:
-            self._read(query, out)
+            self._read(text, out)
         return out
 
     def _read(self, query: str, candidates: list[Candidate]) -> None:
@@ -324,10 +326,11 @@ class Reader:
         return sorted((t for t in terms & capitalised if top and weights.get(t, 0.0) >= 0.5 * top),
                       key=lambda t: (-weights[t], t))
 
-    def pick(self, query: str, candidates: list[Candidate], min_relevance: float) -> tuple[list[list[Candidate]], str]:
+    def pick(self, query: Query, candidates: list[Candidate], min_relevance: float) -> tuple[list[list[Candidate]], str]:
         """The quotes (runs of adjacent sentences of one passage), best first, and a notice for
         the reader when they are in another language than the question's."""
-        if self.model is None or _CHOICE.search(query):
+        text, lang = query.text, query.language
+        if self.model is None or _CHOICE.search(text):
             # A yes/no or A-or-B question ("Who lived longer, A or B?" too, which asks for a person
             # first): the model learnt from answers that are spans of a sentence (SQuAD, JaQuAD,
             # COVID-QA), none a yes or a no or a pick between two, so its score does not tell
@@ -337,7 +340,6 @@ class Reader:
             gate = candidates if max(c.answers for c in candidates) >= self.model.threshold else []
         if not gate:
             return [], ""
-        lang = detect_language(query)
         same = [c for c in gate if c.language == lang]
         best = max(c.score for c in gate)
         # Quotes in the question's language when one of them answers about as well as the best
@@ -349,7 +351,7 @@ class Reader:
             note = ("日本語で答える文が索引された文書に見つからないため、英語の文を引用しています" if lang == "ja" else
                     "no sentence in English answers this in the indexed documents, so the quotes are in another language")
         pool = sorted(same or gate, key=lambda c: -c.score)
-        asks = question_asks(query)
+        asks = question_asks(text)
         extent = _EXTENT[asks]
         lead = pool[0]
         picked: list[Candidate] = [lead]
@@ -374,7 +376,7 @@ class Reader:
         def name_each() -> None:
             """A name of the question no quote holds yet ("... first, A or B?") is answered by the
             best sentence that holds it, however it scores beside the lead."""
-            for name in self._names(query):
+            for name in self._names(text):
                 if len(picked) >= most or any(name in c.terms for c in picked):
                     continue
                 holder = next((c for c in pool if name in c.terms and c not in picked and fits(c)), None)

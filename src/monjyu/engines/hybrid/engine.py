@@ -14,6 +14,7 @@ import numpy as np
 
 from ...config import HybridConfig, RerankConfig, SearchConfig
 from ...errors import MonjyuError, ServiceError
+from ...query import Query
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.searcher import QUERY_TEXT_CHARS, sentence_naming
 from ...retrieval.fusion import weighted_rrf
@@ -158,11 +159,12 @@ class HybridRAGEngine:
             grades = await grade_llm(self.llm, query, texts, grades, self.prompts_dir)
         return grades
 
-    async def _rewrite(self, query: str, rows: list[int], grades: list[Grade]) -> str:
+    async def _rewrite(self, asked: Query, rows: list[int], grades: list[Grade]) -> str:
         """Nothing graded correct: a new query. The LLM rewrites it; without one, the query is
         extended with the phrases of the two best-graded results (pseudo-relevance feedback)."""
+        query = asked.text
         if self.llm is not None:
-            rewrites = await self.answers.aexpand(query)
+            rewrites = await self.answers.aexpand(asked)
             if len(rewrites) > 1:
                 return rewrites[1]
         graph = self.searcher.index.graph
@@ -175,13 +177,14 @@ class HybridRAGEngine:
         return query + " " + " ".join(dict.fromkeys(phrases[:10]))
 
     # ------------------------------------------------------------------ entry point
-    async def asearch(self, query: str, top_k: int = 10, offset: int = 0, filters: SearchFilters | None = None,
+    async def asearch(self, asked: Query, top_k: int = 10, offset: int = 0, filters: SearchFilters | None = None,
                       weights: dict[str, float] | None = None, rerank: bool | None = None, crag: bool | None = None,
                       answer: bool = True, on_token: Callable[[str], None] | None = None,
                       query_type: str | None = None, query_vector: np.ndarray | None = None,
                       threshold: float | None = None) -> HybridSearchResult:
         """`query_type` skips classification; `query_vector` skips embedding the query; filters
         and the similarity threshold bound every strategy's list."""
+        query = asked.text  # the stages before the answer read its text
         timings: dict[str, float] = {}
         t = time.perf_counter()
         cls = await self.classify(query, query_type)
@@ -214,7 +217,7 @@ class HybridRAGEngine:
         grades: dict[int, Grade] = {}
         crag_info = None
         if self.config.crag if crag is None else crag:
-            order, grades, crag_info, rescored = await self._corrective(query, vector, order, offset + top_k,
+            order, grades, crag_info, rescored = await self._corrective(asked, vector, order, offset + top_k,
                                                                         mask, cls, w)
             if rescored is not None:  # the rewritten query's results replaced the first ones
                 fused = [(row, rescored[row]) for row in order]
@@ -249,22 +252,23 @@ class HybridRAGEngine:
                          for h in found.get("communities", [])])
         if answer:
             t = time.perf_counter()
-            result.answer = await self._answer(query, vector, items, crag_info, on_token)
+            result.answer = await self._answer(asked, vector, items, crag_info, on_token)
             timings["answer_ms"] = (time.perf_counter() - t) * 1000
         return result
 
-    async def _corrective(self, query: str, vector: np.ndarray, order: list[int], need: int, mask: np.ndarray | None,
+    async def _corrective(self, asked: Query, vector: np.ndarray, order: list[int], need: int, mask: np.ndarray | None,
                           cls: Classification, w: dict[str, float]) -> tuple[list[int], dict[int, Grade], dict,
                                                                                dict[int, float] | None]:
         """Grade the results a page needs (plus a margin), drop the incorrect; when nothing is
         correct, search once more with a rewritten query and keep the better graded set (then
         with that search's fused scores, else None)."""
+        query = asked.text
         head = order[:max(need, self.rerank_config.candidates)]
         grades = dict(zip(head, await self._grade(query, vector, head)))
         info: dict = {"rewritten_query": None, "web_search": False}
         rescored = None
         if not any(g.grade == "correct" for g in grades.values()):
-            rewritten = await self._rewrite(query, head, list(grades.values()))
+            rewritten = await self._rewrite(asked, head, list(grades.values()))
             if rewritten != query:
                 info["rewritten_query"] = rewritten
                 v2 = await asyncio.to_thread(self.embed_query, rewritten)
@@ -280,15 +284,15 @@ class HybridRAGEngine:
         info["grades"] = {k: sum(g.grade == k for g in grades.values()) for k in ("correct", "ambiguous", "incorrect")}
         return kept, grades, info, rescored
 
-    async def _answer(self, query: str, vector: np.ndarray, items: list[HybridItem], crag_info: dict | None,
+    async def _answer(self, query: Query, vector: np.ndarray, items: list[HybridItem], crag_info: dict | None,
                       on_token: Callable[[str], None] | None) -> Answer:
         if crag_info is None:  # no grading: answer from the ranked items, as baseline RAG does
             return await self.answers.aanswer(query, vector, [i.hit for i in items], on_token)
         context = [i.hit.text for i in items if i.grade == "correct"] + [s for i in items for s in i.strips]
         context += crag_info.get("web_results", [])
-        suff = sufficiency_local(query, context, self.searcher.analyzer, self.config.min_coverage)
+        suff = sufficiency_local(query.text, context, self.searcher.analyzer, self.config.min_coverage)
         if self.llm is not None:
-            suff = await sufficiency_llm(self.llm, query, context, suff, self.prompts_dir)
+            suff = await sufficiency_llm(self.llm, query.text, context, suff, self.prompts_dir)
         crag_info["sufficiency"] = {"sufficient": suff.sufficient, "confidence": suff.confidence,
                                     "missing": suff.missing, "method": suff.method}
         lang = self.answers.language(query)
