@@ -37,6 +37,7 @@ from monjyu.index import read_manifest  # noqa: E402
 from monjyu.index.builder import generation_dir  # noqa: E402
 from monjyu.nlp import Analyzer  # noqa: E402
 from monjyu.nlp.tokens import TokenCounter  # noqa: E402
+from monjyu.query import Query  # noqa: E402
 from monjyu.retrieval import LoadedIndex, Searcher  # noqa: E402
 
 
@@ -60,7 +61,7 @@ def run(index: LoadedIndex, queries: list[str], qvecs: np.ndarray, preset: str, 
         times, kept = [], []
         for q in queries:
             t0 = time.perf_counter()
-            r = asyncio.run(engine.asearch(q, top_k=10, answer=False))
+            r = asyncio.run(engine.asearch(Query.of(q), top_k=10, answer=False))
             times.append((time.perf_counter() - t0) * 1000)
             kept.append([h.text_unit_id for h in r.hits])
         out[name] = {"p50": pct(times, 50), "p95": pct(times, 95), "kept": kept}

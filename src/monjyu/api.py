@@ -538,7 +538,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
                            filters: SearchFilters | None = None, threshold: float | None = None,
                            answer: bool = True, level: int | None = None) -> LazySearchResult:
         """The async twin of `lazy_search`."""
-        query = self._check_query(query)
+        asked = Query.of(self._check_query(query))
         top_k = self._check_page(top_k, offset, threshold)
         if level is not None and level > 1 and self.config.llm.provider == "none":
             raise MonjyuError(f"level {level} is built by an LLM, and none is configured (llm.provider: none); "
@@ -557,7 +557,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
                                   level2=self._level_two(), level4=self._level_four())
         t0 = time.perf_counter()
         with UsageScope() as usage:
-            result = await engine.asearch(query, conversation, on_phase, on_token, filters, threshold, top_k, offset,
+            result = await engine.asearch(asked, conversation, on_phase, on_token, filters, threshold, top_k, offset,
                                           answer)
         result.usage = usage.to_dict()
         result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000

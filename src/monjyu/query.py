@@ -2,8 +2,8 @@
 
 A door (the API, and through it the CLI, MCP and the web app) checks the text and makes one
 `Query`; the stages it goes through read its language from it instead of detecting it again.
-So far the answer engine and the reader take it; the rankers still take its text (issue 54 moves
-them in later steps).
+So far the answer engine, the reader, HybridRAG and lazy search take it; the rankers still take
+its text (issue 54 moves them in later steps).
 """
 
 from __future__ import annotations

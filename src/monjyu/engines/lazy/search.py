@@ -33,6 +33,7 @@ from ...errors import ServiceError
 from ...llm import LLM, Message, UsageScope, load_prompt
 from ...llm.replies import structured_reply
 from ...nlp.lang import detect_language
+from ...query import Query
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.communities import Community
 from ...retrieval.fusion import weighted_rrf
@@ -670,13 +671,13 @@ class LazySearchEngine:
             result.usage_by_level = {"1": rest.to_dict(), **{k: v.to_dict() for k, v in deeper.items()}}
         return result
 
-    async def _asearch(self, query: str, conversation: LazyConversation | None = None,
+    async def _asearch(self, asked: Query, conversation: LazyConversation | None = None,
                       on_phase: PhaseCallback | None = None, on_token: Callable[[str], None] | None = None,
                       filters: SearchFilters | None = None, threshold: float | None = None,
                       top_k: int = 10, offset: int = 0, answer: bool = True) -> LazySearchResult:
         cfg = self.config
         phase = on_phase or (lambda name, info: None)
-        lang = detect_language(query)
+        query, lang = asked.text, asked.language  # the stages read its text (issue 54: the Query, later)
         budget, enough = cfg.resolved()
         if conversation is not None:
             communities = self.searcher.index.communities
