@@ -21,15 +21,15 @@ import time
 
 import numpy as np
 
-from monjyu.engines.cross_encoder import (BATCH_PAIRS, model_dir, pad_batch, pair_ids, question_ids,
-                                          reference_logits, shared_reader_model)
+from monjyu.engines.cross_encoder import (model_dir, pad_batch, pair_ids, question_ids, reference_logits,
+                                          scores_in_batches, shared_reader_model)
 from monjyu.engines.reader import FEATURES, WEIGHTS
 from monjyu.runtime import cpu_cores
 
 
 def onnxruntime_scorer(model):
-    """Scores as the reader computed them before it ran on OpenVINO: the file on onnxruntime,
-    length-sorted batches of BATCH_PAIRS."""
+    """Scores as the reader computed them before it ran on OpenVINO: the file on onnxruntime, in
+    the reader's batches."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -38,19 +38,11 @@ def onnxruntime_scorer(model):
     session = ort.InferenceSession(str(model_dir() / "reader.int8.onnx"), options,
                                    providers=["CPUExecutionProvider"])
 
-    def scores(question: str, sentences: list[str]) -> np.ndarray:
-        q = question_ids(model.tok, question)
-        rows = [pair_ids(model.tok, q, s) for s in sentences]
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-        out = np.empty(len(rows), dtype=np.float32)
-        for a in range(0, len(order), BATCH_PAIRS):
-            part = order[a:a + BATCH_PAIRS]
-            ids, mask = pad_batch([rows[i] for i in part], model.tok.eos)
-            embeddings = model.words.word_rows(ids).astype(np.float32)
-            out[part] = session.run(None, {"embeddings": embeddings, "mask": mask})[0].reshape(-1)
-        return out
+    def logits(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        embeddings = model.words.word_rows(ids).astype(np.float32)
+        return session.run(None, {"embeddings": embeddings, "mask": mask})[0].reshape(-1)
 
-    return scores
+    return lambda question, sentences: scores_in_batches(model.tok, question, sentences, logits)
 
 
 def main() -> None:

@@ -87,6 +87,15 @@ class ReaderWeights:
     def hd(self) -> int:
         return self.H // self.NH
 
+    def embedded(self, words, ids: np.ndarray) -> np.ndarray:
+        """The encoder's input: the frozen word rows (`words`: the e5 weights) plus position rows,
+        through the embedding LayerNorm."""
+        return _layer_norm(words.word_rows(ids).astype(np.float32) + self.pos[:ids.shape[1]], *self.eln, self.eps)
+
+    def head(self, first: np.ndarray) -> np.ndarray:
+        """Log-odds from the `<s>` states [B, H]: pooler (dense + tanh), then the linear head."""
+        return (np.tanh(first @ self.pool[0] + self.pool[1]) @ self.out[0] + self.out[1]).reshape(-1)
+
 
 def read_weights(onnx_file: Path) -> ReaderWeights:
     """The weights of the exported graph (training/reader/train.py export: torch's export, then
@@ -157,27 +166,31 @@ class ReaderModel:
 
     def scores(self, question: str, sentences: Sequence[str]) -> np.ndarray:
         """Log-odds that each sentence holds the answer to `question` (float32, one per sentence)."""
-        if not sentences:
-            return np.zeros(0, dtype=np.float32)
-        q = question_ids(self.tok, question)
-        rows = [pair_ids(self.tok, q, s) for s in sentences]
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths share a batch
-        out = np.empty(len(rows), dtype=np.float32)
-        for a in range(0, len(order), BATCH_PAIRS):
-            part = order[a:a + BATCH_PAIRS]
-            ids, mask = pad_batch([rows[i] for i in part], self.tok.eos)
-            out[part] = self._logits(ids, mask)
-        return out
+        return scores_in_batches(self.tok, question, sentences, self._logits)
 
     def _logits(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        w = self.weights
-        x = _layer_norm(self.words.word_rows(ids).astype(np.float32) + w.pos[:ids.shape[1]], *w.eln, w.eps)
         request = getattr(self._requests, "request", None)
         if request is None:  # a request is not shared between threads
             request = self._requests.request = self._compiled.create_infer_request()
-        hidden = request.infer({"x": x.astype(np.float32), "mask": ((1.0 - mask) * -1e4)[:, None, None, :]})[0]
-        pooled = np.tanh(hidden[:, 0] @ w.pool[0] + w.pool[1])
-        return (pooled @ w.out[0] + w.out[1]).reshape(-1)
+        x = self.weights.embedded(self.words, ids)
+        hidden = request.infer({"x": x, "mask": ((1.0 - mask) * -1e4)[:, None, None, :]})[0]
+        return self.weights.head(hidden[:, 0])
+
+
+def scores_in_batches(tok, question: str, sentences: Sequence[str], logits) -> np.ndarray:
+    """Each (question, sentence) pair's log-odds from `logits(ids, mask)`, in batches of up to
+    BATCH_PAIRS pairs of similar length (less padding), returned in the sentences' order."""
+    if not sentences:
+        return np.zeros(0, dtype=np.float32)
+    q = question_ids(tok, question)
+    rows = [pair_ids(tok, q, s) for s in sentences]
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    out = np.empty(len(rows), dtype=np.float32)
+    for a in range(0, len(order), BATCH_PAIRS):
+        part = order[a:a + BATCH_PAIRS]
+        ids, mask = pad_batch([rows[i] for i in part], tok.eos)
+        out[part] = logits(ids, mask)
+    return out
 
 
 def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
@@ -194,7 +207,7 @@ def reference_logits(w: ReaderWeights, words, ids: np.ndarray, mask: np.ndarray)
         q, scale = weight
         return h @ (q.astype(np.float32) * scale).T + bias
 
-    h = _layer_norm(words.word_rows(ids).astype(np.float32) + w.pos[:ids.shape[1]], *w.eln, w.eps)
+    h = w.embedded(words, ids)
     additive = ((1.0 - mask) * -1e4)[:, None, None, :]
     B, L, H = h.shape
     for ly in w.layers:
@@ -206,7 +219,7 @@ def reference_logits(w: ReaderWeights, words, ids: np.ndarray, mask: np.ndarray)
         h = _layer_norm(h + dense(context, ly.ao_w, ly.ao_b), ly.aln_w, ly.aln_b, w.eps)
         f = dense(h, ly.fi_w, ly.fi_b)
         h = _layer_norm(h + dense(0.5 * f * (1 + erf(f / np.sqrt(2))), ly.fo_w, ly.fo_b), ly.oln_w, ly.oln_b, w.eps)
-    return (np.tanh(h[:, 0] @ w.pool[0] + w.pool[1]) @ w.out[0] + w.out[1]).reshape(-1)
+    return w.head(h[:, 0])
 
 
 @cache

@@ -677,7 +677,7 @@ class LazySearchEngine:
                       top_k: int = 10, offset: int = 0, answer: bool = True) -> LazySearchResult:
         cfg = self.config
         phase = on_phase or (lambda name, info: None)
-        query, lang = asked.text, asked.language  # the stages read its text (issue 54: the Query, later)
+        query, lang = asked.text, asked.language  # the stages below still take the text
         budget, enough = cfg.resolved()
         if conversation is not None:
             communities = self.searcher.index.communities
