@@ -93,7 +93,7 @@ def test_a_relation_the_llm_extracts_leads_to_a_passage_sharing_no_phrase(collec
     m = with_llm(collection, server, make_config)
     # One relevance test: the passage that names the Radium Institute, and nothing else.
     first = m.lazy_search(QUESTION, budget=1)
-    assert first.levels_reached == [0, 1, 2]
+    assert first.levels_reached == [0, 1, 2, 3]  # lazy.max_level 4: its entities are Level 3's
     kept = {h.text[:10] for h in first.hits}
     assert kept == {"Marie Curi", "The Flying"}
     assert first.level2["units_sent"] == 1 and first.level2["relevant"] == 1
@@ -266,10 +266,12 @@ def test_the_mcp_lazy_search_tool_deepens_with_its_level(collection, server, tmp
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(params)) as client:
         deep = portal.call(client.call_tool, "lazy_search", {"query": QUESTION, "budget": 1, "level": 2})
         capped = portal.call(client.call_tool, "lazy_search", {"query": QUESTION, "budget": 1, "level": 1})
-        three = portal.call(client.call_tool, "lazy_search", {"query": QUESTION, "level": 3})
+        three = portal.call(client.call_tool, "lazy_search", {"query": QUESTION, "budget": 1, "level": 3})
+        five = portal.call(client.call_tool, "lazy_search", {"query": QUESTION, "level": 5})
     assert deep.structured_content["levels_reached"] == [0, 1, 2] and deep.structured_content["level2"]["relevant"] == 1
     assert capped.structured_content["levels_reached"] == [0, 1]
-    assert three.is_error and "level" in three.content[0].text
+    assert three.structured_content["levels_reached"] == [0, 1, 2, 3]
+    assert five.is_error and "level" in five.content[0].text
 
 
 def test_removing_a_document_drops_what_levels_two_and_four_hold_of_it(tmp_path, samples_copy, make_config):

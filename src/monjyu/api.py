@@ -105,6 +105,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         self._llm: LLM | None = None
         self._level2: LevelTwo | None = None
         self._level4: LevelFour | None = None
+        self._level3: tuple | None = None  # (searcher, extractions stored, EntityGraph): _level_three
         self._answers: AnswerEngine | None = None
         self._doc_rows: tuple[str, dict[str, int]] | None = None
         self._reranker: Reranker | None = None
@@ -526,8 +527,8 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             filters: bound the units it matches and tests.
             threshold: keep only units whose cosine similarity to the query reaches it.
             answer: False stops before claims and answer.
-            level: the highest index level it may build and use (1, 2 or 4; default
-                `lazy.max_level`); 2 and 4 need an LLM.
+            level: the highest index level it may build and use (1, 2, 3 or 4; default
+                `lazy.max_level`); 2 to 4 need an LLM.
         """
         return run_sync(self.alazy_search(query, preset, budget, conversation, on_phase, on_token, top_k, offset,
                                           filters, threshold, answer, level))
@@ -548,13 +549,14 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             cfg = LazyConfig.model_validate({**self.config.lazy.model_dump(), **overrides})
         except ValidationError as exc:
             raise ConfigError(f"lazy search settings: {exc.errors()[0]['msg']} (preset z100|z500|z1500, budget >= 1, "
-                              "level 1, 2 or 4; level 3 is not built)") from None
+                              "level 1, 2, 3 or 4)") from None
         manifest, searcher = self._searcher()
         answers = self._answer_engine()
         engine = LazySearchEngine(cfg, searcher, lambda q: self._embed_query(manifest, q), answers.scorer, self._llm,
                                   answers.count_tokens, self.config.answer.prompts_dir or None,
                                   self.config.answer.min_sentence_score, check_answer=answers.checked,
-                                  level2=self._level_two(), level4=self._level_four())
+                                  level2=self._level_two(), level4=self._level_four(),
+                                  level3=lambda: self._level_three(searcher))
         t0 = time.perf_counter()
         with UsageScope() as usage:
             result = await engine.asearch(asked, conversation, on_phase, on_token, filters, threshold, top_k, offset,
@@ -626,6 +628,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
                                            rerank, crag)
         vector = None
         manifest, engine = self._hybrid_engine()
+        self._level_three(engine.searcher)  # its entities join the graph walk where Level 2 has some
         if request.embedding is not None:
             if len(request.embedding) != manifest.dim:
                 raise MonjyuError(f"the request's embedding has {len(request.embedding)} dimensions; the index's "
@@ -681,6 +684,8 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         """One search per query variant; several are fused by RRF over text units (each unit once).
         Adjacent units of one section are then joined into passages (search.passage_units)."""
         manifest, searcher = self._searcher()
+        if mode in ("hybrid", "graph"):
+            self._level_three(searcher)  # its entities join the graph walk where Level 2 has some
         needs_vector = mode in ("vector", "hybrid", "graph") or threshold is not None
         vectors = [self._embed_query(manifest, q) if needs_vector else None for q in queries]
         units = self.config.search.passage_units

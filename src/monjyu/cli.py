@@ -124,8 +124,8 @@ def index(
         help="a BibTeX (.bib) or CSL-JSON (.json) export (Better BibTeX, JabRef, Zotero): each entry's title, "
              "authors, year, DOI, venue and keywords for the file its `file` field names; those files are "
              "indexed too")] = None,
-    level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph; 2: also entities and relations the configured LLM extracts from every passage; 4: also a report on every community, written by the LLM (2 and 4: a cost estimate first, --yes to go ahead)")] = 1,
-    yes: Annotated[bool, typer.Option("--yes", help="with --level 2 or 4: go ahead after the cost estimate")] = False,
+    level: Annotated[int, typer.Option(help="1: chunks, vectors, BM25 and the noun-phrase graph; 0: stop before the graph; 2: also entities and relations the configured LLM extracts from every passage; 3: level 2, then the entity graph (entities merged across passages, clustered); 4: also a report on every community, written by the LLM (2 to 4: a cost estimate first, --yes to go ahead)")] = 1,
+    yes: Annotated[bool, typer.Option("--yes", help="with --level 2, 3 or 4: go ahead after the cost estimate")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="also show library warnings (always in <index>/logs/build.log)")] = False,
     executor: Annotated[str, typer.Option(help="local, or ray: loading, embedding and noun phrases on a Ray cluster")] = "local",
     address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster (auto, ray://host:10001); default a local one")] = None,
@@ -139,10 +139,10 @@ def index(
         if not paths and zotero is None and bib is None:
             raise MonjyuError("nothing to index: give files or folders, --zotero [DIR] for a Zotero library or "
                               "--bib FILE for a bibliography")
-        if level not in (0, 1, 2, 4):
-            raise MonjyuError("--level must be 0, 1, 2 or 4 (level 3 is not built)")
+        if level not in (0, 1, 2, 3, 4):
+            raise MonjyuError("--level must be 0, 1, 2, 3 or 4")
         if yes and level < 2:
-            raise MonjyuError("--yes answers the cost estimate of --level 2 or 4; other levels have none")
+            raise MonjyuError("--yes answers the cost estimate of --level 2, 3 or 4; other levels have none")
         if level >= 2 and m._level_two() is None:  # no LLM: say so before building anything
             m._require_level(level)
         m.config.graph.enabled = level >= 1
@@ -178,7 +178,7 @@ def index(
 
 
 def _llm_level_build(m, level: int, yes: bool, as_json: bool) -> dict:
-    """--level 2 / 4: the estimate, then (with --yes) the build, each item kept as it arrives."""
+    """--level 2 / 3 / 4: the estimate, then (with --yes) the build, each item kept as it arrives."""
     estimate = m.level_estimate(level)
     what, n = estimate["what"], estimate["items"]
     if not as_json:
@@ -189,7 +189,7 @@ def _llm_level_build(m, level: int, yes: bool, as_json: bool) -> dict:
         if not as_json and n:
             out.print("run again with --yes to build it")
         return {"estimate": estimate}
-    stage = "entities" if level == 2 else "reports"
+    stage = "entities" if level in (2, 3) else "reports"
     with _progress(not as_json) as progress:
         if progress:
             progress(stage, 0, n)
@@ -197,6 +197,10 @@ def _llm_level_build(m, level: int, yes: bool, as_json: bool) -> dict:
     if not as_json:
         out.print(f"level {level}: {done['sent'] - done['failed']} {what} written, {done['failed']} failed (run again "
                   f"to retry them), {done['usage'].get('total_tokens', 0):,} tokens")
+        if "level3" in done:
+            g = done["level3"]
+            out.print(f"level 3: {g['entities']} entities ({g['merged']} known under several names), "
+                      f"{g['relations']} relations, {g['communities']} communities")
     return {"estimate": estimate, **done}
 
 
@@ -212,7 +216,7 @@ def search(
     stream: Annotated[bool, typer.Option("--stream", help="print the answer as it is generated")] = False,
     expand: Annotated[bool, typer.Option("--expand", help="also search LLM rewrites of the query")] = False,
     preset: Annotated[Optional[str], typer.Option(help="lazy: z100 | z500 | z1500")] = None,
-    level: Annotated[Optional[int], typer.Option(help="lazy: the highest index level it may build and use (2: entities and relations an LLM extracts; 4: community reports for global questions; kept in the index; both need an LLM)")] = None,
+    level: Annotated[Optional[int], typer.Option(help="lazy: the highest index level it may build and use (2: entities and relations an LLM extracts; 3: also the entity graph, one entity under all its names; 4: community reports for global questions; kept in the index; each needs an LLM)")] = None,
     budget: Annotated[Optional[int], typer.Option(help="lazy: relevance tests (sentences) to spend")] = None,
     trace: Annotated[bool, typer.Option("--trace", help="lazy: show the path through the communities")] = False,
     session: Annotated[Optional[str], typer.Option(help="lazy: a conversation kept in the index directory; a follow-up question sees the earlier turns")] = None,
@@ -357,7 +361,7 @@ def _print_lazy(result, streamed: bool, trace: bool) -> None:
                   f"{spent.get('total_tokens', 0)} tokens[/]", highlight=False, markup=True)
     if result.level2:
         d, spent = result.level2, result.usage_by_level.get("2", {})
-        out.print(f"[dim]level 2: {d['units_sent']} passages sent to entity extraction, {d['units_reused']} read from the "
+        out.print(f"[dim]level {d.get('level', 2)}: {d['units_sent']} passages sent to entity extraction, {d['units_reused']} read from the "
                   f"index; {d['entities']} entities linked {d['units_linked']} passages, {d['relevant']} relevant "
                   f"sentences more; {spent.get('total_tokens', 0)} tokens[/]", highlight=False, markup=True)
 

@@ -288,12 +288,14 @@ class LazyConfig(Section):
                              "judges what the offline test would keep")
     map_claims: Literal["auto", "always"] = "auto"  # auto: an LLM claims step only when the relevant sentences overflow context_tokens
     max_depth: int = Field(3, ge=0, le=10, description="levels below the top to deepen into")
-    max_level: Literal[1, 2, 4] = Field(4, description="with an LLM, the highest index level the search may build "
+    max_level: Literal[1, 2, 3, 4] = Field(4, description="with an LLM, the highest index level the search may build "
                                         "and use: 1 the noun-phrase graph and its communities; 2 also entities and "
                                         "relations the LLM extracts from the units it kept, when its tests found too "
-                                        "little or the question asks how things relate; 4 also community reports, "
-                                        "written when a global question first needs them (both kept in the index). "
-                                        "Level 3 is not built. Without an LLM the search stops at 1")
+                                        "little or the question asks how things relate; 3 also the entity graph, whose "
+                                        "merged entities link the units that name one entity under different names; "
+                                        "4 also community reports, written when a global question first needs them "
+                                        "(2 and 4 kept in the index, 3 derived from 2). Without an LLM the search "
+                                        "stops at 1")
     extract_units: int = Field(5, ge=1, le=100, description="Level 2: units a deepening sends to extraction (the best "
                                "it kept; those already extracted for the model are read from the index)")
     deepen_budget: int = Field(20, ge=1, le=1000, description="Level 2: relevance tests for the units its entities link, "

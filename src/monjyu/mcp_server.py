@@ -45,7 +45,8 @@ MAX_LAZY_BUDGET = 10_000
 PRESET_HELP = "effort, relevance tests of z100 < z500 < z1500"
 BUDGET_HELP = "relevance tests to spend; overrides the preset"
 LEVEL_HELP = ("the highest index level it may build and use (2: entities and relations an LLM extracts; "
-              "4: community reports; kept in the index; both need an LLM; 3 is not built)")
+              "3: also the entity graph, one entity under all its names; 4: community reports; kept in the "
+              "index; each needs an LLM)")
 Question = Annotated[QueryText, Field(description="the question, up to search.max_query_chars characters (default 100,000)")]
 Preset = Annotated[Literal["z100", "z500", "z1500"] | None, Field(description=PRESET_HELP)]
 Budget = Annotated[int | None, Field(ge=1, le=MAX_LAZY_BUDGET, description=BUDGET_HELP)]

@@ -1,5 +1,5 @@
 """Levels 2-4 as users see them: how much of the collection each level covers, what building
-one for the whole collection would cost, and building it (`monjyu index --level 2 / 4`)."""
+one for the whole collection would cost, and building it (`monjyu index --level 2 / 3 / 4`)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import MonjyuError
+from ..levels import Extraction
+from ..levels.entity_graph import EntityGraph, build_entity_graph
 from ..levels.reports import community_key
 from ..levels.store import unit_key
 from ..engines.lazy.themes import ThemeFinder
@@ -25,7 +27,8 @@ class LevelsMixin:
 
     def levels(self) -> dict[str, Any]:
         """Per level, how much of the collection it covers: Level 0 units, Level 1 phrases and
-        communities, Level 2 the units whose entities the configured LLM has extracted."""
+        communities, Level 2 the units whose entities the configured LLM has extracted, Level 3
+        the entity graph made of them, Level 4 the communities with a report."""
         manifest = self.manifest()
         counts = manifest.counts
         out: dict[str, Any] = {"0": {"units": counts.get("text_units", 0)}}
@@ -40,6 +43,9 @@ class LevelsMixin:
         unique = len(set(texts))
         out["2"] = {"model": level2.model, "units_extracted": done, "units": unique,
                     "share": round(done / unique, 4) if unique else 0.0}
+        entities = self._level_three(self._searcher()[1])
+        out["3"] = {"model": level2.model, **(entities.to_dict() if entities is not None else
+                                              {"entities": 0, "note": "derived from Level 2, which has nothing yet"})}
         if 1 in manifest.levels:
             keys = self._community_keys()
             level4 = self._level_four()
@@ -49,28 +55,29 @@ class LevelsMixin:
         return out
 
     def level_estimate(self, level: int) -> dict[str, Any]:
-        """What building `level` for the whole collection would send: level 2 the units not
-        extracted yet for the configured model, level 4 the communities without a report; their
+        """What building `level` for the whole collection would send: level 2 (and 3, made of
+        it with no LLM call) the units not extracted yet for the configured model, level 4 the communities without a report; their
         prompt tokens (instructions + text) and the output tokens assumed (OUTPUT_TOKENS each)."""
         builder = self._require_level(level)
         todo, done = self._todo(level, builder)
         count = self._answer_engine().count_tokens
-        prompt_name = "extract" if level == 2 else "report"
+        prompt_name = "report" if level == 4 else "extract"
         instructions = {lang: count(load_prompt(prompt_name, lang, self.config.answer.prompts_dir or None))
                         for lang in ("en", "ja")}
-        texts = todo if level == 2 else ["\n".join(s for _, s in sentences) for _, _, sentences in todo]
+        texts = ["\n".join(s for _, s in sentences) for _, _, sentences in todo] if level == 4 else todo
         prompt = sum(count(t) + instructions[detect_language(t)] for t in texts)
         return {"level": level, "model": builder.model, "items": len(todo),
-                "what": "passages" if level == 2 else "community reports", "prompt_tokens": prompt,
-                "completion_tokens": OUTPUT_TOKENS[level] * len(todo), "already_built": done}
+                "what": "community reports" if level == 4 else "passages", "prompt_tokens": prompt,
+                "completion_tokens": OUTPUT_TOKENS[4 if level == 4 else 2] * len(todo), "already_built": done}
 
     def build_level(self, level: int, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
         """Level 2: extract entities and relations from every unit not extracted yet for the
-        configured model; level 4: write a report for every community that has none. Each is
-        kept as it arrives, so an interrupted build resumes where it stopped.
+        configured model; level 3: the same, then the entity graph of them all; level 4: write a
+        report for every community that has none. Each is kept as it arrives, so an interrupted
+        build resumes where it stopped.
 
         Args:
-            level: 2 or 4.
+            level: 2, 3 or 4.
             progress: called with the number of items done after each batch.
 
         Returns:
@@ -82,7 +89,7 @@ class LevelsMixin:
         with UsageScope(builder.llm) as usage:
             for start in range(0, len(todo), BATCH):
                 batch = todo[start:start + BATCH]
-                if level == 2:
+                if level in (2, 3):
                     _, run = run_sync(builder.extract(batch))
                     missed = run.failed
                 else:
@@ -90,15 +97,44 @@ class LevelsMixin:
                 sent, failed = sent + len(batch), failed + missed
                 if progress:
                     progress(len(batch))
-        return {"level": level, "model": builder.model, "sent": sent, "failed": failed, "reused": done,
-                "usage": usage.to_dict()}
+        built = {"level": level, "model": builder.model, "sent": sent, "failed": failed, "reused": done,
+                 "usage": usage.to_dict()}
+        if level == 3:
+            entities = self._level_three(self._searcher()[1])
+            built["level3"] = entities.to_dict() if entities is not None else {"entities": 0}
+        return built
+
+    def _level_three(self, searcher) -> EntityGraph | None:
+        """Level 3 of the loaded generation, from what Level 2 holds for its units (None: no LLM,
+        or nothing extracted yet), rebuilt when Level 2 has grown; the searcher's graph walk then
+        links its entities (PhraseGraph.link_entities)."""
+        level2 = self._level_two() if self.config.llm.provider != "none" else None
+        stored = level2.total() if level2 is not None else 0
+        if not stored:
+            return None
+        cached = self._level3
+        if cached is not None and cached[0] is searcher and cached[1] == stored:
+            return cached[2]
+        rows_of_key = searcher.rows_by_text_key()
+        extractions = {k: Extraction.model_validate(r) for k, r in level2.records(sorted(rows_of_key)).items()}
+        graph = searcher.index.graph
+
+        def phrase_units(name: str):
+            node = graph.vocab.get(name) if graph is not None else None
+            return None if node is None or graph.is_hub[node] else graph.units_of(node)
+
+        built = build_entity_graph(extractions, rows_of_key, phrase_units, self.config.graph)
+        if graph is not None:
+            graph.link_entities([units.tolist() for units in built.units])
+        self._level3 = (searcher, stored, built)
+        return built
 
     def _require_level(self, level: int):
-        if level not in (2, 4):
+        if level not in (2, 3, 4):
             raise MonjyuError(f"level {level} cannot be built on its own: levels 0 and 1 are built by every "
-                              "`monjyu index`, level 2 and level 4 by `monjyu index --level 2` or `--level 4` "
-                              "(level 3 is not built)")
-        builder = self._level_two() if level == 2 else self._level_four()
+                              "`monjyu index`, levels 2, 3 and 4 by `monjyu index --level 2`, `--level 3` or "
+                              "`--level 4`")
+        builder = self._level_four() if level == 4 else self._level_two()
         if builder is None:
             raise MonjyuError(f"level {level} is built by an LLM, and none is configured (llm.provider: none); "
                               "configure one in monjyu.yaml")
@@ -119,7 +155,7 @@ class LevelsMixin:
 
     def _todo(self, level: int, builder) -> tuple[list, int]:
         """What an eager build of `level` still has to send, and how many are built already."""
-        if level == 2:
+        if level in (2, 3):
             texts = list(dict.fromkeys(self._unit_texts()))
             done = builder.records([unit_key(t) for t in texts])
             return [t for t in texts if unit_key(t) not in done], len(done)

@@ -82,11 +82,17 @@ class LevelTwo:
     def model(self) -> str:
         return self.llm.id
 
+    def _stored(self) -> bool:
+        """Whether anything was ever extracted here (reading never creates the store)."""
+        return self._store is not None or (self.index_dir / LEVELS_DIR / "level2.sqlite").exists()
+
     def records(self, keys: list[str]) -> dict[str, dict]:
-        """The stored extractions of those unit keys (reading never creates the store)."""
-        if self._store is None and not (self.index_dir / LEVELS_DIR / "level2.sqlite").exists():
-            return {}
-        return self.store.records(self.model, keys)
+        """The stored extractions of those unit keys."""
+        return self.store.records(self.model, keys) if self._stored() else {}
+
+    def total(self) -> int:
+        """How many extractions the model has stored, of any unit (0: none yet)."""
+        return self.store.total(self.model) if self._stored() else 0
 
     async def extract(self, texts: list[str], max_calls: int | None = None) -> tuple[dict[str, Extraction], ExtractionRun]:
         """The extraction of each text (by unit key), from the store or else from the LLM, at

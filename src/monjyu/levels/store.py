@@ -82,5 +82,10 @@ class ExtractionStore:
     def count(self, model: str, units: list[str]) -> int:
         return len(self.records(model, units))
 
+    def total(self, model: str) -> int:
+        """Records stored for the model, of any unit: grows with every unit extracted."""
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM extractions WHERE model = ?", [self.model_key(model)]).fetchone()[0]
+
     def close(self) -> None:
         self._db.close()

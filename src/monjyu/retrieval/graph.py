@@ -97,7 +97,7 @@ class PhraseGraph:
         self._named_within: dict[int, list[int]] = {}  # phrase -> title phrases inside it (memo)
         self._vector_languages: np.ndarray | None = None
         self._title_links: sp.csr_matrix | None = None  # link_titles: extra weight, phrase -> the units titled by it
-        self._citation_nodes: sp.csr_matrix | None = None  # link_citations: units x citations
+        self._extra_nodes: dict[str, sp.csr_matrix] = {}  # link_citations, link_entities: units x their nodes
         self._by_column: tuple | None = None  # the walk by column and each node's links, for bounded walks
         self._incidence_by_column: sp.csc_matrix | None = None  # units_of
         self._scratch_lock = threading.Lock()
@@ -106,18 +106,21 @@ class PhraseGraph:
 
     @property
     def walk_nodes(self) -> int:
-        """Nodes the walk has beside units: the phrases, and a node per citation (link_citations)."""
-        return self.incidence.shape[1] + (0 if self._citation_nodes is None else self._citation_nodes.shape[1])
+        """Nodes the walk has beside units: the phrases, a node per citation (link_citations) and
+        per Level 3 entity (link_entities)."""
+        return self.incidence.shape[1] + sum(nodes.shape[1] for nodes in self._extra_nodes.values())
 
     def _relink(self) -> None:
-        """The walk from the phrase links with what link_titles and link_citations add; both are
-        kept small (one entry per titled unit, per citing or cited unit), never the whole walk."""
+        """The walk from the phrase links with what link_titles, link_citations and link_entities
+        add; each is kept small (one entry per titled unit, per citing or cited unit, per unit
+        naming an entity), never the whole walk."""
         unit_to_phrase = self._links
         phrase_to_unit = self._links if self._title_links is None else \
             (self._links.maximum(self._title_links > 0) + self._title_links).tocsr()
-        if self._citation_nodes is not None:
-            unit_to_phrase = sp.hstack([unit_to_phrase, self._citation_nodes]).tocsr()
-            phrase_to_unit = sp.hstack([phrase_to_unit, self._citation_nodes]).tocsr()
+        if self._extra_nodes:
+            extra = list(self._extra_nodes.values())
+            unit_to_phrase = sp.hstack([unit_to_phrase, *extra]).tocsr()
+            phrase_to_unit = sp.hstack([phrase_to_unit, *extra]).tocsr()
         self._set_transitions(unit_to_phrase, phrase_to_unit)
 
     def _set_transitions(self, unit_to_phrase: sp.csr_matrix, phrase_to_unit: sp.csr_matrix) -> None:
@@ -165,12 +168,27 @@ class PhraseGraph:
         unit that cites a paper of the collection to that paper's opening units, `weight` times
         as strong as a phrase's link. A walk can then go from a passage to the paper it cites,
         or from a paper to the passages that cite it, with no phrase in common."""
-        if weight <= 0 or not groups:
+        if weight > 0 and groups:
+            self._link_nodes("citations", groups, weight)
+
+    def link_entities(self, groups: list[list[int]]) -> None:
+        """Level 3's entities join the walk: one node per entity linking the units that name it
+        (under any of its names), as strong as a phrase's link. Called again when Level 3 grows;
+        no groups: the walk without them."""
+        self._link_nodes("entities", [g for g in groups if len(g) > 1], 1.0)
+
+    def _link_nodes(self, kind: str, groups: list[list[int]], weight: float) -> None:
+        """Replace the walk's `kind` nodes (citations before entities), one node per group of units."""
+        if not groups and kind not in self._extra_nodes:
             return
-        rows = [u for group in groups for u in group]
-        cols = [j for j, group in enumerate(groups) for _ in group]
-        self._citation_nodes = sp.csr_matrix((np.full(len(rows), weight, np.float32), (rows, cols)),
-                                             shape=(self.incidence.shape[0], len(groups)))
+        if groups:
+            rows = [u for group in groups for u in group]
+            cols = [j for j, group in enumerate(groups) for _ in group]
+            self._extra_nodes[kind] = sp.csr_matrix((np.full(len(rows), weight, np.float32), (rows, cols)),
+                                                    shape=(self.incidence.shape[0], len(groups)))
+        else:
+            del self._extra_nodes[kind]
+        self._extra_nodes = {k: self._extra_nodes[k] for k in ("citations", "entities") if k in self._extra_nodes}
         self._relink()
 
     @classmethod
@@ -357,7 +375,7 @@ class PhraseGraph:
         walk that failed half-way does not give its space back (it may not be all zero)."""
         with self._scratch_lock:
             pair = self._free_scratch.pop() if self._free_scratch else None
-        if pair is None or len(pair[1].total) != self.walk_nodes:  # none yet, or from before link_citations
+        if pair is None or len(pair[1].total) != self.walk_nodes:  # none yet, or from before link_citations / link_entities
             pair = (_SparseMass(self.incidence.shape[0]), _SparseMass(self.walk_nodes))
         yield pair
         with self._scratch_lock:

@@ -12,6 +12,8 @@ With an LLM (`lazy.max_level` 2 or more), a search whose tests found too little 
 how things relate) deepens to Level 2: the units it kept are sent to entity and relation
 extraction (kept in the index, see monjyu.levels), and the units that name the same entities, in
 their extraction or as a noun phrase, are tested with `lazy.deepen_budget` tests more. At
+`lazy.max_level` 3 or more the entities are Level 3's (monjyu.levels.entity_graph): one entity
+under all its names, so a unit naming it under another name is linked too. At
 `lazy.max_level` 4 a global question is answered from community reports (Level 4) instead.
 """
 
@@ -48,6 +50,7 @@ from ...ingest.sentences import statement_spans
 from .assessors import LLMAssessor, LocalAssessor, RelevanceAssessor
 from .claims import cut_to_budget, deduplicate, llm_claims, sentence_claims
 from .themes import ThemeFinder
+from ...levels.entity_graph import EntityGraph
 from ...levels.reports import community_key
 
 if TYPE_CHECKING:
@@ -128,17 +131,20 @@ class LazySearchEngine:
                  scorer: LocalRelevanceScorer, llm: LLM | None, count_tokens: Callable[[str], int],
                  prompts_dir: str | None = None, min_sentence_score: float = 3.0,
                  check_answer: Callable[[str, Sequence[Source], str], Answer] | None = None,
-                 level2: LevelTwo | None = None, level4: LevelFour | None = None):
+                 level2: LevelTwo | None = None, level4: LevelFour | None = None,
+                 level3: Callable[[], EntityGraph | None] | None = None):
         """`check_answer` (AnswerEngine.checked): an LLM answer's citations resolved and its
         sentences checked against the units they cite. `level2`: entity extraction with the
-        LLM, for deepening; `level4`: community reports, for global questions (None: the search
-        does not go there)."""
+        LLM, for deepening; `level3`: the entity graph over what Level 2 holds now (rebuilt
+        after an extraction); `level4`: community reports, for global questions (None: the
+        search does not go there)."""
         self.config = config
         self.searcher = searcher
         self.embed_query = embed_query
         self.scorer = scorer
         self.llm = llm
         self.level2 = level2 if llm is not None and config.max_level >= 2 else None
+        self.level3 = level3 if self.level2 is not None and config.max_level >= 3 else None
         self.level4 = level4 if llm is not None and config.max_level >= 4 else None
         self.count_tokens = count_tokens
         self.prompts_dir = prompts_dir
@@ -398,16 +404,8 @@ class LazySearchEngine:
                                                      max_calls=max(0, state.max_llm_calls - state.llm_calls))
         state.llm_calls += run.sent
         names = set().union(*(e.names() for e in extractions.values()))
-        shared: Counter[int] = Counter()
-        rows_of_key = searcher.rows_by_text_key()
-        for units in self.level2.units_naming(names).values():
-            shared.update(r for key in units for r in rows_of_key.get(key, ()))
-        graph = searcher.index.graph
-        if graph is not None:
-            for name in names:
-                node = graph.vocab.get(name)
-                if node is not None and not graph.is_hub[node]:
-                    shared.update(graph.units_of(node).tolist())
+        entities = self.level3() if self.level3 is not None else None
+        shared = self._units_sharing(names, entities)
         linked = [r for r in shared if r not in state.tested_units and (state.allowed is None or state.allowed[r])]
         linked.sort(key=lambda r: (-shared[r], state.match_rank[r], r))
         relations = [r.description or f"{r.source} - {r.target}" for e in extractions.values() for r in e.relations]
@@ -415,14 +413,35 @@ class LazySearchEngine:
         linked_assessor = LLMAssessor(self.llm, cfg.batch_size, detect_language(query), self.prompts_dir)
         before = len(state.relevant)
         state.budget = max(state.budget, state.used) + cfg.deepen_budget
-        title = "(level 2: units naming " + ", ".join(sorted(names)[:5]) + ")"
+        title = f"(level {3 if entities is not None else 2}: units naming " + ", ".join(sorted(names)[:5]) + ")"
         for start in range(0, len(linked), cfg.units_per_visit):
             if state.used >= state.budget:
                 break
             await self._test_units(joined, linked[start:start + cfg.units_per_visit], None, None, state,
                                    linked_assessor, title=title)
         return {"units_sent": run.sent, "units_reused": run.reused, "units_failed": run.failed,
-                "entities": len(names), "units_linked": len(linked), "relevant": len(state.relevant) - before}
+                "entities": len(names), "units_linked": len(linked), "relevant": len(state.relevant) - before,
+                "level": 3 if entities is not None else 2}
+
+    def _units_sharing(self, names: set[str], entities: EntityGraph | None) -> Counter[int]:
+        """Each unit naming one of the entities `names` (entity keys), with how many it names: at
+        Level 3 an entity's units under all its names (Level 3 links noun phrases too); at Level
+        2 the units whose stored extraction names it, or where it is a noun phrase."""
+        shared: Counter[int] = Counter()
+        if entities is not None:
+            for e in {entities.entity_of(n) for n in names} - {None}:
+                shared.update(entities.units[e].tolist())
+            return shared
+        rows_of_key = self.searcher.rows_by_text_key()
+        for units in self.level2.units_naming(names).values():
+            shared.update(r for key in units for r in rows_of_key.get(key, ()))
+        graph = self.searcher.index.graph
+        if graph is not None:
+            for name in names:
+                node = graph.vocab.get(name)
+                if node is not None and not graph.is_hub[node]:
+                    shared.update(graph.units_of(node).tolist())
+        return shared
 
     def _local_assessor(self, query: str) -> LocalAssessor:
         """The offline relevance test for `query`, its terms weighted by their IDF in the
@@ -760,7 +779,7 @@ class LazySearchEngine:
             relevant_sentences=relevant, communities_visited=state.visits, budget_used=state.used,
             budget_total=budget, assessor=assessor.name, stop_reason=stop, timings_ms=timings,
             kept_text_unit_ids=list(best), hits=hits, total_count=len(best),
-            levels_reached=[0, 1, 2] if level2 else [0, 1] if self.searcher.index.graph is not None else [0])
+            levels_reached=[0, 1, *range(2, level2["level"] + 1)] if level2 else [0, 1] if self.searcher.index.graph is not None else [0])
         result.level2 = level2
         if answer:
             result.claims, result.answer = await self._claims_and_answer(query, lang, relevant, state, conversation,
