@@ -1,21 +1,27 @@
-"""Levels 2 and 4 built on demand against building them up front, on covidqa-dev, with the test
-LLM server standing in for the model (a scripted responder: the figures are what is sent to the
-LLM and what is reused, not answer quality).
+"""Levels 2, 3 and 4 built on demand against building them up front, with the test LLM server
+standing in for the model (a scripted responder: the figures are what is sent to the LLM and what
+is reused, not answer quality).
 
-    python bench/levels_on_demand.py --index IDX [--data ../shared/bench-data] [--pairs 20] [--json]
+    python bench/levels_on_demand.py --index IDX [--set covidqa-dev|2wiki] [--data ../shared/bench-data]
+                                     [--pairs 20] [--json]
 
-IDX is a covidqa-dev index; it is copied (hard links) so that its levels/ folder starts empty.
-Runs, in order, each question a lazy search at the default level (4):
+IDX is an index of the set; it is copied (hard links) so that its levels/ folder starts empty.
+Runs, in order, each question a lazy search at the default level (4), then HybridRAG:
 
-1. the 35 global questions of bench/data/covidqa_global_questions.jsonl (30 global, 5 off-topic);
+1. the set's global questions (bench/data/covidqa_global_questions.jsonl, 30 global and 5
+   off-topic; bench/data/2wiki_global_questions.jsonl);
 2. the same questions again;
-3. local questions in pairs on the same paper (the first two questions of each of `--pairs`
-   papers): the first of each pair, then the second, "a new question in the same region".
+3. covidqa-dev: local questions in pairs on the same paper (the first two questions of each of
+   `--pairs` papers): the first of each pair, then the second, "a new question in the same
+   region"; 2wiki: its 101 questions;
+4. the questions of 3 through HybridRAG (its relationship questions deepen: hybrid.deepen_units).
 
-Printed per run: questions that deepened to Level 2 and that answered from Level 4 reports, units
-sent to extraction and read from the index, reports written and read, and tokens per level;
-against them what `monjyu index --level 2` and `--level 4` would send for the whole collection
-(every unit, every community), from `Monjyu.level_estimate`.
+Printed per run: questions that deepened (to Level 2, through Level 3's entities) and that
+answered from Level 4 reports, units sent to extraction and read from the index, reports written
+and read, tokens per level, and the units sent as a share of an eager build; against them what
+`monjyu index --level 2` (or 3: the same extraction, then the entity graph with no LLM call) and
+`--level 4` would send for the whole collection, from `Monjyu.level_estimate`. Level 3's size at
+the end comes with the coverage.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -38,7 +45,8 @@ from monjyu import Monjyu, load_config  # noqa: E402
 from monjyu.nlp.analyzer import EN_STOPWORDS  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "bench-data"
-GLOBAL = ROOT / "bench" / "data" / "covidqa_global_questions.jsonl"
+GLOBAL = {"covidqa-dev": ROOT / "bench" / "data" / "covidqa_global_questions.jsonl",
+          "2wiki": ROOT / "bench" / "data" / "2wiki_global_questions.jsonl"}
 _WORD = re.compile(r"[a-z0-9]+")
 _NAME = re.compile(r"\b[A-Z][\w-]+(?: [A-Z][\w-]+)*")
 
@@ -72,36 +80,70 @@ def responder(request: dict) -> str:
     return echo_responder(request)
 
 
-def run(m: Monjyu, questions: list[str]) -> dict:
+def run(m: Monjyu, questions: list[str], eager_units: int) -> dict:
+    """Lazy search over the questions: what each level cost."""
     totals: dict = defaultdict(int)
     tokens: dict = defaultdict(int)
     for q in questions:
         r = m.lazy_search(q)
         totals["questions"] += 1
         totals["deepened to level 2"] += bool(r.level2)
+        totals["deepened through level 3 entities"] += r.level2.get("level") == 3
         totals["answered from level 4 reports"] += bool(r.level4)
         totals["units sent to extraction"] += r.level2.get("units_sent", 0)
         totals["units read from the index"] += r.level2.get("units_reused", 0)
+        totals["units linked by entities"] += r.level2.get("units_linked", 0)
         totals["reports written"] += r.level4.get("reports_written", 0)
         totals["reports read"] += r.level4.get("reports_read", 0)
         for level, usage in r.usage_by_level.items():
             tokens[f"level {level}"] += usage.get("total_tokens", 0)
+    totals["share of an eager level 2/3 build"] = round(totals["units sent to extraction"] / max(eager_units, 1), 4)
     return {**totals, "tokens": dict(tokens)}
+
+
+def run_hybrid(m: Monjyu, questions: list[str], eager_units: int) -> dict:
+    """HybridRAG over the questions (no answer): its relationship questions' extraction."""
+    totals: dict = defaultdict(int)
+    for q in questions:
+        r = m.hybrid_search(q, answer=False)
+        totals["questions"] += 1
+        totals["relationship questions"] += r.classification["type"] == "relationship"
+        totals["deepened"] += bool(r.level3)
+        totals["searched again through level 3"] += bool(r.level3.get("searched_again"))
+        totals["units sent to extraction"] += r.level3.get("units_sent", 0)
+        totals["units read from the index"] += r.level3.get("units_reused", 0)
+        totals["LLM calls"] += r.level3.get("usage", {}).get("calls", 0)
+        totals["tokens"] += r.level3.get("usage", {}).get("total_tokens", 0)
+        totals["results through a level 3 entity"] += sum(i.level == 3 for i in r.items)
+    totals["share of an eager level 2/3 build"] = round(totals["units sent to extraction"] / max(eager_units, 1), 4)
+    return dict(totals)
+
+
+def questions_of(data: Path, name: str, pairs: int) -> dict[str, list[str]]:
+    """The runs' questions: covidqa-dev's first two questions of `pairs` papers (as two runs),
+    2wiki's questions."""
+    if name == "2wiki":
+        lines = (data / "2wiki" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+        return {"questions": [json.loads(line)["text"] for line in lines]}
+    by_paper: dict[str, list[str]] = defaultdict(list)
+    for line in (data / "covidqa-dev" / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        by_paper[q["doc"]].append(q["question"])
+    chosen = [qs[:2] for _, qs in sorted(by_paper.items()) if len(qs) >= 2][:pairs]
+    return {"local: first of each pair": [a for a, _ in chosen], "local: second, same paper": [b for _, b in chosen]}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--index", type=Path, required=True)
+    ap.add_argument("--set", choices=sorted(GLOBAL), default="covidqa-dev")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--pairs", type=int, default=20)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    global_questions = [json.loads(line)["question"] for line in GLOBAL.read_text(encoding="utf-8").splitlines()]
-    by_paper: dict[str, list[str]] = defaultdict(list)
-    for line in (args.data / "covidqa-dev" / "questions.jsonl").read_text(encoding="utf-8").splitlines():
-        q = json.loads(line)
-        by_paper[q["doc"]].append(q["question"])
-    pairs = [qs[:2] for _, qs in sorted(by_paper.items()) if len(qs) >= 2][:args.pairs]
+    global_questions = [json.loads(line)["question"]
+                        for line in GLOBAL[args.set].read_text(encoding="utf-8").splitlines() if line.strip()]
+    local = questions_of(args.data, args.set, args.pairs)
     results = {}
     with tempfile.TemporaryDirectory() as tmp, LLMTestServer(responder) as server:
         index = Path(tmp) / "index"
@@ -109,20 +151,27 @@ def main() -> None:
         config = load_config(None, llm=server.config().model_dump(), cache_dir=str(args.index / "cache"))
         m = Monjyu(index, config)
         results["eager --level 2"] = m.level_estimate(2)
+        results["eager --level 3"] = m.level_estimate(3)
         results["eager --level 4"] = m.level_estimate(4)
-        results["global questions"] = run(m, global_questions)
-        results["global questions again"] = run(m, global_questions)
-        results["local: first of each pair"] = run(m, [a for a, _ in pairs])
-        results["local: second, same paper"] = run(m, [b for _, b in pairs])
+        eager = results["eager --level 2"]["items"]
+        results["global questions"] = run(m, global_questions, eager)
+        results["global questions again"] = run(m, global_questions, eager)
+        for name, questions in local.items():
+            results[name] = run(m, questions, eager)
+        results["hybridrag: " + ", ".join(local)] = run_hybrid(m, [q for qs in local.values() for q in qs], eager)
         results["coverage"] = m.levels()
+        m._level3 = None  # one rebuild of Level 3 from everything extracted, timed
+        t = time.perf_counter()
+        m._level_three(m._searcher()[1])
+        results["coverage"]["3"]["rebuild_ms"] = round((time.perf_counter() - t) * 1000, 1)
     if args.json:
         print(json.dumps(results, indent=1))
         return
-    for name in ("eager --level 2", "eager --level 4"):
+    for name in ("eager --level 2", "eager --level 3", "eager --level 4"):
         e = results[name]
         print(f"{name}: {e['items']} {e['what']}, ~{e['prompt_tokens']:,} prompt + {e['completion_tokens']:,} output tokens")
     for name, r in results.items():
-        if name.startswith(("global", "local")):
+        if not name.startswith(("eager", "coverage")):
             print(f"\n{name}:")
             for k, v in r.items():
                 print(f"  {k}: {v}")

@@ -251,7 +251,7 @@ def web_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
                            st.dictionaries(st.sampled_from(["type", "year", "author", "path", "x"]), TEXT, max_size=2))
     body = st.one_of(st.fixed_dictionaries({"query": st.one_of(TEXT, MIXED)}, optional={
         "mode": st.sampled_from(["auto", "hybrid", "lazy", "hybridrag", "vector", ""]), "preset": body_value,
-        "filters": body_value, "top_k": body_value, "colour": body_value}), body_value)
+        "level": body_value, "filters": body_value, "top_k": body_value, "colour": body_value}), body_value)
 
     def search(case: Any) -> None:
         try:
@@ -259,7 +259,7 @@ def web_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
         except Exception as exc:  # noqa: BLE001
             tally.add("web", "search", "crash", case, f"{type(exc).__name__}: {exc}")
             return
-        names = ["query", "mode", "preset", "filters", "top_k", "unknown search fields", "json"]
+        names = ["query", "mode", "preset", "level", "filters", "top_k", "unknown search fields", "json"]
         if response.status_code == 200:
             last = json.loads(response.text.strip().splitlines()[-1])
             if "error" in last:
@@ -322,7 +322,7 @@ def mcp_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
     # then anything under any name.
     typed = {"query": st.one_of(TEXT, MIXED), "mode": st.sampled_from([*ALL_MODES, "x"]), "limit": SMALL_INT,
              "offset": SMALL_INT, "answer": st.booleans(), "threshold": st.floats(-2, 2),
-             "preset": st.sampled_from(["z100", "z9"]), "budget": st.integers(-1, 8), "level": st.integers(0, 3),
+             "preset": st.sampled_from(["z100", "z9"]), "budget": st.integers(-1, 8), "level": st.integers(0, 5),
              "rerank": st.booleans(),
              "crag": st.booleans(), "weights": st.fixed_dictionaries({"keyword": st.floats(0, 1),
                                                                       "semantic": st.floats(0, 1),

@@ -150,6 +150,8 @@ def test_a_bad_parameter_is_a_400_that_names_it(loopback_app, path, named):
     ({"query": "q", "preset": "z9"}, "'preset' must be one of"),
     ({"query": "*", "preset": {"type": "", "x": ""}}, "'preset' must be one of"),  # found by the fuzz suite (500)
     ({"query": "q", "mode": "vector"}, "'mode' must be one of"),
+    ({"query": "q", "mode": "lazy", "level": 5}, "'level' must be one of"),
+    ({"query": "q", "mode": "hybrid", "level": 3}, "'level' is lazy search's"),
     ({"query": "q", "filters": {"year": "last year"}}, "'filters'"),
     ({"query": "q", "filters": {"type": ["pdf"]}}, "'filters' values"),
     ({"query": "q", "colour": "red"}, "unknown search fields: colour"),

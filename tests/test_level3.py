@@ -128,8 +128,44 @@ def test_graph_walks_go_through_level_three_entities(built, make_config):
     walked = graph.personalized_pagerank(seeds)
     assert walked[searcher.row_of(strain)] > 0 and walked[outbreak] > walked[searcher.row_of(strain)]
     assert strain in [h.text_unit_id for h in built.search("horses in Colombia", mode="graph", top_k=3).hits]
-    hybrid = built.hybrid_search(QUESTION, top_k=3, answer=False)
-    assert strain in [h.text_unit_id for h in hybrid.hits]
+
+
+# Keyword search and the graph walk only, the walk seeded by the question's phrases alone (vector
+# search finds every passage of four): the strain passage holds no word of the question, so only
+# the walk through VEEV reaches it.
+NO_VECTORS = {"graph_dense_seeds": 0}
+ASKED = "How is the virus that spread among horses in Colombia related to what came from it?"
+
+
+def relation_request():
+    from monjyu.schemas import SearchOptions, SearchQuery
+
+    return SearchQuery(text=ASKED, type="relationship", options=SearchOptions(
+        limit=4, rerank_enabled=False, weights={"keyword": 0.5, "semantic": 0.0, "graph": 0.5}))
+
+
+def test_hybridrag_reaches_the_passage_through_a_level_three_entity_and_says_so(built, server, make_config):
+    strain = unit_of(built, "The attenuated")
+    offline = Monjyu(built.index_dir, make_config(search=NO_VECTORS)).hybrid_search(relation_request(), answer=False)
+    assert strain not in [h.text_unit_id for h in offline.hits]
+    m = Monjyu(built.index_dir, make_config(llm=server.config(), search=NO_VECTORS))
+    result = m.hybrid_search(relation_request(), answer=False)
+    item = next(i for i in result.items if i.hit.text_unit_id == strain)
+    assert item.level == 3 and item.scores["graph"] is not None and item.scores["keyword"] is None
+    assert {i.level for i in result.items if i.hit.text_unit_id != strain} <= {0, 1}
+    assert result.level3["units_sent"] == 0 and not result.level3["searched_again"]  # all extracted before
+
+
+def test_a_hybridrag_relationship_question_deepens_to_level_two_within_its_units(tmp_path, folder, server, make_config):
+    Monjyu(tmp_path / "idx", make_config()).index([folder])
+    m = Monjyu(tmp_path / "idx", make_config(llm=server.config(), hybrid={"deepen_units": 2}, search=NO_VECTORS))
+    first = m.hybrid_search(relation_request(), answer=False)
+    assert first.level3["units_sent"] == 2 and first.level3["searched_again"] and first.level3["entities"] >= 1
+    assert m.levels()["2"]["units_extracted"] == 2
+    again = m.hybrid_search(relation_request(), answer=False)
+    assert again.level3["units_sent"] == 0 and again.level3["units_reused"] == 2 and not again.level3["searched_again"]
+    local = m.hybrid_search(QUESTION, answer=False)  # not a relationship question: nothing extracted
+    assert local.classification["type"] == "local" and not local.level3
 
 
 def test_removing_a_document_removes_its_entities_from_level_three(built, folder):

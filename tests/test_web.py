@@ -166,6 +166,10 @@ def test_japanese_interface_and_query(browser, app_url):
 
 
 def test_lazy_search_shows_its_trace(page, app_url):
+    page.goto(app_url + "/")
+    assert page.locator("#level").is_disabled()  # the index level is lazy search's
+    page.select_option("#mode", "lazy")
+    assert page.locator("#level").is_enabled() and page.locator("#level option").all_inner_texts()[1:] == ["1", "2", "3", "4"]
     ask(page, app_url, "What are the main themes across these papers?", "lazy")
     page.locator("#trace").wait_for(state="visible")
     assert page.locator("#trace-table tbody tr").count() >= 1

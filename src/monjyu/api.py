@@ -655,9 +655,12 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             answers = self._answer_engine()
             if self._reranker is None and self.config.rerank.provider != "none":
                 self._reranker = create_reranker(self.config.rerank, answers.scorer)
+            online = self.config.llm.provider != "none"
             engine = self._hybrid = HybridRAGEngine(self.config.hybrid, self.config.rerank, self.config.search,
                                                     searcher, lambda q: self._embed_query(manifest, q), answers,
-                                                    self._reranker)
+                                                    self._reranker, entities=lambda: self._level_three(searcher),
+                                                    extract=(lambda rows: self._extract_rows(searcher, rows)) if online
+                                                    else None)
         return manifest, engine
 
     def _hybrid_request(self, text: str, top_k: int, offset: int, filters: SearchFilters | None,

@@ -264,6 +264,7 @@ class HybridConfig(Section):
     crag_correct: float = Field(6.0, ge=0.0, le=10.0, description="relevance (0-10) at or above which a result is correct")
     crag_incorrect: float = Field(3.0, ge=0.0, le=10.0, description="relevance below which a result is incorrect")
     min_coverage: float = Field(0.5, ge=0.0, le=1.0, description="share of the question's terms the correct results must cover to answer")
+    deepen_units: int = Field(3, ge=0, le=50, description="relationship questions with an LLM: the best passages whose entities and relations are extracted (Level 2, kept in the index) before the graph walk runs again through Level 3's entities; 0: never")
 
 
 LAZY_PRESETS = {"z100": (100, 20), "z500": (500, 50), "z1500": (1500, 100)}  # budget, sufficient relevant

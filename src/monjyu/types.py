@@ -305,10 +305,13 @@ class HybridItem:
     grade: str | None = None  # correct | ambiguous | incorrect (None: CRAG off)
     strips: list[str] = field(default_factory=list)  # the relevant sentences of an ambiguous result
     highlights: list[dict[str, Any]] = field(default_factory=list)  # {text, start, end} in the unit text
+    # The index level it came through: 0 keyword or vector search, 1 the noun-phrase graph walk, 3
+    # the walk through a Level 3 entity it names under another name than the passages it was reached from.
+    level: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.hit.to_dict(), "scores": self.scores, "grade": self.grade, "strips": self.strips,
-                "highlights": self.highlights}
+                "highlights": self.highlights, "level": self.level}
 
 
 @dataclass
@@ -330,6 +333,8 @@ class HybridSearchResult:
     # community search (global questions): the communities ranked, best first (id, level, title,
     # score, text_unit_ids: the query's top units they hold)
     communities: list[dict[str, Any]] = field(default_factory=list)
+    # relationship questions with an LLM: the passages sent to Level 2 and what Level 3 then linked
+    level3: dict[str, Any] = field(default_factory=dict)
 
     @property
     def hits(self) -> list[SearchHit]:

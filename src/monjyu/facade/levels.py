@@ -129,6 +129,12 @@ class LevelsMixin:
         self._level3 = (searcher, stored, built)
         return built
 
+    async def _extract_rows(self, searcher, rows: list[int]) -> dict[str, Any]:
+        """Level 2 for these units of the loaded generation (read back where kept): what was sent."""
+        texts = searcher.index.columns["text"]
+        _, run = await self._level_two().extract([texts[r] for r in rows])
+        return {"units_sent": run.sent, "units_reused": run.reused, "units_failed": run.failed, "usage": run.usage}
+
     def _require_level(self, level: int):
         if level not in (2, 3, 4):
             raise MonjyuError(f"level {level} cannot be built on its own: levels 0 and 1 are built by every "

@@ -170,6 +170,15 @@ class EntityGraph:
             self._by_key = {entity_key(n): e for e, names in enumerate(self.names) for n in names}
         return self._by_key.get(entity_key(name))
 
+    def by_unit(self) -> dict[int, set[int]]:
+        """row -> the entities it names (made once)."""
+        if not hasattr(self, "_by_unit"):
+            self._by_unit: dict[int, set[int]] = {}
+            for e, rows in enumerate(self.units):
+                for row in rows.tolist():
+                    self._by_unit.setdefault(row, set()).add(e)
+        return self._by_unit
+
     def merged(self) -> list[list[str]]:
         """The entities known under more than one name (what the merge rule joined)."""
         return [names for names in self.names if len({entity_key(n) for n in names}) > 1]

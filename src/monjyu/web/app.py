@@ -28,6 +28,7 @@ from ..types import LazySearchResult
 
 STATIC = Path(__file__).parent / "static"
 UI_MODES = ("auto", "hybrid", "lazy", "hybridrag")
+LEVELS = (1, 2, 3, 4)  # lazy search's highest index level (2-4 with an LLM)
 # The search form's filter fields: the CLI's --filter keys, so one parser reads both.
 FILTER_KEYS = ("type", "author", "year", "path", "from", "to", "collection", "tag", "item-type", "cites", "cited-by")
 TRACE_FIELDS = ("communities_visited", "budget_used", "budget_total", "assessor", "stop_reason", "subqueries",
@@ -117,7 +118,7 @@ def _text(request: Request, name: str, required: bool = True, limit: int = 2000)
 def search_options(body: dict[str, Any], max_query_chars: int) -> tuple[str, str, dict[str, Any]]:
     """The search form as `ask` arguments, each checked here so that a bad one is a 400 naming it;
     anything the form cannot send is refused by name."""
-    unknown = set(body) - {"query", "mode", "preset", "filters", "top_k"}
+    unknown = set(body) - {"query", "mode", "preset", "level", "filters", "top_k"}
     if unknown:
         raise BadParameter(f"unknown search fields: {', '.join(sorted(map(str, unknown)))[:200]}")
     query = body.get("query")
@@ -145,6 +146,13 @@ def search_options(body: dict[str, Any], max_query_chars: int) -> tuple[str, str
         if not isinstance(preset, str) or preset not in LAZY_PRESETS:
             raise BadParameter(f"'preset' must be one of {', '.join(LAZY_PRESETS)}")
         options["preset"] = preset
+    level = body.get("level")
+    if level is not None:
+        if isinstance(level, bool) or level not in LEVELS:
+            raise BadParameter(f"'level' must be one of {', '.join(map(str, LEVELS))}")
+        if mode != "lazy":
+            raise BadParameter("'level' is lazy search's (the highest index level it may build and use): choose mode lazy")
+        options["level"] = level
     top_k = body.get("top_k")
     if top_k is not None:
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
@@ -171,7 +179,7 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None, token: st
             status = {"exists": True, **monjyu.status()}
         except IndexNotFoundError as exc:
             status = {"exists": False, "hint": str(exc)}
-        return JSONResponse({"status": status, "modes": UI_MODES, "presets": list(LAZY_PRESETS),
+        return JSONResponse({"status": status, "modes": UI_MODES, "presets": list(LAZY_PRESETS), "levels": LEVELS,
                              "filters": FILTER_KEYS, "llm": monjyu.config.llm.provider})
 
     async def search(request: Request) -> Response:

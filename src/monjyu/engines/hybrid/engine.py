@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from ...config import HybridConfig, RerankConfig, SearchConfig
+from ...levels.entity_graph import EntityGraph
 from ...errors import MonjyuError, ServiceError
 from ...query import Query
 from ...retrieval import SearchFilters, Searcher
@@ -28,12 +29,18 @@ from .rerank import Reranker
 STRATEGIES = ("keyword", "semantic", "graph")
 GRAPH_MODE = {"local": "entity", "global": "community", "relationship": "relation", "hybrid": "multihop"}
 WebSearch = Callable[[str], Sequence[str]]  # a hook for CRAG's last resort; none is installed by default
+HEADS = 5  # the best keyword and vector hits a graph-only result is traced back to (HybridItem.level)
+Extract = Callable[[list[int]], Awaitable[dict]]  # Level 2 for these rows (kept), the run's counts
 
 
 class HybridRAGEngine:
     def __init__(self, config: HybridConfig, rerank_config: RerankConfig, search_config: SearchConfig,
                  searcher: Searcher, embed_query: Callable[[str], np.ndarray], answers: AnswerEngine,
-                 reranker: Reranker | None, web_search: WebSearch | None = None):
+                 reranker: Reranker | None, web_search: WebSearch | None = None,
+                 entities: Callable[[], EntityGraph | None] | None = None, extract: Extract | None = None):
+        """`entities`: Level 3 as it stands (None offline), its entities linked into the graph
+        walk; `extract`: Level 2 extraction of some units, for relationship questions
+        (hybrid.deepen_units)."""
         self.config = config
         self.rerank_config = rerank_config
         self.search_config = search_config
@@ -42,6 +49,8 @@ class HybridRAGEngine:
         self.answers = answers
         self.reranker = reranker
         self.web_search = web_search
+        self.entities = entities
+        self.extract = extract
         self.llm = answers.llm
         self.prompts_dir = answers.config.prompts_dir or None
 
@@ -199,6 +208,11 @@ class HybridRAGEngine:
         n = max(self.search_config.candidates, offset + top_k)
         found: dict = {}
         fused, per, metrics = await self._triple_search(query, vector, n, mask, cls, w, found)
+        level3: dict = {}
+        if cls.type == "relationship" and self.extract is not None and self.config.deepen_units and fused:
+            t3 = time.perf_counter()
+            fused, per, metrics, level3 = await self._deepen(query, vector, n, mask, cls, w, found, fused, per, metrics)
+            timings["level3_ms"] = (time.perf_counter() - t3) * 1000
         best = {k: max(scores.values()) for k, scores in per.items() if scores}
         if filters is not None:
             fused = filters.trim(fused)
@@ -226,6 +240,7 @@ class HybridRAGEngine:
 
         combined = {row: score for row, score in fused}
         page = order[offset:offset + top_k]
+        levels = self._levels(page, per)
         q_terms = set(self.searcher.query_terms(query))
         items = []
         for rank, row in enumerate(page, start=offset + 1):
@@ -240,7 +255,7 @@ class HybridRAGEngine:
                         "rerank": rerank_scores.get(row), "crag": g.score if g else None},
                 grade=g.grade if g else None,
                 strips=[text[a:b] for a, b in g.strips] if g and g.grade == "ambiguous" else [],
-                highlights=_highlights(text, q_terms, self.searcher.analyzer)))
+                highlights=_highlights(text, q_terms, self.searcher.analyzer), level=levels[row]))
 
         result = HybridSearchResult(
             query=query, classification={"type": cls.type, "confidence": cls.confidence, "entities": cls.entities,
@@ -249,12 +264,50 @@ class HybridRAGEngine:
             reranker=self.reranker.name if use_rerank else None, crag=crag_info, timings_ms=timings, best_scores=best,
             communities=[{"id": h.community.id, "level": h.community.level, "title": h.community.title,
                           "score": h.score, "text_unit_ids": [self.searcher.index.columns["id"][r] for r in h.matched_rows]}
-                         for h in found.get("communities", [])])
+                         for h in found.get("communities", [])], level3=level3)
         if answer:
             t = time.perf_counter()
             result.answer = await self._answer(asked, vector, items, crag_info, on_token)
             timings["answer_ms"] = (time.perf_counter() - t) * 1000
         return result
+
+    async def _deepen(self, query: str, vector: np.ndarray, n: int, mask: np.ndarray | None, cls: Classification,
+                      w: dict[str, float], found: dict, fused: list, per: dict, metrics: dict) -> tuple:
+        """A relationship question with an LLM, as lazy search deepens: the best
+        hybrid.deepen_units passages get their entities and relations extracted (Level 2, or
+        read back from the index), and when that changes Level 3 the three searches run again,
+        the graph walk now going through its entities (a passage naming one under another name).
+        Returns the (new) fusion and what the extraction did."""
+        before = self.entities() if self.entities is not None else None
+        run = await self.extract([row for row, _ in fused[:self.config.deepen_units]])
+        after = self.entities() if self.entities is not None else None
+        info = {**run, "entities": len(after) if after is not None else 0, "searched_again": after is not before}
+        if after is not before:
+            fused, per, metrics = await self._triple_search(query, vector, n, mask, cls, w, found)
+        return fused, per, metrics, info
+
+    def _levels(self, rows: list[int], per: dict) -> dict[int, int]:
+        """The level each row came through (HybridItem.level): 0 when keyword or vector search
+        found it; else the graph walk's, 3 when it names a Level 3 entity that one of the best
+        keyword and vector hits (HEADS of each) names too and shares no noun phrase with any of them (only the
+        entity leads there), else 1."""
+        direct = {row for name in ("keyword", "semantic") for row in per.get(name, {})}
+        out = {row: 0 if row in direct else 1 for row in rows}
+        graph_only = [row for row in rows if out[row] == 1]
+        entities = self.entities() if graph_only and self.entities is not None else None
+        if entities is None:
+            return out
+        heads = [row for name in ("keyword", "semantic")
+                 for row, _ in sorted(per.get(name, {}).items(), key=lambda x: -x[1])[:HEADS]]
+        named = entities.by_unit()
+        head_entities = set().union(*(named.get(r, set()) for r in heads)) if heads else set()
+        graph = self.searcher.index.graph
+        head_phrases = set(graph.incidence[heads].indices.tolist()) - set(np.flatnonzero(graph.is_hub).tolist()) \
+            if heads else set()
+        for row in graph_only:
+            if named.get(row, set()) & head_entities and not set(graph.incidence[row].indices.tolist()) & head_phrases:
+                out[row] = 3
+        return out
 
     async def _corrective(self, asked: Query, vector: np.ndarray, order: list[int], need: int, mask: np.ndarray | None,
                           cls: Classification, w: dict[str, float]) -> tuple[list[int], dict[int, Grade], dict,

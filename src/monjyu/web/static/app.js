@@ -5,7 +5,7 @@
 const STRINGS = {
   en: {
     search: "Search", collection: "Collection", go: "Search", placeholder: "Ask the papers a question…",
-    mode: "Mode", preset: "Effort (lazy)", filters: "Filters", f_type: "Type", f_author: "Author", f_year: "Year",
+    mode: "Mode", preset: "Effort (lazy)", level: "Index level (lazy)", filters: "Filters", f_type: "Type", f_author: "Author", f_year: "Year",
     f_path: "Path", f_from: "From", f_to: "To", f_collection: "Zotero collection", f_tag: "Tag",
     f_item_type: "Item type", f_cites: "Cites", f_cited_by: "Cited by", in_zotero: "open in Zotero", trace: "Lazy search: path through the communities",
     t_depth: "Depth", t_community: "Community", t_units: "Units", t_sentences: "Sentences", t_relevant: "Relevant",
@@ -26,7 +26,7 @@ const STRINGS = {
   },
   ja: {
     search: "検索", collection: "コレクション", go: "検索", placeholder: "論文に質問する…",
-    mode: "モード", preset: "探索量 (lazy)", filters: "絞り込み", f_type: "種類", f_author: "著者", f_year: "年",
+    mode: "モード", preset: "探索量 (lazy)", level: "索引レベル (lazy)", filters: "絞り込み", f_type: "種類", f_author: "著者", f_year: "年",
     f_path: "パス", f_from: "開始日", f_to: "終了日", f_collection: "Zotero コレクション", f_tag: "タグ",
     f_item_type: "アイテムの種類", f_cites: "次を引用している", f_cited_by: "次に引用されている", in_zotero: "Zotero で開く", trace: "Lazy 検索: コミュニティの探索経路",
     t_depth: "深さ", t_community: "コミュニティ", t_units: "単位", t_sentences: "文", t_relevant: "関連",
@@ -73,13 +73,20 @@ function applyLanguage() {
 }
 
 function fillSelects() {
-  const mode = $("mode").value || "auto", preset = $("preset").value;
+  const mode = $("mode").value || "auto", preset = $("preset").value, level = $("level").value;
   $("mode").replaceChildren(...info.modes.map((m) => el("option", { value: m }, t("mode_" + m))));
   $("preset").replaceChildren(el("option", { value: "" }, t("preset_default")),
     ...info.presets.map((p) => el("option", { value: p }, p)));
+  $("level").replaceChildren(el("option", { value: "" }, t("preset_default")),
+    ...info.levels.map((n) => el("option", { value: String(n) }, String(n))));
   $("mode").value = mode;
   $("preset").value = preset;
-  $("preset").disabled = $("mode").value !== "lazy";
+  $("level").value = level;
+  lazyOptions();
+}
+
+function lazyOptions() {  // effort and level are lazy search's: off for the other modes
+  $("preset").disabled = $("level").disabled = $("mode").value !== "lazy";
 }
 
 function where(hit) {
@@ -119,6 +126,7 @@ async function search(event) {
   }
   const body = { query, mode: $("mode").value, filters };
   if ($("mode").value === "lazy" && $("preset").value) body.preset = $("preset").value;
+  if ($("mode").value === "lazy" && $("level").value) body.level = Number($("level").value);
   history.replaceState(null, "", "?q=" + encodeURIComponent(query) + "&mode=" + encodeURIComponent(body.mode));
   showError("");
   $("answer").hidden = false;
@@ -365,7 +373,7 @@ async function start() {
     localStorage.setItem("monjyu-lang", lang);
     applyLanguage();
   });
-  $("mode").addEventListener("change", () => { $("preset").disabled = $("mode").value !== "lazy"; });
+  $("mode").addEventListener("change", lazyOptions);
   $("search-form").addEventListener("submit", search);
   document.addEventListener("keydown", moveThroughResults);
   $("reader-close").addEventListener("click", () => { $("reader").hidden = true; });
@@ -379,7 +387,7 @@ async function start() {
   else if (params.get("community")) showCommunity(params.get("community"));
   else if (params.get("q")) {
     $("q").value = params.get("q");
-    if (info.modes.includes(params.get("mode"))) { $("mode").value = params.get("mode"); $("preset").disabled = params.get("mode") !== "lazy"; }
+    if (info.modes.includes(params.get("mode"))) { $("mode").value = params.get("mode"); lazyOptions(); }
     search();
   }
 }
