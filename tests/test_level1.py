@@ -270,7 +270,7 @@ def test_walks_on_large_graphs_run_in_row_blocks_with_the_same_scores(monkeypatc
     monkeypatch.setattr(graph_module, "PARALLEL_NNZ", 0)
     monkeypatch.setattr(graph_module, "cpu_cores", lambda: 3)
     blocked = PhraseGraph(incidence=incidence, phrases=[f"p{i}" for i in range(300)], is_hub=hubs)
-    assert len(blocked._p2u.blocks) == 3 and blocked._p2u.matrix is None
+    assert len(blocked._walk[1].blocks) == 3 and blocked._walk[1].matrix is None
     seeds = {int(i): 1.0 for i in rng.choice(300, 3, replace=False)}
     np.testing.assert_allclose(blocked.personalized_pagerank(seeds), whole.personalized_pagerank(seeds), rtol=1e-6)
 
@@ -278,7 +278,7 @@ def test_walks_on_large_graphs_run_in_row_blocks_with_the_same_scores(monkeypatc
     restart_p[list(seeds)] = 1 / 3
     p, u = restart_p.copy(), np.zeros(400, np.float32)
     for _ in range(6):  # both sides every step
-        p, u = 0.7 * (whole._u2p @ u) + 0.3 * restart_p, 0.7 * (whole._p2u @ p)
+        p, u = 0.7 * (whole._walk[0] @ u) + 0.3 * restart_p, 0.7 * (whole._walk[1] @ p)
     np.testing.assert_allclose(whole.personalized_pagerank(seeds, damping=0.7, iterations=6, tolerance=0), u,
                                rtol=1e-5, atol=1e-9)
 

@@ -56,8 +56,9 @@ class LevelsMixin:
 
     def level_estimate(self, level: int) -> dict[str, Any]:
         """What building `level` for the whole collection would send: level 2 (and 3, made of
-        it with no LLM call) the units not extracted yet for the configured model, level 4 the communities without a report; their
-        prompt tokens (instructions + text) and the output tokens assumed (OUTPUT_TOKENS each)."""
+        it with no LLM call) the units not extracted yet for the configured model, level 4 the
+        communities without a report; their prompt tokens (instructions + text) and the output
+        tokens assumed (OUTPUT_TOKENS each)."""
         builder = self._require_level(level)
         todo, done = self._todo(level, builder)
         count = self._answer_engine().count_tokens

@@ -98,7 +98,7 @@ class PhraseGraph:
         self._vector_languages: np.ndarray | None = None
         self._title_links: sp.csr_matrix | None = None  # link_titles: extra weight, phrase -> the units titled by it
         self._extra_nodes: dict[str, sp.csr_matrix] = {}  # link_citations, link_entities: units x their nodes
-        self._by_column: tuple | None = None  # the walk by column and each node's links, for bounded walks
+        self._by_column: tuple | None = None  # (the walk, it by column and each node's links), for bounded walks
         self._incidence_by_column: sp.csc_matrix | None = None  # units_of
         self._scratch_lock = threading.Lock()
         self._free_scratch: list[tuple[_SparseMass, _SparseMass]] = []  # bounded walks' scratch space, for reuse
@@ -127,8 +127,11 @@ class PhraseGraph:
         """Column-stochastic walks: unit -> its phrases (uniform), phrase -> its units (by weight)."""
         unit_deg = np.asarray(unit_to_phrase.sum(axis=1)).ravel()
         phrase_deg = np.asarray(phrase_to_unit.sum(axis=0)).ravel()
-        self._u2p = _RowBlocks((sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr())  # phrases x units
-        self._p2u = _RowBlocks((phrase_to_unit @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr())  # units x phrases
+        # One assignment of both directions: a walk reads the pair it started with, while Level 3
+        # may relink the graph under a concurrent search (link_entities).
+        self._walk = (_RowBlocks((sp.diags(1.0 / np.maximum(unit_deg, 1)) @ unit_to_phrase).T.tocsr()),  # phrases x units
+                      _RowBlocks((phrase_to_unit @ sp.diags(1.0 / np.maximum(phrase_deg, 1))).tocsr()),  # units x phrases
+                      unit_to_phrase.shape[1])
         self._by_column = None
 
     def link_titles(self, titles: list[str], boost: float, texts: list[str] | None = None) -> None:
@@ -327,9 +330,10 @@ class PhraseGraph:
         same units at every even step. It stops once a two-step cycle moves less than
         `tolerance` of the mass (L1): with damping 0.5, about six cycles. With `epsilon` > 0 each
         step is taken only from the nodes whose mass reaches epsilon times their links (bounded_walk)."""
-        n_units, n_phr = self.incidence.shape[0], self.walk_nodes
         if epsilon > 0:
             return self.bounded_walk(phrase_seeds, unit_seeds or {}, damping, iterations, tolerance, epsilon)
+        u2p, p2u, n_phr = self._walk
+        n_units = self.incidence.shape[0]
         restart_p = np.zeros(n_phr, np.float32)
         restart_u = np.zeros(n_units, np.float32)
         for node, w in phrase_seeds.items():
@@ -343,8 +347,8 @@ class PhraseGraph:
         restart_u /= total
         p, u = restart_p, restart_u.copy()
         for _ in range((iterations + 1) // 2):
-            p_next = damping * (self._u2p @ u) + (1 - damping) * restart_p
-            u_next = damping * (self._p2u @ p_next) + (1 - damping) * restart_u
+            p_next = damping * (u2p @ u) + (1 - damping) * restart_p
+            u_next = damping * (p2u @ p_next) + (1 - damping) * restart_u
             moved = float(np.abs(p_next - p).sum() + np.abs(u_next - u).sum())
             p, u = p_next, u_next
             if moved < tolerance:
@@ -362,29 +366,33 @@ class PhraseGraph:
         hold some, and how much), so no step touches a node the walk has not reached; only the
         scores returned are a full vector. The walk's matrices are kept by column for it (built
         on the first bounded walk)."""
-        if self._by_column is None:
-            u2p, p2u = self._u2p.csr().tocsc(), self._p2u.csr().tocsc()
-            self._by_column = (u2p, p2u, np.diff(u2p.indptr).astype(np.float32), np.diff(p2u.indptr).astype(np.float32))
-        with self._scratch() as (units, phrases):
-            return self._bounded_walk(units, phrases, phrase_seeds, unit_seeds, damping, iterations, tolerance, epsilon)
+        walk = self._walk
+        by_column = self._by_column
+        if by_column is None or by_column[0] is not walk:
+            u2p, p2u = walk[0].csr().tocsc(), walk[1].csr().tocsc()
+            by_column = self._by_column = (walk, (u2p, p2u, np.diff(u2p.indptr).astype(np.float32),
+                                                  np.diff(p2u.indptr).astype(np.float32)))
+        with self._scratch(walk[2]) as (units, phrases):
+            return self._bounded_walk(by_column[1], units, phrases, phrase_seeds, unit_seeds, damping, iterations,
+                                      tolerance, epsilon)
 
     @contextmanager
-    def _scratch(self) -> Iterator[tuple["_SparseMass", "_SparseMass"]]:
+    def _scratch(self, nodes: int) -> Iterator[tuple["_SparseMass", "_SparseMass"]]:
         """Scratch space of a bounded walk, kept for the next one: a million units' worth of
         fresh memory costs more page faults than the walk's own work. One per concurrent walk; a
         walk that failed half-way does not give its space back (it may not be all zero)."""
         with self._scratch_lock:
             pair = self._free_scratch.pop() if self._free_scratch else None
-        if pair is None or len(pair[1].total) != self.walk_nodes:  # none yet, or from before link_citations / link_entities
-            pair = (_SparseMass(self.incidence.shape[0]), _SparseMass(self.walk_nodes))
+        if pair is None or len(pair[1].total) != nodes:  # none yet, or from before link_citations / link_entities
+            pair = (_SparseMass(self.incidence.shape[0]), _SparseMass(nodes))
         yield pair
         with self._scratch_lock:
             self._free_scratch.append(pair)
 
-    def _bounded_walk(self, units: "_SparseMass", phrases: "_SparseMass", phrase_seeds: dict[int, float],
-                      unit_seeds: dict[int, float], damping: float, iterations: int, tolerance: float,
-                      epsilon: float) -> np.ndarray:
-        u2p, p2u, unit_links, phrase_links = self._by_column
+    def _bounded_walk(self, by_column: tuple, units: "_SparseMass", phrases: "_SparseMass",
+                      phrase_seeds: dict[int, float], unit_seeds: dict[int, float], damping: float, iterations: int,
+                      tolerance: float, epsilon: float) -> np.ndarray:
+        u2p, p2u, unit_links, phrase_links = by_column
         seeds_p, seeds_u = (np.fromiter(seeds, np.int64, len(seeds)) for seeds in (phrase_seeds, unit_seeds))
         mass_p, mass_u = (np.fromiter(seeds.values(), np.float64, len(seeds)) for seeds in (phrase_seeds, unit_seeds))
         total = mass_p.sum() + mass_u.sum()

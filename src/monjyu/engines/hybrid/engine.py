@@ -289,8 +289,8 @@ class HybridRAGEngine:
     def _levels(self, rows: list[int], per: dict) -> dict[int, int]:
         """The level each row came through (HybridItem.level): 0 when keyword or vector search
         found it; else the graph walk's, 3 when it names a Level 3 entity that one of the best
-        keyword and vector hits (HEADS of each) names too and shares no noun phrase with any of them (only the
-        entity leads there), else 1."""
+        keyword and vector hits (HEADS of each) names too and shares no noun phrase with any of
+        them (only the entity leads there), else 1."""
         direct = {row for name in ("keyword", "semantic") for row in per.get(name, {})}
         out = {row: 0 if row in direct else 1 for row in rows}
         graph_only = [row for row in rows if out[row] == 1]
