@@ -127,22 +127,35 @@ class _Merged:
 
 def merge_names(names: list[tuple[str, str]]) -> list[int]:
     """Each (name, type)'s entity number, names merged by `same_entity` when their types agree
-    (an untyped name, such as a relation's end, agrees with any one type). Candidates are compared within
-    groups that could match (the same surface key, the same first letter for an abbreviation,
-    the same first and last word for middle names), not all pairs."""
+    (an untyped name, such as a relation's end, agrees with any one type). Only names that could
+    match are compared: those with one surface key and the same numbers; each abbreviation-shaped
+    token against the names of two or more words with its first letter; names of two or more
+    words with the same first and last word (middle names)."""
     merged = _Merged([kind for _, kind in names])
-    groups: dict[tuple, list[int]] = defaultdict(list)
+    numbers = [name_numbers(name) for name, _ in names]
+    by_key: dict[tuple, list[int]] = defaultdict(list)
+    long_by_letter: dict[str, list[int]] = defaultdict(list)
+    by_ends: dict[tuple, list[int]] = defaultdict(list)
+    shorts = []
     for i, (name, _) in enumerate(names):
-        groups["key", surface_key(name), name_numbers(name)].append(i)
-        first = next((c.lower() for c in name if c.isalnum()), "")
-        groups["letter", first].append(i)
+        by_key[surface_key(name), numbers[i]].append(i)
         words = name.split()
         if len(words) >= 2:
-            groups["ends", words[0], words[-1]].append(i)
-    for (kind, *_), members in groups.items():
+            long_by_letter[name[0].lower()].append(i)
+            by_ends[words[0], words[-1]].append(i)
+        elif sum(c.isupper() for c in name) >= 2:
+            shorts.append(i)
+    for members in by_key.values():
+        for j in members[1:]:
+            merged.union(members[0], j)
+    for i in shorts:
+        for j in long_by_letter.get(names[i][0][0].lower(), ()):
+            if numbers[i] == numbers[j] and abbreviates(names[i][0], names[j][0]):
+                merged.union(i, j)
+    for members in by_ends.values():
         for x, i in enumerate(members):
             for j in members[x + 1:]:
-                if kind == "key" or same_entity(names[i][0], names[j][0]):
+                if numbers[i] == numbers[j] and middle_names(names[i][0], names[j][0]):
                     merged.union(i, j)
     roots = [merged.find(i) for i in range(len(names))]
     number = {root: n for n, root in enumerate(dict.fromkeys(roots))}
