@@ -20,6 +20,7 @@ from monjyu.cli import app
 from monjyu.config import load_config
 from monjyu.errors import MonjyuError
 from monjyu.levels import LevelTwo
+from monjyu.store.level_records import SQLiteLevelRecords
 from monjyu.llm import run_sync
 from tests.llm_server import LLMTestServer, Scripted, echo_responder
 
@@ -118,13 +119,13 @@ def test_level_one_is_asked_for_or_offline_nothing_deepens(collection, server, m
 
 
 def test_a_failed_extraction_keeps_what_was_done_and_resumes(collection, server):
-    level2 = LevelTwo(server.make_llm(max_retries=0, concurrency=1), collection.index_dir)
+    level2 = LevelTwo(server.make_llm(max_retries=0, concurrency=1), SQLiteLevelRecords(collection.index_dir))
     texts = list(DOCS.values())
     server.push(Scripted(), Scripted(status=500), Scripted(status=500))  # the second and third passage fail
     done, run = run_sync(level2.extract(texts))
     assert (run.sent, run.failed, len(done)) == (3, 2, 1)
     assert collection.search("Radium Institute", mode="hybrid").hits  # the index reads as before
-    done, run = run_sync(LevelTwo(server.make_llm(), collection.index_dir).extract(texts))
+    done, run = run_sync(LevelTwo(server.make_llm(), SQLiteLevelRecords(collection.index_dir)).extract(texts))
     assert (run.sent, run.reused, run.failed, len(done)) == (2, 1, 0, 3)
 
 

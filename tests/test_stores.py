@@ -185,6 +185,107 @@ def test_adding_a_cited_paper_links_it_and_removing_it_unlinks_it(backend, tmp_p
     assert paper["id"] == "papers/sparse.md" and paper["cites"] == [] and paper["references"] == 1
 
 
+def _extraction_calls(server) -> int:
+    return sum('"relations"' in r.body["messages"][0]["content"] for r in server.requests)
+
+
+def test_what_the_llm_wrote_is_kept_in_the_store_and_read_by_another_process(backend, tmp_path, samples_copy):
+    """Level 2 extractions and Level 4 reports live with the index: a second search process reads
+    what the first paid for (the test LLM server counts no repeated call); a build that removes a
+    document drops its units' extractions, and the new generation keeps the others."""
+    from monjyu.levels.store import EXTRACTIONS, unit_key
+    from tests.llm_server import LLMTestServer
+    from tests.test_levels import GLOBAL, report_requests, report_responder
+
+    backend.monjyu(tmp_path / "builder").index([samples_copy])
+    with LLMTestServer(report_responder) as server:
+        first = backend.monjyu(tmp_path / "one", llm=server.config())
+        built = first.build_level(2)
+        assert built["sent"] > 0 and built["failed"] == 0 and _extraction_calls(server) == built["sent"]
+        first.lazy_search(GLOBAL)
+        reports, extractions = report_requests(server), _extraction_calls(server)
+        assert reports > 0
+
+        second = backend.monjyu(tmp_path / "two", llm=server.config())  # another machine, its own cache
+        assert second.levels()["2"]["share"] == 1.0 and second.build_level(2)["sent"] == 0
+        assert second.lazy_search(GLOBAL).level4["reports_written"] == 0
+        assert (report_requests(server), _extraction_calls(server)) == (reports, extractions)
+
+        columns = second._searcher()[1].index.columns
+        gone = {unit_key(t) for t, d in zip(columns["text"], columns["document_id"]) if d == "papers/lazygraphrag.md"}
+        (samples_copy / "lazygraphrag.md").unlink()
+        backend.monjyu(tmp_path / "builder").index([samples_copy])
+        third = backend.monjyu(tmp_path / "three", llm=server.config())
+        assert third.levels()["2"]["share"] == 1.0  # the new generation's units keep their extractions
+        kept = third._level_records().keys(EXTRACTIONS)
+        assert gone and not kept & gone and len(kept) == third.levels()["2"]["units"]
+
+
+def test_two_processes_deepening_at_once_keep_one_record_per_unit(backend, tmp_path, samples_copy):
+    """Both extract every unit at the same moment: the store holds one record per unit, written
+    once where the store can say so (a unique key in PostgreSQL and SQLite; object storage keeps
+    one object per key, the later writer's)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from monjyu.levels.store import EXTRACTIONS
+    from tests.llm_server import LLMTestServer
+    from tests.test_levels import report_responder
+
+    backend.monjyu(tmp_path / "builder").index([samples_copy])
+    with LLMTestServer(report_responder) as server:
+        processes = [backend.monjyu(tmp_path / name, llm=server.config()) for name in ("one", "two")]
+        written: list[str] = []
+        for m in processes:
+            records = m._level_records()
+            real = records.put_new
+
+            def counted(kind, model, key, record, names=(), real=real):
+                wrote = real(kind, model, key, record, names)
+                if wrote:
+                    written.append(key)
+                return wrote
+            records.put_new = counted
+        with ThreadPoolExecutor(2) as pool:
+            runs = list(pool.map(lambda m: m.build_level(2), processes))
+        units = processes[0].levels()["2"]["units"]
+        assert all(r["failed"] == 0 for r in runs)
+        assert len(processes[1]._level_records().keys(EXTRACTIONS)) == units
+        assert len(set(written)) == units
+        if backend.name != "s3":
+            assert len(written) == units
+
+
+class Killed(Exception):
+    """The process dies here (an exception, not KeyboardInterrupt: the write runs in a worker thread)."""
+
+
+def test_a_process_killed_while_writing_a_record_leaves_the_levels_readable(backend, tmp_path, samples_copy):
+    """The process dies at its third record's write (the calls run concurrently, so others may
+    land before it stops): the store still reads what was written, and the next build completes
+    the level."""
+    from tests.llm_server import LLMTestServer
+    from tests.test_levels import report_responder
+
+    backend.monjyu(tmp_path / "builder").index([samples_copy])
+    with LLMTestServer(report_responder) as server:
+        m = backend.monjyu(tmp_path / "one", llm=server.config())
+        records = m._level_records()
+        real, calls = records.put_new, {"n": 0}
+
+        def killed(kind, model, key, record, names=()):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise Killed()
+            return real(kind, model, key, record, names)
+        records.put_new = killed
+        with pytest.raises(Killed):
+            m.build_level(2)
+        after = backend.monjyu(tmp_path / "two", llm=server.config())
+        assert 2 <= after.levels()["2"]["units_extracted"] < after.levels()["2"]["units"]
+        done = after.build_level(2)
+        assert done["failed"] == 0 and after.levels()["2"]["share"] == 1.0
+
+
 def _created_in_the_store(backend: Backend, request) -> list[str]:
     """What exists of the store's namespace, bucket prefix or search index (nothing, for a reader)."""
     if backend.name == "lancedb":

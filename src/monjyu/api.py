@@ -42,6 +42,8 @@ from .retrieval.fusion import weighted_rrf
 from .retrieval.passages import join_adjacent
 from .retrieval.searcher import QUERY_TEXT_CHARS
 from .store.factory import open_store
+from .store.base import LevelRecords
+from .store.level_records import SQLiteLevelRecords
 from .types import HybridSearchResult, LazySearchResult, SearchHit, SearchResults
 from . import schemas
 from .engines.hybrid.response import to_search_result
@@ -105,6 +107,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         self._llm: LLM | None = None
         self._level2: LevelTwo | None = None
         self._level4: LevelFour | None = None
+        self._records: LevelRecords | None = None  # _level_records
         self._level3: tuple | None = None  # (searcher, extractions stored, EntityGraph): _level_three
         self._answers: AnswerEngine | None = None
         self._doc_rows: tuple[str, dict[str, int]] | None = None
@@ -167,9 +170,12 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
                 cluster.close()
         report.failures.extend(sources.failures)
         report.notes.extend(sources.notes)
-        if self.remote and self._generation_or_none() != before:
+        changed = self._generation_or_none() != before
+        if self.remote and changed:
             self.remote.push()
         self._loaded = None
+        if changed:
+            self._forget_removed_units()
         return report
 
     def _generation_or_none(self) -> str | None:
@@ -196,12 +202,19 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         }
 
     def _level_two(self) -> LevelTwo | None:
-        """Entity extraction with the configured LLM, kept in the index directory (None offline)."""
+        """Entity extraction with the configured LLM, kept with the index (None offline)."""
         return self._llm_level("_level2", LevelTwo)
 
     def _level_four(self) -> LevelFour | None:
-        """Community reports with the configured LLM, kept in the index directory (None offline)."""
+        """Community reports with the configured LLM, kept with the index (None offline)."""
         return self._llm_level("_level4", LevelFour)
+
+    def _level_records(self) -> LevelRecords:
+        """Where the LLM levels are kept: the store's (every process of the index shares them),
+        or SQLite files in the local index directory."""
+        if self._records is None:
+            self._records = self.remote.level_records() if self.remote else SQLiteLevelRecords(self.index_dir)
+        return self._records
 
     def _llm_level(self, attribute: str, kind: type) -> Any:
         llm = self._answer_engine().llm
@@ -209,7 +222,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             return None
         built = getattr(self, attribute)
         if built is None or built.llm is not llm:
-            built = kind(llm, self.index_dir, self.config.answer.prompts_dir or None)
+            built = kind(llm, self._level_records(), self.config.answer.prompts_dir or None)
             setattr(self, attribute, built)
         return built
 

@@ -10,7 +10,7 @@ from ..errors import MonjyuError
 from ..levels import Extraction
 from ..levels.entity_graph import EntityGraph, build_entity_graph
 from ..levels.reports import community_key
-from ..levels.store import unit_key
+from ..levels.store import EXTRACTIONS, unit_key
 from ..engines.lazy.themes import ThemeFinder
 from ..llm import UsageScope, load_prompt, run_sync
 from ..nlp.lang import detect_language
@@ -135,6 +135,14 @@ class LevelsMixin:
         texts = searcher.index.columns["text"]
         _, run = await self._level_two().extract([texts[r] for r in rows])
         return {"units_sent": run.sent, "units_reused": run.reused, "units_failed": run.failed, "usage": run.usage}
+
+    def _forget_removed_units(self) -> None:
+        """After a build: the extractions of units the new generation no longer holds are
+        dropped from the level records (every model's), wherever the index keeps them."""
+        records = self._level_records()
+        kept = records.keys(EXTRACTIONS)
+        if kept and self._generation_or_none() is not None:
+            records.remove(EXTRACTIONS, kept - set(self._searcher()[1].rows_by_text_key()))
 
     def _require_level(self, level: int):
         if level not in (2, 3, 4):

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from ..llm.replies import structured_reply
 from ..llm import LLM, UsageScope
 from ..nlp.lang import detect_language
-from .store import LEVELS_DIR, ExtractionStore, unit_key
+from ..store.base import LevelRecords
+from .store import ExtractionStore, unit_key
 
 _EDGE_PUNCTUATION = re.compile(r"^[\W_]+|[\W_]+$")
 
@@ -65,34 +65,24 @@ class ExtractionRun:
 class LevelTwo:
     """Entity and relation extraction for text units, through the store (levels/store.py)."""
 
-    def __init__(self, llm: LLM, index_dir: Path, prompts_dir: str | None = None):
+    def __init__(self, llm: LLM, records: LevelRecords, prompts_dir: str | None = None):
+        """`records`: where the index keeps its levels (a search that never deepens writes
+        nothing there)."""
         self.llm = llm
-        self.index_dir = Path(index_dir)
+        self.store = ExtractionStore(records)
         self.prompts_dir = prompts_dir
-        self._store: ExtractionStore | None = None
-
-    @property
-    def store(self) -> ExtractionStore:
-        """Opened on first use: a search that never deepens writes nothing to the index."""
-        if self._store is None:
-            self._store = ExtractionStore(self.index_dir)
-        return self._store
 
     @property
     def model(self) -> str:
         return self.llm.id
 
-    def _stored(self) -> bool:
-        """Whether anything was ever extracted here (reading never creates the store)."""
-        return self._store is not None or (self.index_dir / LEVELS_DIR / "level2.sqlite").exists()
-
     def records(self, keys: list[str]) -> dict[str, dict]:
         """The stored extractions of those unit keys."""
-        return self.store.records(self.model, keys) if self._stored() else {}
+        return self.store.records(self.model, keys)
 
     def total(self) -> int:
         """How many extractions the model has stored, of any unit (0: none yet)."""
-        return self.store.total(self.model) if self._stored() else 0
+        return self.store.total(self.model)
 
     async def extract(self, texts: list[str], max_calls: int | None = None) -> tuple[dict[str, Extraction], ExtractionRun]:
         """The extraction of each text (by unit key), from the store or else from the LLM, at
@@ -121,7 +111,3 @@ class LevelTwo:
     def units_naming(self, names: set[str]) -> dict[str, set[str]]:
         """entity -> the unit keys whose stored extraction names it (any question's)."""
         return self.store.units_naming(self.model, names)
-
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.close()

@@ -1,5 +1,5 @@
 """Level 4: community reports an LLM writes, the first time a question needs them, kept in the
-index (`levels/level4.sqlite`) and reused.
+index's level records (local SQLite files, or the index's object store or database) and reused.
 
 A report (title, summary, key claims each citing the passages it rests on) is written from the
 community's most central sentences, those naming most of its distinctive phrases (the offline
@@ -13,18 +13,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from ..llm.replies import structured_reply
 from ..llm import LLM
 from ..nlp.lang import detect_language
-from .store import EXTRACTION_VERSION, LEVELS_DIR, open_level_db, unit_key
+from ..store.base import LevelRecords
+from .store import EXTRACTION_VERSION, unit_key
 
 REPORT_VERSION = 1  # bump when the prompt or the schema changes
+REPORTS = "reports"
 
 
 def community_key(phrases: list[str]) -> str:
@@ -53,59 +53,38 @@ class KeptReport:
 
 
 class ReportStore:
-    def __init__(self, index_dir: Path):
-        self._db = open_level_db(index_dir, "level4.sqlite",
-                                 "reports (model TEXT, community TEXT, record BLOB NOT NULL, PRIMARY KEY (model, community))")
-        self._lock = threading.Lock()
+    def __init__(self, records: LevelRecords):
+        self.kept = records
 
     @staticmethod
     def model_key(model: str) -> str:
         return f"{model}#v{REPORT_VERSION}.{EXTRACTION_VERSION}"
 
     def get_many(self, model: str, communities: list[str]) -> dict[str, KeptReport]:
-        found: dict[str, KeptReport] = {}
-        with self._lock:
-            for i in range(0, len(communities), 500):
-                part = communities[i:i + 500]
-                rows = self._db.execute(f"SELECT community, record FROM reports WHERE model = ? AND community IN "
-                                        f"({','.join('?' * len(part))})", [self.model_key(model), *part])
-                found.update((c, KeptReport(**json.loads(r))) for c, r in rows)
-        return found
+        return {c: KeptReport(**json.loads(r)) for c, r in self.kept.get(REPORTS, self.model_key(model), communities).items()}
 
     def put(self, model: str, community: str, report: KeptReport) -> None:
-        with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO reports VALUES (?, ?, ?)",
-                             (self.model_key(model), community,
-                              json.dumps(report.__dict__, ensure_ascii=False).encode()))
-
-    def close(self) -> None:
-        self._db.close()
+        """Written once: a report another process wrote meanwhile stays."""
+        self.kept.put_new(REPORTS, self.model_key(model), community,
+                          json.dumps(report.__dict__, ensure_ascii=False).encode())
 
 
 class LevelFour:
     """Community reports through the store."""
 
-    def __init__(self, llm: LLM, index_dir: Path, prompts_dir: str | None = None):
+    def __init__(self, llm: LLM, records: LevelRecords, prompts_dir: str | None = None):
+        """`records`: where the index keeps its levels (a search that writes no report leaves
+        them as they were)."""
         self.llm = llm
-        self.index_dir = Path(index_dir)
+        self.store = ReportStore(records)
         self.prompts_dir = prompts_dir
-        self._store: ReportStore | None = None
-
-    @property
-    def store(self) -> ReportStore:
-        """Opened on first use: a search that writes no report leaves the index as it was."""
-        if self._store is None:
-            self._store = ReportStore(self.index_dir)
-        return self._store
 
     @property
     def model(self) -> str:
         return self.llm.id
 
     def kept(self, keys: list[str]) -> dict[str, KeptReport]:
-        """The reports kept for those communities (reading never creates the store)."""
-        if self._store is None and not (self.index_dir / LEVELS_DIR / "level4.sqlite").exists():
-            return {}
+        """The reports kept for those communities."""
         return self.store.get_many(self.model, keys)
 
     async def write(self, items: list[tuple[str, str, list[str]]]) -> tuple[dict[str, KeptReport], int]:
@@ -129,7 +108,3 @@ class LevelFour:
         report = KeptReport(reply.title or label, reply.summary, claims)
         await asyncio.to_thread(self.store.put, self.model, key, report)
         return report
-
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.close()

@@ -3,11 +3,12 @@
 Azure AI Search holds each generation's units in a search index of its own (`<index_prefix>-<generation>`):
 the row, the unit id, its kind, its text in a field analysed for its language (`body_en` with the
 `en.lucene` analyzer, `body_ja` with `ja.lucene`) and its vector under an HNSW profile (cosine).
-The manifest, the generation's files (LanceDB tables, BM25, graph, communities) and the
-conversations live in the companion store (`store.companion_url`: s3:// or postgresql://), whose
-manifest switch stays the commit: a build uploads its units to a new search index first, then
-publishes the generation to the companion; a build killed before that leaves the previous
-generation (and its search index) in use, and the next build deletes the search index it left.
+The manifest, the generation's files (LanceDB tables, BM25, graph, communities), the
+conversations and what an LLM wrote for the index (Levels 2 and 4) live in the companion store
+(`store.companion_url`: s3:// or postgresql://), whose manifest switch stays the commit: a build
+uploads its units to a new search index first, then publishes the generation to the companion;
+a build killed before that leaves the previous generation (and its search index) in use, and the
+next build deletes the search index it left.
 
 Searches: vector candidates of large generations from the HNSW index (as with LanceDB's ANN
 index), and with `store.keyword: fulltext` keyword ranking by the service (BM25 over the
@@ -38,7 +39,7 @@ import numpy as np
 from ..errors import MonjyuError, ServiceError
 from ..nlp.lang import detect_language
 from ..types import DEFAULT_KINDS
-from .base import IndexStore
+from .base import IndexStore, LevelRecords
 from .lancedb_store import LanceStore
 
 UPLOAD_BATCH = 500
@@ -117,6 +118,10 @@ class AzureSearchIndex:
 
     def push_session(self, name: str) -> None:
         self.companion.push_session(name)
+
+    def level_records(self) -> LevelRecords:
+        """The LLM levels live beside the graph files, in the companion store."""
+        return self.companion.level_records()
 
     # -- publishing ------------------------------------------------------------------------
     def push(self) -> None:

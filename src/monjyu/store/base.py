@@ -5,10 +5,13 @@
   `pull` brings the local cache to the store's current generation. Sessions travel the same way.
 - `VectorCandidates`: an approximate nearest-neighbour index over the text units' vectors.
 - `KeywordRanker`: keyword search run by the store itself (PostgreSQL full text).
+- `LevelRecords`: what an LLM wrote for the index (Level 2 extractions, Level 4 reports), kept
+  where the index lives, so every search process reads what another paid for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 import numpy as np
@@ -27,6 +30,37 @@ class KeywordRanker(Protocol):
         units of the default kinds (types.DEFAULT_KINDS)."""
 
 
+class LevelRecords(Protocol):
+    """Records keyed by (kind, model, key): `kind` "extractions" (key: a unit's text hash) or
+    "reports" (key: a community's phrase hash). A record is written once: a second write of its
+    key, by this process or another, is ignored. An extraction is also listed under the entity
+    names it holds (`names`), so the units naming an entity are found without reading every
+    record. Reading never creates anything in the store."""
+
+    url: str
+
+    def get(self, kind: str, model: str, keys: list[str]) -> dict[str, bytes]:
+        """The records of those keys that exist."""
+
+    def put_new(self, kind: str, model: str, key: str, record: bytes, names: Iterable[str] = ()) -> bool:
+        """Write the record unless its key exists (atomically: a reader sees all of it or none);
+        True when this call wrote it."""
+
+    def count(self, kind: str, model: str) -> int:
+        """Records of the model, of any key."""
+
+    def naming(self, model: str, names: Iterable[str]) -> dict[str, set[str]]:
+        """entity name -> the extraction keys listed under it."""
+
+    def keys(self, kind: str) -> set[str]:
+        """Every key with a record, of any model."""
+
+    def remove(self, kind: str, keys: Iterable[str]) -> None:
+        """Drop those keys' records (every model's) and their names."""
+
+    def close(self) -> None: ...
+
+
 class IndexStore(Protocol):
     url: str  # where it is, for messages and `status` (no secrets)
 
@@ -43,3 +77,6 @@ class IndexStore(Protocol):
 
     def keyword_search(self, generation: str) -> KeywordRanker | None:
         """The store's own keyword search over that generation, if it has one."""
+
+    def level_records(self) -> LevelRecords:
+        """Where the index's Level 2 extractions and Level 4 reports are kept."""

@@ -8,24 +8,31 @@ generation readable. A reader pulls the generation the store's manifest names in
 once, then searches locally; it looks for a newer one every `store.refresh_s` seconds.
 
 One writer at a time (as for a local index): a push removes the generations its manifest no
-longer names, including an unfinished one a killed build left behind. pyarrow's S3 filesystem
+longer names, including an unfinished one a killed build left behind. What an LLM wrote for the
+index (Level 2 extractions, Level 4 reports) is kept under `levels/`, one object per record
+(`ObjectLevelRecords`), shared by every process that searches the index. pyarrow's S3 filesystem
 does the I/O; credentials and endpoint come from the AWS environment variables.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
 import shutil
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import MonjyuError
 from .mirror import (GENERATIONS, MANIFEST, SESSIONS, atomic_write, generation_files, has_generation,
                      install_generation, mark_complete, use_generation)
+
+LEVELS = "levels"
+NAMES = "names"  # levels/names/<model>/<name>/<key>: an object per name an extraction holds
 
 
 def _filesystem(url: str):
@@ -159,3 +166,83 @@ class ObjectStoreIndex:
         with open(self.local_dir / SESSIONS / f"{name}.json", "rb") as src:
             self._write(src, SESSIONS, f"{name}.json")
 
+
+    def level_records(self) -> "ObjectLevelRecords":
+        return ObjectLevelRecords(self)
+
+    def listing(self, *parts: str) -> list[str]:
+        """Paths (relative to `parts`) of the objects under a prefix; none when it does not exist."""
+        import pyarrow.fs as pafs
+
+        base = self._remote(*parts)
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+        except OSError as exc:
+            raise MonjyuError(f"cannot list {self.url}/{'/'.join(parts)}: {exc}; check store.url, the AWS_* "
+                              "credentials and AWS_ENDPOINT_URL") from None
+        return [info.path[len(base) + 1:] for info in infos if info.type == pafs.FileType.File]
+
+
+def _hashed(text: str) -> str:
+    """A model id or an entity name as one path segment."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class ObjectLevelRecords:
+    """Level records (store.base.LevelRecords) as objects: `levels/<kind>/<model>/<key>` holds a
+    record (an object appears whole, so a reader never sees half of one), and an extraction's
+    entity names are small objects `levels/names/<model>/<name>/<key>`, written before the record
+    (a process killed between them leaves names that the record, written next time, completes). A key is written only
+    when its object is not there yet; two processes writing the same key at the same moment leave
+    one object, the later one's. Reading lists a prefix once and fetches only what exists."""
+
+    def __init__(self, index: ObjectStoreIndex):
+        self.index = index
+        self.url = f"{index.url}/{LEVELS}"
+
+    def get(self, kind: str, model: str, keys: list[str]) -> dict[str, bytes]:
+        wanted = set(keys)
+        if not wanted:
+            return {}
+        present = [k for k in self.index.listing(LEVELS, kind, _hashed(model)) if k in wanted]
+        found = {k: self.index._read(LEVELS, kind, _hashed(model), k) for k in present}
+        return {k: v for k, v in found.items() if v is not None}
+
+    def put_new(self, kind: str, model: str, key: str, record: bytes, names: Iterable[str] = ()) -> bool:
+        if self.index._read(LEVELS, kind, _hashed(model), key) is not None:
+            return False
+        if self.index._read(MANIFEST) is None:  # only `monjyu index` creates a prefix
+            raise MonjyuError(f"no index at {self.index.url} to keep its {kind} in; build one there with "
+                              "`monjyu index` or fix store.url")
+        for name in sorted(set(names)):
+            self.index._write(io.BytesIO(name.encode()), LEVELS, NAMES, _hashed(model), _hashed(name), key)
+        self.index._write(io.BytesIO(record), LEVELS, kind, _hashed(model), key)  # last: the record commits it
+        return True
+
+    def count(self, kind: str, model: str) -> int:
+        return len(self.index.listing(LEVELS, kind, _hashed(model)))
+
+    def naming(self, model: str, names: Iterable[str]) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for name in sorted(set(names)):
+            keys = set(self.index.listing(LEVELS, NAMES, _hashed(model), _hashed(name)))
+            if keys:
+                found[name] = keys
+        return found
+
+    def keys(self, kind: str) -> set[str]:
+        return {path.rsplit("/", 1)[-1] for path in self.index.listing(LEVELS, kind)}
+
+    def remove(self, kind: str, keys: Iterable[str]) -> None:
+        gone = set(keys)
+        doomed = [(kind, path) for path in self.index.listing(LEVELS, kind) if path.rsplit("/", 1)[-1] in gone]
+        if kind == "extractions":
+            doomed += [(NAMES, path) for path in self.index.listing(LEVELS, NAMES) if path.rsplit("/", 1)[-1] in gone]
+        for where, path in doomed:
+            try:
+                self.index.fs.delete_file(self.index._remote(LEVELS, where, *path.split("/")))
+            except FileNotFoundError:
+                pass  # another process removed it
+
+    def close(self) -> None:
+        pass

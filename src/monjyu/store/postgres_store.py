@@ -6,7 +6,9 @@ Everything lives in one schema (`store.namespace`):
 - `files`: every file of each kept generation (LanceDB tables, BM25, graph arrays), in parts;
 - `units_<generation>`: the generation's text units with a pgvector column under an HNSW index
   (cosine) and a `tsvector` under a GIN index: the database's own vector and full-text search;
-- `sessions`: conversation follow-ups.
+- `sessions`: conversation follow-ups;
+- `level_records` and `level_names`: what an LLM wrote for the index (Level 2 extractions, Level
+  4 reports; `PgLevelRecords`), shared by every process that searches it.
 
 A build runs in the local directory; `push` then writes the whole generation and switches the
 manifest row in one transaction, so a reader sees the old generation or the new one, never a
@@ -32,6 +34,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -293,6 +296,91 @@ class PostgresIndex:
             conn = self._connect()
             self._register_vector(conn)
             return conn.execute(statement, params).fetchall()
+
+    def level_records(self) -> "PgLevelRecords":
+        return PgLevelRecords(self)
+
+
+class PgLevelRecords:
+    """Level records (store.base.LevelRecords) in the index's schema: one row per (kind, model,
+    key), written with ON CONFLICT DO NOTHING in one transaction with its names, so two processes
+    deepening at once write each record once and a reader sees a whole record or none. The
+    tables are made on the first write (under the index's advisory lock); reading before that
+    finds nothing."""
+
+    def __init__(self, index: PostgresIndex):
+        self.index = index
+        self.url = index.url
+
+    def _read(self, template: str, params: tuple, action: str = "reading the levels of") -> list[tuple]:
+        ix = self.index
+        with ix._lock, ix._failing_as(action):
+            conn = ix._connect()
+            if conn.execute("SELECT to_regclass(%s)", (f'"{ix.ns}".level_names',)).fetchone()[0] is None:
+                return []
+            return conn.execute(ix._sql(template), params).fetchall()
+
+    def get(self, kind: str, model: str, keys: list[str]) -> dict[str, bytes]:
+        rows = self._read("SELECT key, record FROM {ns}.level_records WHERE kind = %s AND model = %s AND "
+                          "key = ANY(%s)", (kind, model, list(keys))) if keys else []
+        return {k: bytes(r) for k, r in rows}
+
+    def put_new(self, kind: str, model: str, key: str, record: bytes, names: Iterable[str] = ()) -> bool:
+        ix = self.index
+        with ix._lock, ix._failing_as("writing a level record to"):
+            conn = ix._connect()
+            with conn.transaction():
+                if not ix._exists(conn):  # only `monjyu index` creates a namespace
+                    raise MonjyuError(f"no index in {ix.url} (namespace {ix.ns!r}) to keep its {kind} in; build "
+                                      "one there with `monjyu index` or fix store.namespace")
+                self._create_tables(conn)
+                written = conn.execute(ix._sql("INSERT INTO {ns}.level_records VALUES (%s, %s, %s, %s) "
+                                               "ON CONFLICT DO NOTHING RETURNING key"),
+                                       (kind, model, key, record)).fetchone() is not None
+                if written and names:
+                    with conn.cursor() as cur:
+                        cur.executemany(ix._sql("INSERT INTO {ns}.level_names VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"),
+                                        [(model, name, key) for name in sorted(set(names))])
+        return written
+
+    def _create_tables(self, conn) -> None:
+        if conn.execute("SELECT to_regclass(%s)", (f'"{self.index.ns}".level_names',)).fetchone()[0] is not None:
+            return
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"monjyu:{self.index.ns}:levels",))
+        conn.execute(self.index._sql("CREATE TABLE IF NOT EXISTS {ns}.level_records (kind text, model text, key text, "
+                                     "record bytea NOT NULL, PRIMARY KEY (kind, model, key))"))
+        conn.execute(self.index._sql("CREATE TABLE IF NOT EXISTS {ns}.level_names (model text, name text, key text, "
+                                     "PRIMARY KEY (model, name, key))"))
+
+    def count(self, kind: str, model: str) -> int:
+        rows = self._read("SELECT count(*) FROM {ns}.level_records WHERE kind = %s AND model = %s", (kind, model))
+        return int(rows[0][0]) if rows else 0
+
+    def naming(self, model: str, names: Iterable[str]) -> dict[str, set[str]]:
+        wanted = sorted(set(names))
+        found: dict[str, set[str]] = {}
+        for name, key in self._read("SELECT name, key FROM {ns}.level_names WHERE model = %s AND name = ANY(%s)",
+                                    (model, wanted)) if wanted else []:
+            found.setdefault(name, set()).add(key)
+        return found
+
+    def keys(self, kind: str) -> set[str]:
+        return {k for (k,) in self._read("SELECT DISTINCT key FROM {ns}.level_records WHERE kind = %s", (kind,))}
+
+    def remove(self, kind: str, keys: Iterable[str]) -> None:
+        gone = sorted(set(keys))
+        ix = self.index
+        if not gone or not self._read("SELECT 1", ()):  # nothing kept yet
+            return
+        with ix._lock, ix._failing_as("removing level records from"):
+            conn = ix._connect()
+            with conn.transaction():
+                conn.execute(ix._sql("DELETE FROM {ns}.level_records WHERE kind = %s AND key = ANY(%s)"), (kind, gone))
+                if kind == "extractions":
+                    conn.execute(ix._sql("DELETE FROM {ns}.level_names WHERE key = ANY(%s)"), (gone,))
+
+    def close(self) -> None:
+        pass
 
 
 def write_units(conn, sql, generation: str, ids: list[str], titles: list[str], texts: list[str],
