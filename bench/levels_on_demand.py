@@ -114,7 +114,7 @@ def run_hybrid(m: Monjyu, questions: list[str], eager_units: int) -> dict:
         totals["units read from the index"] += r.level3.get("units_reused", 0)
         totals["LLM calls"] += r.level3.get("usage", {}).get("calls", 0)
         totals["tokens"] += r.level3.get("usage", {}).get("total_tokens", 0)
-        totals["results through a level 3 entity"] += sum(i.level == 3 for i in r.items)
+        totals["results through a level 3 entity"] += sum(i.hit.level == 3 for i in r.items)
     totals["share of an eager level 2/3 build"] = round(totals["units sent to extraction"] / max(eager_units, 1), 4)
     return dict(totals)
 

@@ -107,7 +107,7 @@ def level3(m: Monjyu, question: str, budget: int) -> None:
     t = time.perf_counter()
     hybrid = m.hybrid_search(SearchQuery(text=question, type="relationship"))  # the 135M model may classify it otherwise
     show("HybridRAG (a relationship question)", hybrid, time.perf_counter() - t)
-    print(f"level 3 deepening: {json.dumps(hybrid.level3)}; item levels {[i.level for i in hybrid.items]}")
+    print(f"level 3 deepening: {json.dumps(hybrid.level3)}; item levels {[i.hit.level for i in hybrid.items]}")
     entities = m._level_three(m._searcher()[1])
     if entities is not None:
         print(f"level 3: {json.dumps(entities.to_dict())}")

@@ -130,6 +130,17 @@ def test_graph_walks_go_through_level_three_entities(built, make_config):
     assert strain in [h.text_unit_id for h in built.search("horses in Colombia", mode="graph", top_k=3).hits]
 
 
+def test_graph_search_says_a_passage_came_through_a_level_three_entity(built, server, make_config):
+    strain = unit_of(built, "The attenuated")
+    m = Monjyu(built.index_dir, make_config(llm=server.config(), search=NO_VECTORS))
+    hits = m.search("horses in Colombia", mode="graph", top_k=4, answer=False).hits
+    levels = {h.text_unit_id: h.level for h in hits}
+    assert levels[strain] == 3 and levels[unit_of(built, "Venezuelan")] == 1
+    offline = Monjyu(built.index_dir, make_config(search=NO_VECTORS)).search("horses in Colombia", mode="graph",
+                                                                            top_k=4, answer=False).hits
+    assert strain not in [h.text_unit_id for h in offline] and {h.level for h in offline} == {1}
+
+
 # Keyword search and the graph walk only, the walk seeded by the question's phrases alone (vector
 # search finds every passage of four): the strain passage holds no word of the question, so only
 # the walk through VEEV reaches it.
@@ -151,8 +162,10 @@ def test_hybridrag_reaches_the_passage_through_a_level_three_entity_and_says_so(
     m = Monjyu(built.index_dir, make_config(llm=server.config(), search=NO_VECTORS))
     result = m.hybrid_search(relation_request(), answer=False)
     item = next(i for i in result.items if i.hit.text_unit_id == strain)
-    assert item.level == 3 and item.scores["graph"] is not None and item.scores["keyword"] is None
-    assert {i.level for i in result.items if i.hit.text_unit_id != strain} <= {0, 1}
+    assert item.hit.level == 3 and item.scores["graph"] is not None and item.scores["keyword"] is None
+    assert {i.hit.level for i in result.items if i.hit.text_unit_id != strain} <= {0, 1}
+    public = next(r for r in result.response.results if r.id == strain)
+    assert public.sources.level == 3
     assert result.level3["units_sent"] == 0 and not result.level3["searched_again"]  # all extracted before
 
 

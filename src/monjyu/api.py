@@ -700,8 +700,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         """One search per query variant; several are fused by RRF over text units (each unit once).
         Adjacent units of one section are then joined into passages (search.passage_units)."""
         manifest, searcher = self._searcher()
-        if mode in ("hybrid", "graph"):
-            self._level_three(searcher)  # its entities join the graph walk where Level 2 has some
+        entities = self._level_three(searcher) if mode in ("hybrid", "graph") else None  # joins the walk
         needs_vector = mode in ("vector", "hybrid", "graph") or threshold is not None
         vectors = [self._embed_query(manifest, q) if needs_vector else None for q in queries]
         units = self.config.search.passage_units
@@ -723,8 +722,28 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
             result = SearchResults(query=queries[0], mode=mode, hits=hits, total_count=len(fused),
                                    timings_ms={"search_ms": sum(r.timings_ms.get("search_ms", 0.0) for r in runs)},
                                    expanded_queries=queries)
+        if mode in ("hybrid", "graph") and searcher.index.graph is not None:
+            self._hit_levels(searcher, queries[0], result.hits, entities, vectors[0])
         result.hits = join_adjacent(result.hits, offset + top_k, units)[offset:]
         return result, vectors[0]
+
+    def _hit_levels(self, searcher: Searcher, query: str, hits: list[SearchHit], entities,
+                    vector: np.ndarray | None) -> None:
+        """SearchHit.level of a graph or hybrid search, traced back to where its walk starts: the
+        best keyword and vector hits, the vector hits that seed the walk (search.graph_dense_seeds)
+        and the best hits that name one of the query's phrases."""
+        rows = [searcher.row_of(h.text_unit_id) for h in hits]
+        direct = {r for r, h in zip(rows, hits) if h.vector_score is not None or h.keyword_score is not None}
+        heads = [r for key in ("vector_score", "keyword_score")
+                 for r, _ in sorted(((r, getattr(h, key)) for r, h in zip(rows, hits) if getattr(h, key) is not None),
+                                    key=lambda x: -x[1])[:5]]
+        if vector is not None and self.config.search.graph_dense_seeds:
+            heads += [r for r, _ in searcher.vector_ranking(vector, self.config.search.graph_dense_seeds, None)[0]]
+        seeds = set(searcher.phrase_seeds(query))
+        heads += [r for r in rows if seeds & set(searcher.index.graph.incidence[r].indices.tolist())][:5]
+        levels = searcher.came_through(rows, direct, heads, entities)
+        for row, hit in zip(rows, hits):
+            hit.level = levels[row]
 
 
 def _request_weights(request: SearchQuery) -> dict[str, float]:

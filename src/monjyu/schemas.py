@@ -201,6 +201,9 @@ class SearchResultSources(Schema):
     entity_ids: list[str] = Field(default_factory=list)
     community_id: str | None = None
     community_ids: list[str] = Field(default_factory=list)
+    # the index level the passage came through: 0 keyword or vector search, 1 the noun-phrase graph
+    # walk, 3 the walk through a Level 3 entity (an addition to the spec's schema)
+    level: int | None = None
 
 
 class ResultMetadata(Schema):

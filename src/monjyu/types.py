@@ -127,6 +127,10 @@ class SearchHit:
     # document order; empty for a single unit.
     parts: list[dict[str, Any]] = field(default_factory=list)
     zotero: dict[str, str] | None = None  # a Zotero library's keys for its document (key, library, attachment_key)
+    # Searches with a graph walk (graph, hybrid, HybridRAG): the index level it came through, 0
+    # keyword or vector search, 1 the noun-phrase walk, 3 the walk through a Level 3 entity it names
+    # under another name than the passages it was reached from (Searcher.came_through).
+    level: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -305,13 +309,10 @@ class HybridItem:
     grade: str | None = None  # correct | ambiguous | incorrect (None: CRAG off)
     strips: list[str] = field(default_factory=list)  # the relevant sentences of an ambiguous result
     highlights: list[dict[str, Any]] = field(default_factory=list)  # {text, start, end} in the unit text
-    # The index level it came through: 0 keyword or vector search, 1 the noun-phrase graph walk, 3
-    # the walk through a Level 3 entity it names under another name than the passages it was reached from.
-    level: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.hit.to_dict(), "scores": self.scores, "grade": self.grade, "strips": self.strips,
-                "highlights": self.highlights, "level": self.level}
+                "highlights": self.highlights}
 
 
 @dataclass

@@ -381,6 +381,25 @@ class Searcher:
             self._text_keys = keys
         return self._text_keys
 
+    def came_through(self, rows: list[int], direct: set[int], heads: list[int], entities) -> dict[int, int]:
+        """The level each row came through (SearchHit.level): 0 when keyword or vector search
+        found it (`direct`); else the graph walk's: 3 when it names a Level 3 entity (`entities`,
+        levels.entity_graph.EntityGraph) that one of the `heads` (the best direct hits, the
+        walk's start) names too and shares no noun phrase with any of them, so that only the
+        entity leads there; else 1."""
+        out = {row: 0 if row in direct else 1 for row in rows}
+        walked = [row for row in rows if out[row] == 1]
+        graph = self.index.graph
+        if not walked or entities is None or not heads or graph is None:
+            return out
+        named = entities.by_unit()
+        head_entities = set().union(*(named.get(r, set()) for r in heads))
+        head_phrases = set(graph.incidence[heads].indices.tolist()) - set(np.flatnonzero(graph.is_hub).tolist())
+        for row in walked:
+            if named.get(row, set()) & head_entities and not set(graph.incidence[row].indices.tolist()) & head_phrases:
+                out[row] = 3
+        return out
+
     def has_unit(self, text_unit_id: str) -> bool:
         try:
             self.row_of(text_unit_id)

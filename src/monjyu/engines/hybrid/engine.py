@@ -247,6 +247,7 @@ class HybridRAGEngine:
             g = grades.get(row)
             hit = self.searcher.hit(row, combined.get(row, 0.0), rank, per.get("semantic", {}).get(row),
                                     per.get("keyword", {}).get(row))
+            hit.level = levels[row]
             text = hit.text
             items.append(HybridItem(
                 hit=hit,
@@ -255,7 +256,7 @@ class HybridRAGEngine:
                         "rerank": rerank_scores.get(row), "crag": g.score if g else None},
                 grade=g.grade if g else None,
                 strips=[text[a:b] for a, b in g.strips] if g and g.grade == "ambiguous" else [],
-                highlights=_highlights(text, q_terms, self.searcher.analyzer), level=levels[row]))
+                highlights=_highlights(text, q_terms, self.searcher.analyzer)))
 
         result = HybridSearchResult(
             query=query, classification={"type": cls.type, "confidence": cls.confidence, "entities": cls.entities,
@@ -287,27 +288,14 @@ class HybridRAGEngine:
         return fused, per, metrics, info
 
     def _levels(self, rows: list[int], per: dict) -> dict[int, int]:
-        """The level each row came through (HybridItem.level): 0 when keyword or vector search
-        found it; else the graph walk's, 3 when it names a Level 3 entity that one of the best
-        keyword and vector hits (HEADS of each) names too and shares no noun phrase with any of
-        them (only the entity leads there), else 1."""
+        """The level each row came through: traced back to the HEADS best keyword and vector hits
+        (Searcher.came_through)."""
         direct = {row for name in ("keyword", "semantic") for row in per.get(name, {})}
-        out = {row: 0 if row in direct else 1 for row in rows}
-        graph_only = [row for row in rows if out[row] == 1]
-        entities = self.entities() if graph_only and self.entities is not None else None
-        if entities is None:
-            return out
         heads = [row for name in ("keyword", "semantic")
                  for row, _ in sorted(per.get(name, {}).items(), key=lambda x: -x[1])[:HEADS]]
-        named = entities.by_unit()
-        head_entities = set().union(*(named.get(r, set()) for r in heads)) if heads else set()
-        graph = self.searcher.index.graph
-        head_phrases = set(graph.incidence[heads].indices.tolist()) - set(np.flatnonzero(graph.is_hub).tolist()) \
-            if heads else set()
-        for row in graph_only:
-            if named.get(row, set()) & head_entities and not set(graph.incidence[row].indices.tolist()) & head_phrases:
-                out[row] = 3
-        return out
+        walked = any(row not in direct for row in rows)
+        entities = self.entities() if walked and self.entities is not None else None
+        return self.searcher.came_through(rows, direct, heads, entities)
 
     async def _corrective(self, asked: Query, vector: np.ndarray, order: list[int], need: int, mask: np.ndarray | None,
                           cls: Classification, w: dict[str, float]) -> tuple[list[int], dict[int, Grade], dict,
