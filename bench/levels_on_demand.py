@@ -84,6 +84,7 @@ def run(m: Monjyu, questions: list[str], eager_units: int) -> dict:
     """Lazy search over the questions: what each level cost."""
     totals: dict = defaultdict(int)
     tokens: dict = defaultdict(int)
+    calls: dict = defaultdict(int)
     for q in questions:
         r = m.lazy_search(q)
         totals["questions"] += 1
@@ -97,8 +98,9 @@ def run(m: Monjyu, questions: list[str], eager_units: int) -> dict:
         totals["reports read"] += r.level4.get("reports_read", 0)
         for level, usage in r.usage_by_level.items():
             tokens[f"level {level}"] += usage.get("total_tokens", 0)
+            calls[f"level {level}"] += usage.get("calls", 0)
     totals["share of an eager level 2/3 build"] = round(totals["units sent to extraction"] / max(eager_units, 1), 4)
-    return {**totals, "tokens": dict(tokens)}
+    return {**totals, "LLM calls": dict(calls), "tokens": dict(tokens)}
 
 
 def run_hybrid(m: Monjyu, questions: list[str], eager_units: int) -> dict:
