@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from monjyu.engines.classify import rule_classify
+from monjyu.query import Query
 from monjyu.nlp.lang import detect_language
 
 LABELLED = Path(__file__).parent.parent / "tests" / "data" / "query_types.jsonl"
@@ -20,7 +21,7 @@ def main() -> None:
     rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line.strip()]
     right, total = Counter(), Counter()
     for row in rows:
-        ok = rule_classify(row["query"], []).type == row["type"]
+        ok = rule_classify(Query.of(row["query"]), []).type == row["type"]
         for key in ("all", detect_language(row["query"]), row["type"]):
             total[key] += 1
             right[key] += ok

@@ -13,6 +13,7 @@ import pytest
 
 from monjyu import Monjyu
 from monjyu.engines.classify import rule_classify
+from monjyu.query import Query
 from monjyu.errors import MonjyuError
 from monjyu.retrieval import SearchFilters
 from monjyu.schemas import SearchOptions, SearchQuery, SearchResult
@@ -25,7 +26,7 @@ def test_rule_classifier_on_the_labelled_queries():
     rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines()]
     assert len(rows) >= 60 and {r["type"] for r in rows} == {"local", "global", "relationship", "hybrid"}
     assert any("\u3040" <= ch <= "\u30ff" for r in rows for ch in r["query"])  # Japanese queries too
-    correct = sum(rule_classify(r["query"], []).type == r["type"] for r in rows)
+    correct = sum(rule_classify(Query.of(r["query"]), []).type == r["type"] for r in rows)
     assert correct / len(rows) >= 0.9
 
 

@@ -354,8 +354,8 @@ def test_hybridrag_and_the_router_build_their_engine_once(sample_index, monkeypa
 
 
 def test_the_answer_reads_the_language_the_door_detected(sample_index, monkeypatch):
-    """The door makes one Query; the answer engine, the reader and lazy search read its language
-    instead of detecting it again (issue 54: the rankers still detect it, until they take the
+    """The door makes one Query; the classifier, the answer engine, the reader and lazy search read
+    its language instead of detecting it again (issue 54: the rankers still detect it, until they take the
     Query too)."""
     import sys
 
@@ -377,7 +377,7 @@ def test_the_answer_reads_the_language_the_door_detected(sample_index, monkeypat
     calls.clear()
     assert sample_index.hybrid_search(question).answer.language == "en"
     answer_path = ("monjyu.engines.answer", "monjyu.engines.reader", "monjyu.engines.hybrid.engine",
-                   "monjyu.engines.lazy.search")
+                   "monjyu.engines.lazy.search", "monjyu.engines.classify")
     assert [name for name, text in calls if text == question and name in answer_path] == []
     calls.clear()
     assert sample_index.lazy_search(question).answer is not None

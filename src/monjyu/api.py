@@ -591,7 +591,7 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         """The async twin of `route`."""
         query = self._check_query(query)
         _, engine = self._hybrid_engine()
-        c = await engine.classify(query)
+        c = await engine.classify(Query.of(query))
         route = {"local": "search", "global": "lazy", "relationship": "hybridrag", "hybrid": "hybridrag"}[c.type]
         return {"engine": route, "type": c.type, "confidence": c.confidence, "entities": c.entities, "method": c.method}
 

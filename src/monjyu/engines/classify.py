@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from ..llm import LLM
 from ..llm.replies import structured_reply
-from ..nlp.lang import detect_language
+from ..query import Query
 
 _GLOBAL = {
     "en": re.compile(r"\b(overall (themes?|topics?|picture|landscape|trends?|findings)|main (themes?|topics?|ideas?|"
@@ -49,8 +49,9 @@ class Classification:
     method: str = "rules"
 
 
-def rule_classify(query: str, entities: list[str]) -> Classification:
-    lang = detect_language(query)
+def rule_classify(asked: Query, entities: list[str]) -> Classification:
+    """The question's type by its cues, in its language (the Query's, detected once at the door)."""
+    query, lang = asked.text, asked.language
     is_global = bool(_GLOBAL[lang].search(query)) and not _ONE_WORK[lang].search(query)
     relation = _RELATION[lang].search(query)
     is_relation = bool(relation) or (len(entities) >= 2 and bool(re.search(r"\b(and|or)\b|と|や", query))
@@ -71,8 +72,9 @@ class LLMClassification(BaseModel):
     relation_hint: str = ""
 
 
-async def llm_classify(llm: LLM, query: str, fallback: Classification, prompts_dir: str | None = None) -> Classification:
-    p = await structured_reply(llm, "classify", detect_language(query), query, LLMClassification, prompts_dir)
+async def llm_classify(llm: LLM, asked: Query, fallback: Classification,
+                       prompts_dir: str | None = None) -> Classification:
+    p = await structured_reply(llm, "classify", asked.language, asked.text, LLMClassification, prompts_dir)
     if p is None:
         return fallback
     return Classification(p.type, p.confidence, p.entities or fallback.entities, p.relation_hint, method=f"llm:{llm.id}")

@@ -55,21 +55,22 @@ class HybridRAGEngine:
         self.prompts_dir = answers.config.prompts_dir or None
 
     # ------------------------------------------------------------------ stage 1
-    async def classify(self, query: str, query_type: str | None = None) -> Classification:
+    async def classify(self, asked: Query, query_type: str | None = None) -> Classification:
         """The query's type and entities; `query_type` (from a request) is taken as given. A long
         query (a pasted passage) is classified by its first QUERY_TEXT_CHARS characters."""
-        query = query[:QUERY_TEXT_CHARS]
+        asked = Query(asked.text[:QUERY_TEXT_CHARS], asked.language)
+        query = asked.text
         entities = []
         if self.searcher.index.graph is not None:
             graph = self.searcher.index.graph
             entities = [graph.phrases[n] for n in graph.match(query, self.searcher.query_phrases(query))]
-        rules = rule_classify(query, entities)
+        rules = rule_classify(asked, entities)
         if query_type is not None:
             return replace(rules, type=query_type, confidence=1.0, method="request")
         use_llm = self.llm is not None and self.config.classifier != "rules"
         if self.config.classifier == "llm" and self.llm is None:
             raise MonjyuError("hybrid.classifier is 'llm' but no LLM is configured (llm.provider is none)")
-        return await llm_classify(self.llm, query, rules, self.prompts_dir) if use_llm else rules
+        return await llm_classify(self.llm, asked, rules, self.prompts_dir) if use_llm else rules
 
     # ------------------------------------------------------------------ stage 2
     def graph_mode(self, cls: Classification) -> str:
@@ -196,7 +197,7 @@ class HybridRAGEngine:
         query = asked.text  # the stages before the answer read its text
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        cls = await self.classify(query, query_type)
+        cls = await self.classify(asked, query_type)
         timings["classify_ms"] = (time.perf_counter() - t) * 1000
         w = dict(zip(STRATEGIES, self.config.weights[cls.type])) if weights is None else dict(weights)
         if set(w) != set(STRATEGIES) or abs(sum(w.values()) - 1.0) > 0.01 or min(w.values()) < 0:

@@ -378,14 +378,14 @@ class LazySearchEngine:
             for found in state.relevant[before:]:
                 found.score = min(found.score, cfg.local_threshold)
 
-    def _needs_level2(self, query: str, state: _State) -> bool:
+    def _needs_level2(self, asked: Query, state: _State) -> bool:
         """Deepen to Level 2 (an LLM and lazy.max_level 2 given) when the question asks how things
         relate, or when the tests found fewer relevant sentences than enough: both want links the
         noun-phrase graph may not have. A global question asks for themes, not links: it never
         deepens to entities."""
         if self.level2 is None:
             return False
-        kind = rule_classify(query, []).type
+        kind = rule_classify(asked, []).type
         return kind in ("relationship", "hybrid") or (kind != "global" and len(state.relevant) < state.enough)
 
     async def _level2(self, query: str, ranked: list[int], state: _State) -> dict:
@@ -702,7 +702,7 @@ class LazySearchEngine:
             communities = self.searcher.index.communities
             conversation.follow(self.searcher.has_unit,
                                 lambda c: communities is not None and c in communities.by_id)
-        is_global = self.searcher.index.communities is not None and rule_classify(query, []).type == "global"
+        is_global = self.searcher.index.communities is not None and rule_classify(asked, []).type == "global"
         if self.level4 is not None and is_global:
             return await self._reports(query, lang, budget, filters, threshold, top_k, offset, answer, phase, on_token)
         if self.llm is None and is_global:
@@ -756,7 +756,7 @@ class LazySearchEngine:
         timings["explore_ms"] = (time.perf_counter() - t) * 1000
         phase("explore", {"budget_used": state.used, "relevant": len(state.relevant), "stop": stop})
         level2: dict = {}
-        if self._needs_level2(query, state):
+        if self._needs_level2(asked, state):
             t = time.perf_counter()
             with UsageScope() as level2_usage:
                 level2 = await self._level2(query, ranked, state)
