@@ -6,7 +6,6 @@ the graph walks of graph mode and HybridRAG; a removed document leaves it; nothi
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pytest
@@ -15,7 +14,8 @@ from monjyu import Monjyu
 from monjyu.config import GraphConfig
 from monjyu.levels.entity_graph import build_entity_graph, merge_names, same_entity
 from monjyu.levels.extract import Extraction
-from tests.llm_server import LLMTestServer, echo_responder
+from tests.llm_server import LLMTestServer
+from tests.test_levels import scripted
 
 DOCS = {
     "outbreak.txt": "Venezuelan equine encephalitis virus spread among horses in Colombia in 1995.",
@@ -37,21 +37,7 @@ EXTRACTIONS = {  # the "LLM"'s extraction of each passage, by a word of it
 }
 
 
-def responder(request: dict) -> str:
-    """Subqueries: the question; relevance: 8 for a sentence naming Colombia or the TC-83 strain;
-    extraction: EXTRACTIONS by the passage's words."""
-    system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
-    if '"subqueries"' in system:
-        return json.dumps({"subqueries": [user], "expanded_query": user})
-    if '"scores"' in system:
-        numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
-        return json.dumps({"scores": [8 if re.search("Colombia|TC-83", s) else 1 for _, s in numbered]})
-    if '"relations"' in system:
-        return json.dumps(next((v for k, v in EXTRACTIONS.items() if k in user), {"entities": [], "relations": []}))
-    if '"claims"' in system:
-        numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
-        return json.dumps({"claims": [{"statement": s, "sources": [int(i)]} for i, s in numbered]})
-    return echo_responder(request)
+responder = scripted(EXTRACTIONS, "Colombia|TC-83")  # relevant: a sentence naming Colombia or the strain
 
 
 @pytest.fixture

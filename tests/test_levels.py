@@ -5,6 +5,7 @@ of it offline."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 import re
 import signal
 import sqlite3
@@ -39,23 +40,27 @@ EXTRACTIONS = {  # what the "LLM" extracts from each passage
 }
 
 
-def responder(request: dict) -> str:
-    """Subqueries: the question itself; relevance: 8 for sentences naming the Radium Institute or
-    the Flying University; extraction: EXTRACTIONS by the passage's words."""
-    system = request["messages"][0]["content"]
-    user = request["messages"][-1]["content"]
-    if '"subqueries"' in system:
-        return json.dumps({"subqueries": [user], "expanded_query": user})
-    if '"scores"' in system:
+def scripted(extractions: dict[str, dict], relevant: str) -> Callable[[dict], str]:
+    """A responder for deepening tests: subqueries the question itself; relevance 8 for sentences
+    matching `relevant` (a pattern), else 1; extraction `extractions` by a word of the passage;
+    claims one per sentence; the rest echoed."""
+    def respond(request: dict) -> str:
+        system = request["messages"][0]["content"]
+        user = request["messages"][-1]["content"]
         numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
-        return json.dumps({"scores": [8 if re.search("Radium Institute|Flying University", s) else 1
-                                      for _, s in numbered]})
-    if '"relations"' in system:
-        return json.dumps(next((v for k, v in EXTRACTIONS.items() if k in user), {"entities": [], "relations": []}))
-    if '"claims"' in system:
-        numbered = re.findall(r"^(\d+)\. (.*)$", user, re.M)
-        return json.dumps({"claims": [{"statement": s, "sources": [int(i)]} for i, s in numbered]})
-    return echo_responder(request)
+        if '"subqueries"' in system:
+            return json.dumps({"subqueries": [user], "expanded_query": user})
+        if '"scores"' in system:
+            return json.dumps({"scores": [8 if re.search(relevant, s) else 1 for _, s in numbered]})
+        if '"relations"' in system:
+            return json.dumps(next((v for k, v in extractions.items() if k in user), {"entities": [], "relations": []}))
+        if '"claims"' in system:
+            return json.dumps({"claims": [{"statement": s, "sources": [int(i)]} for i, s in numbered]})
+        return echo_responder(request)
+    return respond
+
+
+responder = scripted(EXTRACTIONS, "Radium Institute|Flying University")
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ from .query import Query
 from .retrieval import LoadedIndex, SearchFilters, Searcher
 from .retrieval.fusion import weighted_rrf
 from .retrieval.passages import join_adjacent
-from .retrieval.searcher import QUERY_TEXT_CHARS
+from .retrieval.searcher import QUERY_TEXT_CHARS, WALK_HEADS
 from .store.factory import open_store
 from .store.base import LevelRecords
 from .store.level_records import SQLiteLevelRecords
@@ -736,11 +736,11 @@ class Monjyu(DocumentsMixin, GraphMixin, LevelsMixin, PapersMixin, SessionsMixin
         direct = {r for r, h in zip(rows, hits) if h.vector_score is not None or h.keyword_score is not None}
         heads = [r for key in ("vector_score", "keyword_score")
                  for r, _ in sorted(((r, getattr(h, key)) for r, h in zip(rows, hits) if getattr(h, key) is not None),
-                                    key=lambda x: -x[1])[:5]]
+                                    key=lambda x: -x[1])[:WALK_HEADS]]
         if vector is not None and self.config.search.graph_dense_seeds:
             heads += [r for r, _ in searcher.vector_ranking(vector, self.config.search.graph_dense_seeds, None)[0]]
         seeds = set(searcher.phrase_seeds(query))
-        heads += [r for r in rows if seeds & set(searcher.index.graph.incidence[r].indices.tolist())][:5]
+        heads += [r for r in rows if seeds & set(searcher.index.graph.incidence[r].indices.tolist())][:WALK_HEADS]
         levels = searcher.came_through(rows, direct, heads, entities)
         for row, hit in zip(rows, hits):
             hit.level = levels[row]

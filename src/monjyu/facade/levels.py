@@ -19,7 +19,7 @@ BATCH = 64  # units extracted at a time by an eager build (each stored as it arr
 # Output tokens assumed for the estimate printed before an eager build: an extraction names a
 # handful of entities and relations (~25 tokens each); a report has a title, a summary and up
 # to eight claims.
-OUTPUT_TOKENS = {2: 200, 4: 400}
+OUTPUT_TOKENS = {2: 200, 3: 200, 4: 400}  # level 3 sends what level 2 does
 
 
 class LevelsMixin:
@@ -69,7 +69,7 @@ class LevelsMixin:
         prompt = sum(count(t) + instructions[detect_language(t)] for t in texts)
         return {"level": level, "model": builder.model, "items": len(todo),
                 "what": "community reports" if level == 4 else "passages", "prompt_tokens": prompt,
-                "completion_tokens": OUTPUT_TOKENS[4 if level == 4 else 2] * len(todo), "already_built": done}
+                "completion_tokens": OUTPUT_TOKENS[level] * len(todo), "already_built": done}
 
     def build_level(self, level: int, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
         """Level 2: extract entities and relations from every unit not extracted yet for the

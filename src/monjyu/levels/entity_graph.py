@@ -21,6 +21,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -177,20 +178,22 @@ class EntityGraph:
     def __len__(self) -> int:
         return len(self.names)
 
+    @cached_property
+    def _by_key(self) -> dict[str, int]:
+        return {entity_key(n): e for e, names in enumerate(self.names) for n in names}
+
     def entity_of(self, name: str) -> int | None:
         """The entity one of whose names is `name` (compared as entity keys)."""
-        if not hasattr(self, "_by_key"):
-            self._by_key = {entity_key(n): e for e, names in enumerate(self.names) for n in names}
         return self._by_key.get(entity_key(name))
 
+    @cached_property
     def by_unit(self) -> dict[int, set[int]]:
-        """row -> the entities it names (made once)."""
-        if not hasattr(self, "_by_unit"):
-            self._by_unit: dict[int, set[int]] = {}
-            for e, rows in enumerate(self.units):
-                for row in rows.tolist():
-                    self._by_unit.setdefault(row, set()).add(e)
-        return self._by_unit
+        """row -> the entities it names."""
+        named: dict[int, set[int]] = {}
+        for e, rows in enumerate(self.units):
+            for row in rows.tolist():
+                named.setdefault(row, set()).add(e)
+        return named
 
     def merged(self) -> list[list[str]]:
         """The entities known under more than one name (what the merge rule joined)."""
@@ -208,14 +211,14 @@ def build_entity_graph(extractions: dict[str, Extraction], rows_of_key: dict[str
     """Level 3 from the extractions of the generation's units (by unit key): names merged,
     each entity's units (extractions and noun phrases), the relations between entities, and
     their communities. `phrase_units(name)`: the rows where `name` is a non-hub noun phrase."""
-    typed: dict[str, str] = {}
-    for record in extractions.values():
-        for e in record.entities:
-            typed.setdefault(entity_key(e.name), e.type.strip().lower())
+    typed: dict[str, str] = {}  # entity key -> the first type an extraction gave it
     surfaces: dict[tuple[str, str], Counter] = defaultdict(Counter)  # (key, type) -> surface forms
     for record in extractions.values():
         for e in record.entities:
-            surfaces[entity_key(e.name), e.type.strip().lower()][e.name.strip()] += 1
+            key, kind = entity_key(e.name), e.type.strip().lower()
+            typed.setdefault(key, kind)
+            surfaces[key, kind][e.name.strip()] += 1
+    for record in extractions.values():  # relation ends join their typed entity, else stay untyped
         for r in record.relations:
             for end in (r.source, r.target):
                 key = entity_key(end)

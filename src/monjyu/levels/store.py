@@ -44,9 +44,6 @@ class ExtractionStore:
         self.kept.put_new(EXTRACTIONS, self.model_key(model), unit,
                           json.dumps(record, ensure_ascii=False).encode(), entities)
 
-    def count(self, model: str, units: list[str]) -> int:
-        return len(self.records(model, units))
-
     def total(self, model: str) -> int:
         """Records stored for the model, of any unit: grows with every unit extracted."""
         return self.kept.count(EXTRACTIONS, self.model_key(model))

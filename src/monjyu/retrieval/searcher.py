@@ -37,6 +37,8 @@ QUERY_TEXT_CHARS = 400  # an abstract's first two or three sentences (~100 token
 KEYWORD_TEXT_CHARS = 10_000  # a few pages: a section's distinctive terms are all there
 MAX_QUERY_TERMS = 64
 LIST_TOP = 10  # each list's best that always reach the evidence rerank
+WALK_HEADS = 5  # best hits of each kind a walked result is traced back to (Searcher.came_through)
+
 
 def sentence_naming(text: str, phrase: str) -> str:
     """The sentence of `text` in which `phrase` (lower case) first occurs; "" when it does not."""
@@ -392,7 +394,7 @@ class Searcher:
         graph = self.index.graph
         if not walked or entities is None or not heads or graph is None:
             return out
-        named = entities.by_unit()
+        named = entities.by_unit
         head_entities = set().union(*(named.get(r, set()) for r in heads))
         head_phrases = set(graph.incidence[heads].indices.tolist()) - set(np.flatnonzero(graph.is_hub).tolist())
         for row in walked:

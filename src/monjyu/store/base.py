@@ -58,8 +58,6 @@ class LevelRecords(Protocol):
     def remove(self, kind: str, keys: Iterable[str]) -> None:
         """Drop those keys' records (every model's) and their names."""
 
-    def close(self) -> None: ...
-
 
 class IndexStore(Protocol):
     url: str  # where it is, for messages and `status` (no secrets)

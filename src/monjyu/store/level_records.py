@@ -106,9 +106,3 @@ class SQLiteLevelRecords:
                     db.execute(f"DELETE FROM {table} WHERE {key} IN ({marks})", part)
                     if names_table:
                         db.execute(f"DELETE FROM {names_table} WHERE {key} IN ({marks})", part)
-
-    def close(self) -> None:
-        with self._lock:
-            for db in self._dbs.values():
-                db.close()
-            self._dbs.clear()

@@ -243,6 +243,3 @@ class ObjectLevelRecords:
                 self.index.fs.delete_file(self.index._remote(LEVELS, where, *path.split("/")))
             except FileNotFoundError:
                 pass  # another process removed it
-
-    def close(self) -> None:
-        pass

@@ -379,9 +379,6 @@ class PgLevelRecords:
                 if kind == "extractions":
                     conn.execute(ix._sql("DELETE FROM {ns}.level_names WHERE key = ANY(%s)"), (gone,))
 
-    def close(self) -> None:
-        pass
-
 
 def write_units(conn, sql, generation: str, ids: list[str], titles: list[str], texts: list[str],
                 terms: list[list[str]], kinds: list[str], vectors: np.ndarray) -> None:

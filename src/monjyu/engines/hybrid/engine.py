@@ -17,7 +17,7 @@ from ...levels.entity_graph import EntityGraph
 from ...errors import MonjyuError, ServiceError
 from ...query import Query
 from ...retrieval import SearchFilters, Searcher
-from ...retrieval.searcher import QUERY_TEXT_CHARS, sentence_naming
+from ...retrieval.searcher import QUERY_TEXT_CHARS, WALK_HEADS, sentence_naming
 from ...retrieval.fusion import weighted_rrf
 from ...types import Answer, HybridItem, HybridSearchResult, SearchHit
 from ..answer import AnswerEngine
@@ -29,7 +29,6 @@ from .rerank import Reranker
 STRATEGIES = ("keyword", "semantic", "graph")
 GRAPH_MODE = {"local": "entity", "global": "community", "relationship": "relation", "hybrid": "multihop"}
 WebSearch = Callable[[str], Sequence[str]]  # a hook for CRAG's last resort; none is installed by default
-HEADS = 5  # the best keyword and vector hits a graph-only result is traced back to (HybridItem.level)
 Extract = Callable[[list[int]], Awaitable[dict]]  # Level 2 for these rows (kept), the run's counts
 
 
@@ -289,11 +288,11 @@ class HybridRAGEngine:
         return fused, per, metrics, info
 
     def _levels(self, rows: list[int], per: dict) -> dict[int, int]:
-        """The level each row came through: traced back to the HEADS best keyword and vector hits
+        """The level each row came through: traced back to the WALK_HEADS best keyword and vector hits
         (Searcher.came_through)."""
         direct = {row for name in ("keyword", "semantic") for row in per.get(name, {})}
         heads = [row for name in ("keyword", "semantic")
-                 for row, _ in sorted(per.get(name, {}).items(), key=lambda x: -x[1])[:HEADS]]
+                 for row, _ in sorted(per.get(name, {}).items(), key=lambda x: -x[1])[:WALK_HEADS]]
         walked = any(row not in direct for row in rows)
         entities = self.entities() if walked and self.entities is not None else None
         return self.searcher.came_through(rows, direct, heads, entities)
