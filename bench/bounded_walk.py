@@ -61,13 +61,13 @@ def main() -> None:
     ap.add_argument("--beta", type=float, default=None, help="Heaps' exponent (default: measured on the real graph)")
     args = ap.parse_args()
     m = Monjyu(args.real_index)
-    manifest, searcher = m._searcher()
+    manifest, searcher = m.workspace.current().manifest, m.workspace.current().searcher
     real = searcher.index.graph
     damping = m.config.search.graph_damping
     queries = list(BeirDataset.load(args.beir).queries.values())[:args.queries]
     seeds = []
     for q in queries:
-        vector = m._embed_query(manifest, q)
+        vector = m.workspace.current().embed_query(q)
         dense, _ = searcher.vector_ranking(vector, 5, None)
         seeds.append((searcher.phrase_seeds(q), [row for row, _ in dense]))
     epsilons = [float(e) for e in args.epsilons.split(",")]

@@ -27,14 +27,14 @@ def main() -> int:
     parser.add_argument("--questions", type=Path, default=ROOT / "tests/data/citation_questions.jsonl")
     args = parser.parse_args()
     m = Monjyu(args.index)
-    ids = {Path(d["id"]).name: d["id"] for d in m.list_documents(limit=1000)["documents"]}
+    ids = {Path(d["id"]).name: d["id"] for d in m.documents.list(limit=1000)["documents"]}
     rows = [json.loads(line) for line in args.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
     all_right = 0
     for row in rows:
         paper = ids[row["paper"]]
-        contexts = {(c["document_id"], " ".join(c["sentence"].split())) for c in m.citation_contexts(paper)}
+        contexts = {(c["document_id"], " ".join(c["sentence"].split())) for c in m.papers.citation_contexts(paper)}
         result = m.search(row["question"])
-        resolved = m.paper_asked_about(row["question"])
+        resolved = m.papers.asked_about(row["question"])
         quoted = [(c.document_id, " ".join(c.snippet.split())) for c in result.answer.citations]
         right = [q in contexts and Path(q[0]).name in row["citing"] for q in quoted]
         ok = resolved == paper and quoted and all(right)

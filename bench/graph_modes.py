@@ -32,7 +32,7 @@ def main() -> None:
     index = args.index or Path(".monjyu-eval") / f"{args.beir.resolve().name}-{key}"
     m = Monjyu(index)
     m.index([dataset.corpus])
-    manifest, searcher = m._searcher()
+    manifest, searcher = m.workspace.current().manifest, m.workspace.current().searcher
     graph = searcher.require_graph()
     multihop = {}
     with open(args.beir / "queries.jsonl", encoding="utf-8") as fh:
@@ -48,7 +48,7 @@ def main() -> None:
         "multi-hop chained walk": lambda q, v: searcher.multihop_ranking(q, v, 30, None)[0],
         "relation walk": lambda q, v: searcher.relation_ranking(q, v, 30, None, entities(q))[0],
     }
-    vectors = {qid: m._embed_query(manifest, dataset.queries[qid]) for qid in dataset.qrels}
+    vectors = {qid: m.workspace.current().embed_query(dataset.queries[qid]) for qid in dataset.qrels}
     groups = {"all": list(dataset.qrels)}
     if any(multihop.values()):
         groups["multihop"] = [q for q in dataset.qrels if multihop.get(q)]

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from monjyu import Monjyu
+from monjyu.engines.request import eval_mode
 from monjyu.eval import BeirDataset, QADataset, evaluate_beir, evaluate_qa
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +83,8 @@ def wiki_files(data: Path, work: Path) -> tuple[Path, list[Path]]:
 
 def figures(name: str, m: Monjyu, data: Path, docs: Path) -> dict[str, dict[str, float]]:
     def hits(query: str, mode: str, n: int):
-        return m.eval_search(query, mode, n).hits
+        name, options = eval_mode(mode)
+        return m.ask(query, name, top_k=n, answer=False, **options).hits
 
     if name == "2wiki":
         dataset = BeirDataset.load(data / "2wiki")

@@ -39,7 +39,7 @@ ranks = []
 for question, name in questions:
     hits = m.search(question, "hybrid", top_k=5, answer=False).hits
     ranks.append(next((i for i, h in enumerate(hits) if h.document_id.endswith(name)), None))
-docs = [m.get_document(d["id"]) for d in m.list_documents(limit=100)["documents"]]
+docs = [m.documents.get(d["id"]) for d in m.documents.list(limit=100)["documents"]]
 body = [d["text"][s["start"]:s["end"]] for d in docs for s in d["sections"] if s["kind"] != "front"]
 pairs = sum(len(re.findall(r"[\u3040-\u30ff\u4e00-\u9fff] [\u3040-\u30ff\u4e00-\u9fff]", t)) for t in body)
 print(json.dumps({"ranks": ranks, "docs": [(d["id"], d["title"], d["authors"]) for d in docs], "pairs": pairs}))

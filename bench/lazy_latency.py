@@ -30,7 +30,9 @@ from level0_latency import pct  # noqa: E402
 
 from monjyu.config import load_config  # noqa: E402
 from monjyu.embed import CachedEmbedder, EmbeddingCache, create_embedder  # noqa: E402
+from monjyu.engines.answer import AnswerEngine  # noqa: E402
 from monjyu.engines.lazy import LazySearchEngine  # noqa: E402
+from monjyu.engines.request import SearchRequest  # noqa: E402
 from monjyu.engines.relevance import LocalRelevanceScorer  # noqa: E402
 from monjyu.eval import BeirDataset  # noqa: E402
 from monjyu.index import read_manifest  # noqa: E402
@@ -54,14 +56,15 @@ def run(index: LoadedIndex, queries: list[str], qvecs: np.ndarray, preset: str, 
     def embed_query(text: str) -> np.ndarray:  # the questions' vectors given, any other text embedded
         return vectors[text] if text in vectors else embedder.embed_queries([text])[0]
 
-    engine = LazySearchEngine(lazy, Searcher(index, config.search), embed_query, scorer, None,
-                              TokenCounter().count, None, config.answer.min_sentence_score)
+    answers = AnswerEngine(config.answer, None, scorer, TokenCounter().count)
+    engine = LazySearchEngine(lazy, Searcher(index, config.search), embed_query, answers,
+                              min_sentence_score=config.answer.min_sentence_score)
     out = {}
     for name in ("cold", "warm"):
         times, kept = [], []
         for q in queries:
             t0 = time.perf_counter()
-            r = asyncio.run(engine.asearch(Query.of(q), top_k=10, answer=False))
+            r = asyncio.run(engine.run(Query.of(q), SearchRequest(mode="lazy", top_k=10, answer=False)))
             times.append((time.perf_counter() - t0) * 1000)
             kept.append([h.text_unit_id for h in r.hits])
         out[name] = {"p50": pct(times, 50), "p95": pct(times, 95), "kept": kept}

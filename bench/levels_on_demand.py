@@ -20,7 +20,7 @@ Printed per run: questions that deepened (to Level 2, through Level 3's entities
 answered from Level 4 reports, units sent to extraction and read from the index, reports written
 and read, tokens per level, and the units sent as a share of an eager build; against them what
 `monjyu index --level 2` (or 3: the same extraction, then the entity graph with no LLM call) and
-`--level 4` would send for the whole collection, from `Monjyu.level_estimate`. Level 3's size at
+`--level 4` would send for the whole collection, from `m.levels.estimate`. Level 3's size at
 the end comes with the coverage.
 """
 
@@ -152,19 +152,20 @@ def main() -> None:
         shutil.copytree(args.index, index, copy_function=os.link, ignore=shutil.ignore_patterns("levels"))
         config = load_config(None, llm=server.config().model_dump(), cache_dir=str(args.index / "cache"))
         m = Monjyu(index, config)
-        results["eager --level 2"] = m.level_estimate(2)
-        results["eager --level 3"] = m.level_estimate(3)
-        results["eager --level 4"] = m.level_estimate(4)
+        results["eager --level 2"] = m.levels.estimate(2)
+        results["eager --level 3"] = m.levels.estimate(3)
+        results["eager --level 4"] = m.levels.estimate(4)
         eager = results["eager --level 2"]["items"]
         results["global questions"] = run(m, global_questions, eager)
         results["global questions again"] = run(m, global_questions, eager)
         for name, questions in local.items():
             results[name] = run(m, questions, eager)
         results["hybridrag: " + ", ".join(local)] = run_hybrid(m, [q for qs in local.values() for q in qs], eager)
-        results["coverage"] = m.levels()
-        m._level3 = None  # one rebuild of Level 3 from everything extracted, timed
+        results["coverage"] = m.levels.status()
+        context = m.workspace.current()
+        context._level3 = (0, None)  # one rebuild of Level 3 from everything extracted, timed
         t = time.perf_counter()
-        m._level_three(m._searcher()[1])
+        context.level_three()
         results["coverage"]["3"]["rebuild_ms"] = round((time.perf_counter() - t) * 1000, 1)
     if args.json:
         print(json.dumps(results, indent=1))

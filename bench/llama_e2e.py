@@ -79,8 +79,8 @@ def levels(m: Monjyu, budget: int) -> None:
     show(f"lazy search, deepening ({question})", deep, time.perf_counter() - t)
     print(f"levels reached {deep.levels_reached}; level 2: {json.dumps(deep.level2)}")
     print("usage by level:", json.dumps(deep.usage_by_level))
-    level2 = m._level_two()
-    texts = list(m._searcher()[1].index.columns["text"])
+    level2 = m.workspace.level_two()
+    texts = list(m.workspace.current().searcher.index.columns["text"])
     from monjyu.levels.store import unit_key
 
     for key, record in level2.records([unit_key(t) for t in texts]).items():
@@ -108,7 +108,7 @@ def level3(m: Monjyu, question: str, budget: int) -> None:
     hybrid = m.hybrid_search(SearchQuery(text=question, type="relationship"))  # the 135M model may classify it otherwise
     show("HybridRAG (a relationship question)", hybrid, time.perf_counter() - t)
     print(f"level 3 deepening: {json.dumps(hybrid.level3)}; item levels {[i.hit.level for i in hybrid.items]}")
-    entities = m._level_three(m._searcher()[1])
+    entities = m.workspace.current().level_three()
     if entities is not None:
         print(f"level 3: {json.dumps(entities.to_dict())}")
         for names in entities.merged()[:10]:

@@ -42,10 +42,10 @@ def timed(fn, queries: list[str]) -> float:
 def long_text(m: Monjyu, words: int, start: int = 0) -> str:
     """`words` words of the index's own documents, from the `start`-th document on."""
     out: list[str] = []
-    docs = m.list_documents(limit=500)["documents"]
+    docs = m.documents.list(limit=500)["documents"]
     i = start
     while sum(len(t.split()) for t in out) < words:
-        out.append(m.get_document(docs[i % len(docs)]["id"], max_chars=4000)["text"])
+        out.append(m.documents.get(docs[i % len(docs)]["id"], max_chars=4000)["text"])
         i += 1
     return " ".join(" ".join(out).split()[:words])
 

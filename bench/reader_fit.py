@@ -51,14 +51,14 @@ def label(sentence: str, answers: list[str]) -> bool:
 
 def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
     """Each question's candidates as the feature reader has them: features, quotes, labels."""
-    engine = m._answer_engine()
+    engine = m.workspace.answers()
     cfg = m.config.answer
-    manifest = m.manifest()
+    manifest = m.workspace.manifest()
     rows = []
     for q in questions:
         hits = m.search(q["question"], top_k=10, answer=False).hits
         sources = select_sources(hits, cfg.context_tokens, engine.count_tokens, cfg.max_sources)
-        vector = m._embed_query(manifest, q["question"])
+        vector = m.workspace.current().embed_query(q["question"])
         cands = engine.reader.candidates(Query.of(q["question"]), vector, sources)
         if not cands:
             continue

@@ -18,6 +18,7 @@ import bm25s
 import Stemmer
 
 from monjyu import Monjyu, load_config
+from monjyu.engines.request import eval_mode
 from monjyu.eval import BeirDataset, evaluate_beir, retrieval_metrics
 
 KEYS = ["recall@2", "recall@5", "recall@10", "ndcg@10", "mrr@10", "precision@5", "complete@5", "complete@8",
@@ -69,8 +70,9 @@ def main() -> None:
           f"{time.perf_counter() - t0:.1f}s {json.dumps({k: round(v, 2) for k, v in report.seconds.items()})}")
 
     results = {"bm25s (reference)": bm25s_reference(dataset)}
-    def run(query: str, mode: str, n: int) -> list[str]:  # any of monjyu.api.EVAL_MODES
-        return [h.document_id for h in m.passages(query, mode, n)]
+    def run(query: str, mode: str, n: int) -> list[str]:  # any of monjyu.engines.request.EVAL_MODES
+        name, options = eval_mode(mode)
+        return [h.document_id for h in m.ask(query, name, top_k=n, answer=False, **options).hits]
 
     results.update(evaluate_beir(dataset, run, args.modes.split(",")))
     width = max(len(k) for k in results) + 2

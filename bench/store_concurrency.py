@@ -83,7 +83,7 @@ def client(url: str, cache_dir: str, work: str, questions: list[str], start_at: 
         t0 = time.perf_counter()
         try:
             hits = m.search(question, "hybrid", top_k=10, answer=False).hits
-            records.append({"ms": (time.perf_counter() - t0) * 1000, "generation": m._loaded[0],
+            records.append({"ms": (time.perf_counter() - t0) * 1000, "generation": m.workspace.loaded().manifest.generation,
                             "ids": [h.text_unit_id for h in hits]})
         except Exception as exc:  # every failure is counted and shown
             records.append({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc(limit=3)})

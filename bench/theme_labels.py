@@ -58,7 +58,7 @@ def main() -> None:
         if q["set"] not in indexes:
             continue
         m = Monjyu(Path(indexes[q["set"]]))
-        _, searcher = m._searcher()
+        searcher = m.workspace.current().searcher
         result = m.lazy_search(q["question"])
         docs = {c.text_unit_id: c.document_id for c in result.citations}
         themes = [{"label": t["label"], "shares": phrase_shares(searcher, t["community_id"], t["label"], t.get("phrases")),

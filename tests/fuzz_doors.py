@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from monjyu import Monjyu
-from monjyu.api import ALL_MODES, OPTION_MODES
+from monjyu.engines.request import ALL_MODES, OPTION_MODES
 from monjyu.config import load_config
 from monjyu.errors import MonjyuError
 from monjyu.retrieval import SearchFilters
@@ -153,9 +153,9 @@ def api_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
 
     def documents(case: tuple[str, str | None, int]) -> None:
         doc, unit, page = case
-        classify(tally, "api", "documents", case, lambda: m.get_document(doc, unit, context_units=2),
+        classify(tally, "api", "documents", case, lambda: m.documents.get(doc, unit, context_units=2),
                  ["document", "text unit"])
-        classify(tally, "api", "pages", case, lambda: m.page_image(doc, page), ["document", "page", "pdf"])
+        classify(tally, "api", "pages", case, lambda: m.documents.page_image(doc, page), ["document", "page", "pdf"])
 
     ids = st.one_of(TEXT, st.sampled_from(["abs-bm25", "abs-leiden", "../../etc/passwd", "", " ", "\x00"]))
     run(st.tuples(ids, st.one_of(st.none(), TEXT), SMALL_INT), examples, documents, derandomize)

@@ -38,7 +38,7 @@ def test_extractive_answer_cites_sentences_at_their_document_offsets(sample_inde
     answer = result.answer
     assert answer.kind == "extractive" and answer.citations
     assert "Leiden" in answer.text
-    docs = LanceStore(sample_index.generation_dir() / "lancedb").documents(["id", "text"]).to_pydict()
+    docs = LanceStore(sample_index.workspace.current().generation_dir / "lancedb").documents(["id", "text"]).to_pydict()
     doc_text = dict(zip(docs["id"], docs["text"]))
     hit_ids = {h.text_unit_id for h in result.hits}
     for c in answer.citations:
@@ -137,12 +137,12 @@ def test_quotes_in_another_language_say_so(sample_index):
     """A Japanese question whose passages answer only in English: English quotes, and a note."""
     from monjyu.engines.context import Source
 
-    engine = sample_index._answer_engine()
+    engine = sample_index.workspace.answers()
     query = "リランキングはどのように順位を改善しますか？"
     hits = [h for h in sample_index.search("How does reranking improve the ranking?", top_k=5, answer=False).hits
             if h.source_path.endswith((".docx", ".txt"))]
     sources = [Source(i + 1, h) for i, h in enumerate(hits)]
-    vector = sample_index._embed_query(sample_index.manifest(), query)
+    vector = sample_index.workspace.current().embed_query(query)
     asked = Query.of(query)
     quotes, note = engine.reader.pick(asked, engine.reader.candidates(asked, vector, sources), min_relevance=0.0)
     assert quotes and "英語の文を引用" in note
@@ -171,7 +171,7 @@ def model_reader(sample_index) -> Monjyu:
 def test_the_model_reader_quotes_the_answer_and_cites_it(model_reader):
     answer = model_reader.search("Which algorithm detects hierarchical communities?", top_k=5).answer
     assert answer.kind == "extractive" and "Leiden" in answer.text.splitlines()[0]
-    assert model_reader._answer_engine().reader.model is not None
+    assert model_reader.workspace.answers().reader.model is not None
 
 
 def test_the_model_reader_refuses_what_the_passages_do_not_answer(model_reader):

@@ -76,7 +76,7 @@ def test_a_better_bibtex_export_gives_its_files_their_metadata(folder, tmp_path,
     assert len(report["added"]) == 4 and not report["failures"]
     assert report["notes"] == ["1 entry of library.bib names no file MONJYU reads, not indexed: nofile2020"]
     m = Monjyu(tmp_path / "idx", MonjyuConfig(cache_dir=str(cache_dir)))
-    papers = {Path(p["source_path"]).name: p for p in m.papers()["papers"]}
+    papers = {Path(p["source_path"]).name: p for p in m.papers.list()["papers"]}
     leiden = papers["community-detection.pdf"]
     assert leiden["title"] == "From Louvain to Leiden: Guaranteeing Well-Connected Communities"
     assert leiden["authors"] == ["Vincent A. Traag", "Ludo Waltman", "Nees Jan van Eck"]
@@ -87,7 +87,7 @@ def test_a_better_bibtex_export_gives_its_files_their_metadata(folder, tmp_path,
     hybrid = papers["hybrid-retrieval.txt"]  # the entry's second file: the first is not there
     assert hybrid["authors"] == ["Anna Müller", "Ken Sato"] and hybrid["item_type"] == "conferencePaper"
     assert papers["lazygraphrag.md"]["title"] == "LazyGraphRAG: deferring LLM work to query time"  # no entry: parsed
-    assert m.bibtex([leiden["id"]]).startswith("@article{traag2019leiden,")
+    assert m.papers.bibtex([leiden["id"]]).startswith("@article{traag2019leiden,")
     hits = m.search("communities", filters=SearchFilters(tags=["graphs"])).hits
     assert hits and {h.document_id for h in hits} == {leiden["id"]}
     assert {h.document_id for h in m.search("retrieval", filters=SearchFilters(item_types=["conferencePaper"])).hits} \
@@ -116,7 +116,7 @@ def test_a_jabref_library_and_a_csl_json_file(folder, tmp_path, cache_dir):
     m = Monjyu(tmp_path / "idx", MonjyuConfig(cache_dir=str(cache_dir), graph={"enabled": False}))
     report = m.index([folder], bib=jabref)
     assert not report.failures and not report.notes
-    papers = {Path(p["source_path"]).name: p for p in m.papers()["papers"]}
+    papers = {Path(p["source_path"]).name: p for p in m.papers.list()["papers"]}
     assert papers["lazygraphrag.md"]["title"] == "LazyGraphRAG: Deferring LLM Work to Query Time"
     assert papers["lazygraphrag.md"]["authors"] == ["Darren Edge", "Ha Trinh"]
     assert papers["lazygraphrag.md"]["venue"] == "Microsoft Research Blog"
@@ -138,7 +138,7 @@ def test_a_jabref_library_and_a_csl_json_file(folder, tmp_path, cache_dir):
     assert [f[0] for f in report.failures] == ["gone2022 in items.json"]
     assert str(elsewhere / "moved-away.pdf") in report.failures[0][1]
     m2 = Monjyu(tmp_path / "idx2", MonjyuConfig(cache_dir=str(cache_dir)))
-    (paper,) = m2.papers()["papers"]
+    (paper,) = m2.papers.list()["papers"]
     assert (paper["title"], paper["authors"], paper["year"]) == ("Passage Re-ranking with BERT",
                                                                  ["Rodrigo Nogueira", "Kyunghyun Cho"], 2019)
     assert (paper["item_type"], paper["tags"], paper["citation_key"]) == ("preprint", ["reranking", "BERT"],

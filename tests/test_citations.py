@@ -96,40 +96,40 @@ def test_an_entry_broken_across_columns_is_joined_and_a_table_after_the_list_is_
 
 # ----------------------------------------------------------------------------- the graph, every door
 def test_the_collection_knows_who_cites_whom(cited_papers):
-    listing = {p["id"]: p for p in cited_papers.papers()["papers"]}
+    listing = {p["id"]: p for p in cited_papers.papers.list()["papers"]}
     assert listing[RESNET]["cited_by"] == [PONDER, VIT]
     assert listing[PONDER]["cites"] == [RESNET] and listing[VIT]["cites"] == [RESNET]
     assert listing[RESNET]["references"] == 50 and listing[PONDER]["references"] == 16
     assert listing[VIT]["authors"][0] == "Alexey Dosovitskiy" and listing[VIT]["year"] == 2020
-    assert [p["id"] for p in cited_papers.papers(cites=RESNET)["papers"]] == [PONDER, VIT]
-    assert [p["id"] for p in cited_papers.papers(cited_by=PONDER)["papers"]] == [RESNET]
+    assert [p["id"] for p in cited_papers.papers.list(cites=RESNET)["papers"]] == [PONDER, VIT]
+    assert [p["id"] for p in cited_papers.papers.list(cited_by=PONDER)["papers"]] == [RESNET]
 
-    paper = cited_papers.paper(PONDER)
+    paper = cited_papers.papers.get(PONDER)
     linked = [e for e in paper["reference_list"] if e["document_id"]]
     assert [(e["document_id"], e["title"]) for e in linked] == [(RESNET, "Deep residual learning for image recognition")]
     assert len(paper["reference_list"]) == 16
 
 
 def test_what_other_papers_say_about_a_paper_are_their_citing_sentences(cited_papers):
-    contexts = cited_papers.citation_contexts(RESNET)
+    contexts = cited_papers.papers.citation_contexts(RESNET)
     assert {c["document_id"] for c in contexts} == {PONDER, VIT}
     for c in contexts:
         assert "He et al., 2016" in c["sentence"] or "(He et al." in c["sentence"], c
         assert c["text_unit_id"] and c["page"]
-        unit = cited_papers.get_document(c["document_id"], c["text_unit_id"], context_units=0)["context"]
+        unit = cited_papers.documents.get(c["document_id"], c["text_unit_id"], context_units=0)["context"]
         assert c["sentence"] in unit["text"].replace("\n", " ") or c["sentence"][:60] in unit["text"]
 
 
 def test_works_cited_by_several_papers_but_missing_and_bibtex(cited_papers):
-    missing = cited_papers.missing_works()
+    missing = cited_papers.papers.missing_works()
     attention = next(w for w in missing if w["title"].lower() == "attention is all you need")
     assert attention["count"] == 2 and attention["cited_by"] == [PONDER, VIT]
-    library = bibtexparser.parse_string(cited_papers.bibtex([VIT, RESNET], missing[:3]))
+    library = bibtexparser.parse_string(cited_papers.papers.bibtex([VIT, RESNET], missing[:3]))
     assert len(library.entries) == 5 and not library.failed_blocks
     vit = library.entries[0]
     assert vit["eprint"] == "2010.11929" and vit["author"].startswith("Alexey Dosovitskiy and Lucas Beyer")
     with pytest.raises(MonjyuError, match="no document with id"):
-        cited_papers.paper("papers/absent.pdf")
+        cited_papers.papers.get("papers/absent.pdf")
 
 
 @pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid", "graph", "hybridrag", "lazy"])
@@ -194,9 +194,9 @@ def test_papers_through_mcp(cited_papers):
 
 
 def test_what_other_papers_say_is_answered_from_their_citing_sentences(cited_papers):
-    assert cited_papers.paper_asked_about("What do other papers say about ResNet?") == RESNET
-    assert cited_papers.paper_asked_about("What is ResNet?") is None  # a question about the paper itself
-    contexts = {(c["document_id"], " ".join(c["sentence"].split())) for c in cited_papers.citation_contexts(RESNET)}
+    assert cited_papers.papers.asked_about("What do other papers say about ResNet?") == RESNET
+    assert cited_papers.papers.asked_about("What is ResNet?") is None  # a question about the paper itself
+    contexts = {(c["document_id"], " ".join(c["sentence"].split())) for c in cited_papers.papers.citation_contexts(RESNET)}
     for question in ("What do other papers say about ResNet?", "他の論文はResNetについて何と述べていますか？",
                      "Which papers cite Deep Residual Learning for Image Recognition?"):
         result = cited_papers.search(question)
@@ -213,13 +213,13 @@ def test_citation_links_join_the_graph_walk_when_asked(cited_papers):
     from monjyu.index.builder import generation_dir
     from monjyu.retrieval.loaded import LoadedIndex
 
-    m = cited_papers.manifest()
+    m = cited_papers.workspace.manifest()
     gen = generation_dir(cited_papers.index_dir, m.generation)
     plain = LoadedIndex.load(gen, m.embedder_dim)
     linked = LoadedIndex.load(gen, m.embedder_dim, citation_links=5.0)
     assert linked.graph.walk_nodes > plain.graph.walk_nodes == plain.graph.incidence.shape[1]
     c = plain.columns
-    context = cited_papers.citation_contexts(RESNET)[0]
+    context = cited_papers.papers.citation_contexts(RESNET)[0]
     seed = list(c["id"]).index(context["text_unit_id"])
     opening = [r for r, (d, i) in enumerate(zip(c["document_id"], c["chunk_index"])) if d == RESNET and i < 3]
     before = plain.graph.personalized_pagerank({}, {seed: 1.0})[opening].sum()

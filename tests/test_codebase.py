@@ -154,6 +154,31 @@ def test_no_import_climbs_a_layer():
     assert not climbs, "imports that climb a layer (or reach beside one):\n" + "\n".join(sorted(climbs))
 
 
+# ---------------------------------------------------------------- the facade a newcomer can hold
+# The modules a question passes through, from the doors to the rankers.
+QUERY_PATH = ["api.py", "cli", "mcp_server.py", "web", "facade", "engines", "retrieval"]
+MAX_MODULE_LINES = 600
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def test_no_module_on_the_query_path_is_over_600_lines():
+    paths = [p for part in QUERY_PATH for p in ([PACKAGE / part] if part.endswith(".py")
+                                                 else sorted((PACKAGE / part).rglob("*.py")))]
+    assert len(paths) > 30
+    long = {str(p.relative_to(PACKAGE)): _lines(p) for p in paths if _lines(p) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def test_the_facade_is_small():
+    """Monjyu composes services (m.documents, m.papers, ...) instead of growing methods."""
+    public = [name for name, _ in inspect.getmembers(monjyu.Monjyu, callable) if not name.startswith("_")]
+    assert len(public) <= 15, public
+    assert _lines(PACKAGE / "api.py") <= 300
+
+
 # ---------------------------------------------------------------- docstrings
 FIGURE = re.compile(r"bench/|\b(Recall|ans|doc|complete)@\w*[^\n.;]{0,40}?\b[01]\.\d{2,3}\b|\b0\.\d{2,3} ?-> ?0\.\d")
 

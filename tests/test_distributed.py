@@ -50,7 +50,7 @@ def ray_cluster():
 
 
 def tables(m: Monjyu):
-    store = LanceStore(generation_dir(m.index_dir, m.manifest().generation) / "lancedb")
+    store = LanceStore(generation_dir(m.index_dir, m.workspace.manifest().generation) / "lancedb")
     units = store.units(["id", "text", "vector"]).sort_by("id")
     communities = store.read(COMMUNITIES).sort_by("id").drop_columns(["id"]) if store.has(COMMUNITIES) else None
     return units, communities

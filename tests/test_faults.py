@@ -213,9 +213,9 @@ def test_a_reader_open_while_a_build_publishes_keeps_reading(tmp_path, samples_c
     Monjyu(index, config).index([samples_copy])
     reader = Monjyu(index, config)
     before = answers(reader)
-    manifest, searcher = reader._searcher()  # what requests in flight hold: generation g000001
-    vector = reader._embed_query(manifest, QUESTION)
-    store, rows = reader._document_rows()  # a document request that has resolved its generation
+    manifest, searcher = reader.workspace.current().manifest, reader.workspace.current().searcher  # what requests in flight hold: generation g000001
+    vector = reader.workspace.current().embed_query(QUESTION)
+    store, rows = reader.documents.rows()  # a document request that has resolved its generation
 
     add_a_document(samples_copy, "late-note")
     assert Monjyu(index, config).index([samples_copy]).generation == "g000002"

@@ -38,7 +38,7 @@ def test_a_missing_dictionary_is_named(monkeypatch):
 def test_the_index_searches_english_words_for_a_japanese_question(sample_index):
     """Through the real index: the searcher's terms for a Japanese question hold the English words
     of its nouns, so BM25 can match the English samples."""
-    _, searcher = sample_index._searcher()
+    searcher = sample_index.workspace.current().searcher
     terms = searcher.query_terms("グラフを使った検索はどのように索引を作りますか？")
     assert {"graph", "index"} <= set(terms)
     assert searcher.query_terms("グラフ") == ["グラフ", "graph"]  # its own term first, the gloss after

@@ -70,7 +70,7 @@ def test_all_stages_run_with_the_graph_mode_of_the_query_type(sample_index, quer
 def test_results_carry_neighbouring_text_and_metadata_on_request(sample_index):
     r = sample_index.hybrid_search("How does LazyGraphRAG keep indexing cheap?", top_k=10, answer=False).to_dict()
     a = next(x for x in r["results"] if x["sources"]["file_id"].endswith("lazygraphrag.md"))  # 2 units
-    doc = sample_index.get_document(a["sources"]["file_id"])
+    doc = sample_index.documents.get(a["sources"]["file_id"])
     first, second = doc["text_units"][:2]
     assert a["content"]["context_before"] or a["content"]["context_after"]
     text = doc["text"]
@@ -113,9 +113,9 @@ def test_request_schema_filters_and_options(sample_index):
     r = sample_index.hybrid_search(request, answer=False)
     assert r.classification["method"] == "request" and r.classification["type"] == "relationship"
     assert r.weights["graph"] == 0.0 and abs(sum(r.weights.values()) - 1) < 1e-9 and r.reranker is None
-    graph = sample_index._searcher()[1].index.graph
+    graph = sample_index.workspace.current().searcher.index.graph
     proper_units = graph.units_of_types(["MISC"])  # proper nouns (the index types them by part of speech)
-    rows = sample_index._searcher()[1].index.columns["id"].tolist()
+    rows = sample_index.workspace.current().searcher.index.columns["id"].tolist()
     assert r.hits and all(proper_units[rows.index(h.text_unit_id)] for h in r.hits)
     assert len(r.hits) <= 3 and r.response.query == request
     # min_relevance keeps the results scoring at least that share of the best one
@@ -225,14 +225,14 @@ def test_local_reranker_uses_index_vectors_and_prefers_the_stating_sentence(samp
     time) and the question terms its best sentence names."""
     from monjyu.engines.hybrid.rerank import LocalReranker
 
-    manifest, searcher = sample_index._searcher()
-    scorer = sample_index._answer_engine().scorer
+    manifest, searcher = sample_index.workspace.current().manifest, sample_index.workspace.current().searcher
+    scorer = sample_index.workspace.answers().scorer
     embedded: list[str] = []
     inner = scorer.embed
     scorer.embed = lambda texts: embedded.extend(texts) or inner(texts)
     try:
         query = "Which algorithm detects communities?"
-        qv = sample_index._embed_query(manifest, query)
+        qv = sample_index.workspace.current().embed_query(query)
         texts = ["Communities are groups. The Leiden algorithm detects communities in graphs.",
                  "Graphs have communities; algorithms vary; detection is a topic of study."]
         vectors = scorer.embed(texts)

@@ -240,7 +240,7 @@ def test_recluster_is_refused_without_the_graph(tmp_path, samples_copy, make_con
 def test_a_conversation_forgets_a_removed_documents_claims(tmp_path, samples_copy, make_config):
     m = Monjyu(tmp_path / "idx", make_config())
     m.index([samples_copy])
-    conversation = m.conversation("c1")
+    conversation = m.conversations.get("c1")
     m.lazy_search("What does lazy search do with its budget?", conversation=conversation)
     removed = {h.text_unit_id for h in m.search("lazy search budget", mode="keyword", top_k=50).hits
                if h.document_id == "papers/lazygraphrag.md"}

@@ -147,7 +147,7 @@ def test_a_changed_graph_setting_rebuilds_level1_though_no_file_changed(tmp_path
     rebuilt = m.index([samples_copy])
     assert rebuilt.nothing_changed and rebuilt.embedded == 0 and rebuilt.generation != first.generation
     assert rebuilt.level1["communities"] != first.level1["communities"]
-    assert m.manifest().graph_hash == m.config.graph_hash()
+    assert m.workspace.manifest().graph_hash == m.config.graph_hash()
     same_graph = Monjyu(tmp_path / "idx", make_config(graph={"max_cluster_size": 4}))  # processes: not a Level 1 setting
     assert same_graph.index([samples_copy]).generation == rebuilt.generation
 
@@ -218,7 +218,7 @@ def test_ann_index_answers_unfiltered_vector_search_like_exact(tmp_path, samples
     m = Monjyu(tmp_path / "idx", make_config(search={"ann_min_units": 1}, graph={"enabled": False}))
     report = m.index([samples_copy])
     assert "ann_index" in report.seconds
-    _, searcher = m._searcher()
+    searcher = m.workspace.current().searcher
     ann = searcher.index.ann
     assert ann is not None and searcher.index.mask(None) is not None  # the reference list is out by default
     asked = []
@@ -320,23 +320,30 @@ def test_a_query_that_is_not_text_is_refused_at_every_door(sample_index, tmp_pat
 def test_one_search_with_an_answer_reads_the_manifest_once(sample_index, monkeypatch):
     """The generation is looked up once a search (the reader's term weights use the one loaded),
     and a default search builds no engine, reader or searcher of its own: they are built once."""
-    import monjyu.api
     from monjyu.engines.answer import AnswerEngine
     from monjyu.engines.hybrid.engine import HybridRAGEngine
-    from monjyu.engines.lazy.search import LazySearchEngine
+    from monjyu.engines.baseline import BaselineRAG
+    from monjyu.engines.lazy import LazySearchEngine
     from monjyu.engines.reader import Reader
     from monjyu.retrieval import LoadedIndex, Searcher
 
-    sample_index.search("What is LazyGraphRAG?")  # whatever is built once is built
+    import monjyu.facade.workspace
+
+    for mode in ("hybrid", "lazy", "hybridrag"):
+        sample_index.ask("What is LazyGraphRAG?", mode)  # whatever is built once is built
     reads, built = [], []
-    real = monjyu.api.read_manifest
-    monkeypatch.setattr(monjyu.api, "read_manifest", lambda *a, **k: reads.append(1) or real(*a, **k))
-    for cls in (AnswerEngine, HybridRAGEngine, LazySearchEngine, Reader, Searcher, LoadedIndex):
+    real = monjyu.facade.workspace.read_manifest
+    monkeypatch.setattr(monjyu.facade.workspace, "read_manifest", lambda *a, **k: reads.append(1) or real(*a, **k))
+    for cls in (AnswerEngine, BaselineRAG, HybridRAGEngine, LazySearchEngine, Reader, Searcher, LoadedIndex):
         init = cls.__init__
         monkeypatch.setattr(cls, "__init__", lambda self, *a, _init=init, _cls=cls, **k: built.append(_cls.__name__)
                             or _init(self, *a, **k))
     result = sample_index.search("How does LazyGraphRAG keep indexing cheap?")
     assert result.answer is not None and result.answer.citations and len(reads) == 1 and built == []
+    for mode in ("lazy", "hybridrag", "auto"):  # each engine too, and auto's router with the engine it picks
+        reads.clear()
+        assert sample_index.ask("How does LazyGraphRAG keep indexing cheap?", mode).answer is not None
+        assert len(reads) == 1 and built == [], (mode, built)
 
 
 def test_hybridrag_and_the_router_build_their_engine_once(sample_index, monkeypatch):
@@ -476,7 +483,7 @@ def test_adjacent_units_of_a_section_come_back_as_one_passage(tmp_path, make_con
     assert all(not h.parts for h in results[1]) and len(results[1]) == 3
     joined = [h for h in results[2] if h.parts]
     assert joined and len(results[2]) == 3
-    text = m.get_document(joined[0].document_id)["text"]
+    text = m.documents.get(joined[0].document_id)["text"]
     for hit in joined:
         span = text[hit.start_char:hit.end_char]
         assert len(hit.parts) == 2 and len(hit.text) == len(span) and hit.text.split() == span.split()

@@ -139,7 +139,7 @@ def test_theme_labels_are_phrases_as_written_that_stand_for_their_theme(sample_i
     from monjyu.nlp.noun_phrases import STOP_PHRASES
 
     words = re.compile(r"[^\W_]+")
-    _, searcher = sample_index._searcher()
+    searcher = sample_index.workspace.current().searcher
     texts = searcher.index.columns["text"]
     collection = {w.lower() for text in texts for w in words.findall(text)}
     r = sample_index.lazy_search(question)
@@ -159,7 +159,7 @@ def test_theme_labels_are_phrases_as_written_that_stand_for_their_theme(sample_i
 
 
 def test_written_form_finds_how_the_texts_spell_a_graph_phrase():
-    from monjyu.engines.lazy.themes import written_form
+    from monjyu.nlp.spelling import written_form
 
     assert written_form("specie", ["Two species of bats.", "The species differ."]) == "species"
     assert written_form("mer", ["MERS spread in 2012; MERS cases rose.", "merely a mer"]) == "MERS"
@@ -202,11 +202,11 @@ def test_a_topic_whose_level_gives_too_few_themes_reads_the_finer_communities_of
     m = Monjyu(tmp_path / "idx", make_config(graph={"max_cluster_size": 4}))
     m.index([tmp_path / "papers"])
     monkeypatch.setattr(themes, "MAX_THEMES", 3)
-    manifest, searcher = m._searcher()
+    manifest, searcher = m.workspace.current().manifest, m.workspace.current().searcher
     communities = searcher.index.communities
     assert communities.levels == [0, 1]
-    finder = ThemeFinder(searcher, m._answer_engine().scorer, m.config.answer.min_sentence_score,
-                         lambda q: m._embed_query(manifest, q))
+    finder = ThemeFinder(searcher, m.workspace.answers().scorer, m.config.answer.min_sentence_score,
+                         lambda q: m.workspace.current().embed_query(q))
     topic, _, level, coarse = finder.plan("What do these papers say about retrieval?", "en")
     assert topic == "retrieval" and level == 0
     gave = coarse[0]
@@ -319,7 +319,7 @@ def test_sessions_carry_a_conversation_through_the_cli(sample_index, cache_dir, 
                                        "--json"], env=offline)
         assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["turn"] == 2
-    assert len(sample_index.conversation("cli-offline").turns) == 2
+    assert len(sample_index.conversations.get("cli-offline").turns) == 2
     online = {**offline, **{f"MONJYU_LLM__{k.upper()}": str(v) for k, v in lazy_server.config().model_dump().items()}}
     for question in (QUESTION, "And who improved on the Louvain method?"):
         lazy_server.requests.clear()
@@ -392,7 +392,7 @@ def test_a_large_community_ranks_only_its_units_near_the_question(sample_index, 
     question = "Which paper compares the cost of relevance tests?"
     before = sample_index.lazy_search(question, answer=False)
     taken: list[tuple[int, bool]] = []
-    next_units = lazy.LazySearchEngine._next_units
+    next_units = lazy.LazySearch._next_units
 
     def spy(self, rows, state, query_vectors):
         out = next_units(self, rows, state, query_vectors)
@@ -400,7 +400,7 @@ def test_a_large_community_ranks_only_its_units_near_the_question(sample_index, 
         taken.extend((row, bool(state.match_rank[row] != state.unmatched_rank or near[row])) for row in out)
         return out
 
-    monkeypatch.setattr(lazy.LazySearchEngine, "_next_units", spy)
+    monkeypatch.setattr(lazy.LazySearch, "_next_units", spy)
     monkeypatch.setattr(lazy, "SIMILAR_ROWS", 0)
     monkeypatch.setattr(lazy, "NEAREST", 100_000)
     same = sample_index.lazy_search(question, answer=False)

@@ -130,7 +130,7 @@ def test_level0_only_build_and_incremental_graph(tmp_path, make_config):
     assert m0.index([corpus]).level1 == {}
     m = Monjyu(tmp_path / "idx", make_config())
     first = m.index([corpus])  # no file changed, but Level 1 is now wanted
-    assert first.level1["phrases"] > 0 and m.manifest().levels == [0, 1]
+    assert first.level1["phrases"] > 0 and m.workspace.manifest().levels == [0, 1]
     more = tmp_path / "more.jsonl"
     more.write_text(json.dumps({"_id": "d9", "title": "Polonium", "text": "Marie Curie discovered polonium."}))
     second = m.index([corpus, more])
@@ -142,18 +142,18 @@ def test_level0_only_build_and_incremental_graph(tmp_path, make_config):
 def test_graph_stats_and_exports(sample_index, tmp_path):
     import networkx as nx
 
-    stats = sample_index.graph_stats()
+    stats = sample_index.graph.stats()
     assert stats["phrases"] > 100 and stats["communities"] >= 1 and stats["top_phrases_by_degree"]
-    graphml = sample_index.export_graph(tmp_path / "g.graphml", "graphml")
+    graphml = sample_index.graph.export(tmp_path / "g.graphml", "graphml")
     g = nx.read_graphml(graphml)
     assert g.number_of_nodes() == stats["phrases"] and g.number_of_edges() == stats["edges"]
-    page = sample_index.export_graph(tmp_path / "g.html", "html").read_text(encoding="utf-8")
+    page = sample_index.graph.export(tmp_path / "g.html", "html").read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "leiden algorithm" in page
 
 
 def test_neighbours_within_hops(sample_index):
-    one = sample_index.graph_neighbours("leiden algorithm", hops=1, limit=200)
-    two = sample_index.graph_neighbours("leiden algorithm", hops=2, limit=400)
+    one = sample_index.graph.neighbours("leiden algorithm", hops=1, limit=200)
+    two = sample_index.graph.neighbours("leiden algorithm", hops=2, limit=400)
     assert one and all(n["hop"] == 1 for n in one)
     assert {n["phrase"] for n in one} < {n["phrase"] for n in two}  # the second hop adds phrases
     assert "leiden algorithm" not in {n["phrase"] for n in two}
@@ -161,10 +161,10 @@ def test_neighbours_within_hops(sample_index):
 
 
 def test_community_search_ranks_the_communities_holding_the_answers(sample_index):
-    ranked = sample_index.search_communities("Leiden community detection in graphs", top_k=5)
+    ranked = sample_index.graph.search_communities("Leiden community detection in graphs", top_k=5)
     assert ranked and ranked[0]["matched_units"] >= 1
     assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
-    level0 = sample_index.search_communities("Leiden community detection in graphs", top_k=50, level=0)
+    level0 = sample_index.graph.search_communities("Leiden community detection in graphs", top_k=50, level=0)
     assert level0 and all(r["level"] == 0 and r["parent"] == -1 for r in level0)
 
 
@@ -206,7 +206,7 @@ def test_title_links_for_titles_no_phrase_holds_whole(tmp_path, make_config):
     corpus.write_text("\n".join(json.dumps(r) for r in records))
     m = Monjyu(tmp_path / "idx", make_config())
     m.index([corpus])
-    _, searcher = m._searcher()
+    searcher = m.workspace.current().searcher
     doc = searcher.index.columns["document_id"]
     row = {d: i for i, d in enumerate(doc)}
     links = {d: {doc[u]: phrase for u, phrase in searcher.index.graph.linked_units(row[d])}
@@ -220,13 +220,13 @@ def test_title_links_for_titles_no_phrase_holds_whole(tmp_path, make_config):
 def test_query_phrases_reach_nodes_by_meaning_across_languages(sample_index):
     """The phrases that link units are embedded at build time; a Japanese query phrase that names
     no node seeds its nearest English phrase; English phrases are matched by name only."""
-    _, searcher = sample_index._searcher()
+    searcher = sample_index.workspace.current().searcher
     graph = searcher.index.graph
     assert len(graph.vector_nodes) == int(((graph.df >= 2) & ~graph.is_hub).sum()) > 0
     query = "ライデンアルゴリズム"
     assert "leiden algorithm" not in {graph.phrases[n] for n in graph.match(query, searcher.query_phrases(query))}
     assert "leiden algorithm" in {graph.phrases[n] for n in searcher.phrase_seeds(query)}
-    assert sample_index.graph_neighbours(query)  # the CLI's `graph neighbours` takes such phrases too
+    assert sample_index.graph.neighbours(query)  # the CLI's `graph neighbours` takes such phrases too
     exact = searcher.phrase_seeds("leiden algorithm")
     assert [graph.phrases[n] for n in exact] == ["leiden algorithm"]
     # Within one language a phrase is named or it is something else: no match by meaning.
@@ -237,17 +237,17 @@ def test_communities_rank_by_representative_phrases(sample_index, tmp_path, samp
     """With graph.embed_communities, community titles (representative phrases) are embedded at
     build time, and with a title weight the ranking also brings in communities about the question
     that hold none of its top units. Without them (the default) a title weight is refused."""
-    assert sample_index._searcher()[1].index.communities.title_vectors is None
+    assert sample_index.workspace.current().searcher.index.communities.title_vectors is None
     weighted = make_config(search={"community_title_weight": 0.3})
     with pytest.raises(MonjyuError, match="graph.embed_communities: true"):
-        Monjyu(sample_index.index_dir, weighted).search_communities("community detection in graphs")
+        Monjyu(sample_index.index_dir, weighted).graph.search_communities("community detection in graphs")
 
     m = Monjyu(tmp_path / "idx", make_config(graph={"embed_communities": True}))
     m.index([samples_copy])
-    manifest, searcher = m._searcher()
+    manifest, searcher = m.workspace.current().manifest, m.workspace.current().searcher
     index = searcher.index.communities
     assert index.title_vectors is not None and len(index.title_ids) == len(index)
-    scores = index.title_similarity(m._embed_query(manifest, "community detection in graphs"), 1.0)
+    scores = index.title_similarity(m.workspace.current().embed_query("community detection in graphs"), 1.0)
     top = index.levels[0]
     assert index.rank([], level=top, title_scores=scores) == []  # weight 0: units only, and there are none
     by_title = index.rank([], level=top, title_scores=scores, title_weight=1.0)
@@ -255,7 +255,7 @@ def test_communities_rank_by_representative_phrases(sample_index, tmp_path, samp
     assert by_title[0].community.id == best.id and all(h.matched_rows == [] for h in by_title)
     assert all(h.community.level == top for h in by_title)
     assert Monjyu(m.index_dir, make_config(graph={"embed_communities": True}, search={"community_title_weight": 0.3}))\
-        .search_communities("community detection in graphs")
+        .graph.search_communities("community detection in graphs")
 
 
 def test_walks_on_large_graphs_run_in_row_blocks_with_the_same_scores(monkeypatch):
@@ -298,13 +298,13 @@ def test_named_entities_setting_through_the_index(tmp_path, make_config):
                                       encoding="utf-8")
     named = Monjyu(tmp_path / "named", make_config(graph=Graph(named_entities=True)))
     named.index([folder])
-    assert named.manifest().named_entities
+    assert named.workspace.manifest().named_entities
     hits = named.search("Where was Marie Curie born?", mode="graph", top_k=5, answer=False,
                         filters=SearchFilters(entity_types=["PERSON"])).hits
     assert hits and all("Curie" in h.text for h in hits)
     tagged = Monjyu(tmp_path / "tagged", make_config())
     tagged.index([folder])
-    assert not tagged.manifest().named_entities
+    assert not tagged.workspace.manifest().named_entities
     assert tagged.search("Marie Curie", mode="graph", top_k=5, answer=False,
                          filters=SearchFilters(entity_types=["MISC"])).hits
     with pytest.raises(MonjyuError, match="graph.named_entities: true"):
@@ -316,7 +316,7 @@ def test_a_bounded_walk_reads_less_and_ranks_as_the_exact_one(sample_index, make
     links; with a small epsilon the top of the ranking is the exact walk's, with a bar no node
     misses the very same scores, and graph mode takes the setting on a graph of
     search.walk_exact_links links or more (a smaller one walks exactly)."""
-    _, searcher = sample_index._searcher()
+    searcher = sample_index.workspace.current().searcher
     assert searcher.walk_epsilon() == 0.0  # the sample's graph is far under a million links
     graph = searcher.index.graph
     seeds = searcher.phrase_seeds("leiden algorithm communities")
@@ -334,7 +334,7 @@ def test_a_bounded_walk_reads_less_and_ranks_as_the_exact_one(sample_index, make
     graph.personalized_pagerank(other, {0: 1.0}, epsilon=1e-7)
     assert np.array_equal(graph.personalized_pagerank(seeds, epsilon=1e-7), bounded)
     m = Monjyu(sample_index.index_dir, make_config(search={"walk_epsilon": 1e-7, "walk_exact_links": 0}))
-    assert m._searcher()[1].walk_epsilon() == 1e-7
+    assert m.workspace.current().searcher.walk_epsilon() == 1e-7
     hits = m.search("leiden algorithm communities", mode="graph", top_k=3).hits
     assert [h.text_unit_id for h in hits] == \
         [h.text_unit_id for h in sample_index.search("leiden algorithm communities", mode="graph", top_k=3).hits]

@@ -61,13 +61,13 @@ def built(tmp_path, folder, server, make_config):
     wants two relevant sentences, so one test that finds one deepens."""
     Monjyu(tmp_path / "idx", make_config()).index([folder])
     m = Monjyu(tmp_path / "idx", make_config(llm=server.config(), lazy={"sufficient_relevant": 2}))
-    done = m.build_level(3)
+    done = m.levels.build(3)
     assert done["sent"] == len(DOCS) and done["failed"] == 0
     return m
 
 
 def unit_of(m: Monjyu, start: str) -> str:
-    columns = m._searcher()[1].index.columns
+    columns = m.workspace.current().searcher.index.columns
     return next(u for u, text in zip(columns["id"], columns["text"]) if text.startswith(start))
 
 
@@ -80,14 +80,14 @@ def test_the_merge_rule_joins_an_abbreviation_and_keeps_near_names_apart():
 
 
 def test_level3_merges_entities_across_passages_and_clusters_them(built):
-    entities = built._level_three(built._searcher()[1])
+    entities = built.workspace.current().level_three()
     veev = entities.entity_of("VEEV")
     assert veev == entities.entity_of("venezuelan equine encephalitis virus")
     assert entities.entity_of("EEEV") == entities.entity_of("Eastern equine encephalitis virus") != veev
     rows = entities.units[veev].tolist()
-    texts = built._searcher()[1].index.columns["text"]
+    texts = built.workspace.current().searcher.index.columns["text"]
     assert sorted(texts[r][:12] for r in rows) == ["The attenuat", "Venezuelan e"]
-    status = built.levels()["3"]
+    status = built.levels.status()["3"]
     assert status["entities"] == len(entities) and status["merged"] == 2 and status["communities"] >= 1
     assert status["units_extracted"] == len(DOCS)
 
@@ -103,12 +103,12 @@ def test_lazy_search_at_level_three_reaches_the_passage_naming_the_entity_otherw
 
 def test_graph_walks_go_through_level_three_entities(built, make_config):
     strain = unit_of(built, "The attenuated")
-    searcher = built._searcher()[1]
+    searcher = built.workspace.current().searcher
     outbreak = searcher.row_of(unit_of(built, "Venezuelan"))
     graph = searcher.index.graph
     seeds = {n: 1.0 for n in graph.match("horses in Colombia", searcher.query_phrases("horses in Colombia"))}
     offline = Monjyu(built.index_dir, make_config())  # no LLM: no Level 3
-    plain = offline._searcher()[1].index.graph.personalized_pagerank(seeds)
+    plain = offline.workspace.current().searcher.index.graph.personalized_pagerank(seeds)
     assert plain[searcher.row_of(strain)] == 0  # no noun phrase links the two passages
     built.search(QUESTION, mode="graph")  # the search links Level 3's entities into the walk
     walked = graph.personalized_pagerank(seeds)
@@ -160,7 +160,7 @@ def test_a_hybridrag_relationship_question_deepens_to_level_two_within_its_units
     m = Monjyu(tmp_path / "idx", make_config(llm=server.config(), hybrid={"deepen_units": 2}, search=NO_VECTORS))
     first = m.hybrid_search(relation_request(), answer=False)
     assert first.level3["units_sent"] == 2 and first.level3["searched_again"] and first.level3["entities"] >= 1
-    assert m.levels()["2"]["units_extracted"] == 2
+    assert m.levels.status()["2"]["units_extracted"] == 2
     again = m.hybrid_search(relation_request(), answer=False)
     assert again.level3["units_sent"] == 0 and again.level3["units_reused"] == 2 and not again.level3["searched_again"]
     local = m.hybrid_search(QUESTION, answer=False)  # not a relationship question: nothing extracted
@@ -171,7 +171,7 @@ def test_removing_a_document_removes_its_entities_from_level_three(built, folder
     strain = unit_of(built, "The attenuated")
     (folder / "strain.txt").unlink()
     built.index([folder])
-    entities = built._level_three(built._searcher()[1])
+    entities = built.workspace.current().level_three()
     assert entities.entity_of("TC-83") is None and entities.entity_of("VEEV") is None
     assert entities.extracted_units == len(DOCS) - 1
     result = built.lazy_search(QUESTION, budget=1, level=3)
@@ -181,8 +181,8 @@ def test_removing_a_document_removes_its_entities_from_level_three(built, folder
 def test_offline_nothing_of_level_three_is_built_or_walked(tmp_path, folder, make_config):
     m = Monjyu(tmp_path / "idx", make_config())
     m.index([folder])
-    assert m._level_three(m._searcher()[1]) is None and "3" not in m.levels()
-    assert not m._searcher()[1].index.graph._extra_nodes
+    assert m.workspace.current().level_three() is None and "3" not in m.levels.status()
+    assert not m.workspace.current().searcher.index.graph._extra_nodes
 
 
 def test_build_entity_graph_links_noun_phrase_units_and_relations():

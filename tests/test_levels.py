@@ -89,8 +89,8 @@ def with_llm(m: Monjyu, server, make_config, **lazy) -> Monjyu:
 
 
 def test_the_noun_phrase_graph_does_not_link_the_two_passages(collection):
-    graph = collection._searcher()[1].index.graph
-    rows = {collection._searcher()[1].index.columns["text"][r][:10]: r for r in range(3)}
+    graph = collection.workspace.current().searcher.index.graph
+    rows = {collection.workspace.current().searcher.index.columns["text"][r][:10]: r for r in range(3)}
     curie, school = graph.incidence[rows["Marie Curi"]].indices, graph.incidence[rows["The Flying"]].indices
     assert not set(curie) & set(school)
 
@@ -177,8 +177,8 @@ def test_a_killed_eager_build_leaves_the_index_readable_and_resumes(collection, 
     assert 1 <= _records(store) < 3
     assert collection.search("Radium Institute", mode="hybrid").hits
     m = Monjyu(collection.index_dir, load_config(config))
-    done = m.build_level(2)
-    assert done["sent"] == 3 - done["reused"] and done["reused"] >= 1 and m.levels()["2"]["share"] == 1.0
+    done = m.levels.build(2)
+    assert done["sent"] == 3 - done["reused"] and done["reused"] >= 1 and m.levels.status()["2"]["share"] == 1.0
 
 
 def _records(path) -> int:
@@ -238,24 +238,24 @@ def test_global_search_answers_from_reports_it_writes_once_within_its_budget(tmp
         third = m.lazy_search("What are the main topics of the collection?")
         assert third.level4["reports_written"] == 0 and report_requests(server) == 3
         # Coverage and the community view.
-        total = m.levels()["4"]["communities"]
-        assert m.levels()["4"]["communities_reported"] == min(3, total)
-        community = m.community(first.reports[0]["community_id"])
+        total = m.levels.status()["4"]["communities"]
+        assert m.levels.status()["4"]["communities_reported"] == min(3, total)
+        community = m.graph.community(first.reports[0]["community_id"])
         assert community["report"]["title"] == first.reports[0]["title"]
     assert offline.lazy_search(GLOBAL).levels_reached == [0, 1]  # offline: themes, as before
-    assert offline.community(first.reports[0]["community_id"])["report"] is None
+    assert offline.graph.community(first.reports[0]["community_id"])["report"] is None
 
 
 def test_an_eager_level_four_build_writes_every_report_the_search_then_reads(tmp_path, samples_copy, make_config):
     Monjyu(tmp_path / "idx", make_config()).index([samples_copy])
     with LLMTestServer(report_responder) as server:
         m = Monjyu(tmp_path / "idx", make_config(llm=server.config()))
-        estimate = m.level_estimate(4)
-        total = m.levels()["4"]["communities"]
+        estimate = m.levels.estimate(4)
+        total = m.levels.status()["4"]["communities"]
         assert estimate["items"] == total >= 1 and estimate["prompt_tokens"] > 0 and not server.requests
-        done = m.build_level(4)
+        done = m.levels.build(4)
         assert (done["sent"], done["failed"]) == (total, 0) and report_requests(server) == total
-        assert m.levels()["4"]["share"] == 1.0 and m.level_estimate(4)["items"] == 0
+        assert m.levels.status()["4"]["share"] == 1.0 and m.levels.estimate(4)["items"] == 0
         result = m.lazy_search(GLOBAL)
         assert result.level4["reports_written"] == 0 and result.level4["reports_read"] >= 1
         assert report_requests(server) == total
@@ -284,15 +284,15 @@ def test_removing_a_document_drops_what_levels_two_and_four_hold_of_it(tmp_path,
     Monjyu(tmp_path / "idx", make_config()).index([samples_copy])
     with LLMTestServer(report_responder) as server:
         m = Monjyu(tmp_path / "idx", make_config(llm=server.config()))
-        m.build_level(4)
-        m.build_level(2)
-        before = m.levels()
-        columns = m._searcher()[1].index.columns
+        m.levels.build(4)
+        m.levels.build(2)
+        before = m.levels.status()
+        columns = m.workspace.current().searcher.index.columns
         removed = {u for u, d in zip(columns["id"], columns["document_id"]) if d == "papers/lazygraphrag.md"}
         assert removed and before["2"]["share"] == 1.0
         (samples_copy / "lazygraphrag.md").unlink()
         m.index([samples_copy])
-        after = m.levels()
+        after = m.levels.status()
         assert after["2"]["units"] == before["2"]["units"] - len(removed) and after["2"]["share"] == 1.0
         result = m.lazy_search(GLOBAL)
         assert result.claims and not {u for c in result.claims for u in c.text_unit_ids} & removed

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import pytest
 from typer.testing import CliRunner
 
-from monjyu.api import ALL_MODES, OPTION_MODES
+from monjyu.engines.request import ALL_MODES, OPTION_MODES
 from monjyu.cli import app
 from monjyu.errors import MonjyuError
 from monjyu.retrieval import SearchFilters
@@ -34,7 +34,7 @@ def cited_paths(result: dict) -> list[str]:
 class Case:
     """One option: how each door spells it, and what a result that applied it looks like."""
 
-    option: str  # the key in api.OPTION_MODES
+    option: str  # the key in engines.request.OPTION_MODES
     api: dict[str, Any]
     cli: list[str]
     mcp: dict[str, Any] | None  # None: MCP has no such argument
@@ -131,3 +131,35 @@ def test_trace_is_lazy_only(sample_index, cache_dir):
     assert shown.exit_code == 0 and "Path through the communities" in shown.output
     refused = run.invoke(app, ["search", QUERY, "--index", str(sample_index.index_dir), "--mode", "hybrid", "--trace"], env=env)
     assert refused.exit_code == 2 and "taken by mode lazy" in refused.output
+
+
+# ---------------------------------------------------------------- every door against the one request
+# What a door leaves out of the options of SearchRequest, and why; any other option missing from a
+# door fails the test below.
+NOT_IN_MCP_SEARCH = {"expand": "MCP clients are LLMs that word their own questions again",
+                     "session": "a conversation writes to the index: the converse tool, not the read-only search"}
+WEB_FORM = {"top_k", "filters", "preset", "level"}  # the web app's search form: the rest is the API's
+
+
+def test_every_door_takes_every_option_of_the_request(sample_index):
+    import asyncio
+
+    from typer.main import get_command
+
+    from monjyu.cli import CLI_OPTION_NAMES
+    from monjyu.mcp_server import MCP_OPTION_NAMES, create_server
+    from monjyu.web.app import search_options
+
+    assert set(CLI_OPTION_NAMES) == set(OPTION_MODES)
+    flags = {o for p in get_command(app).commands["search"].params for o in [*p.opts, *p.secondary_opts]}
+    assert all(f in flags for name in CLI_OPTION_NAMES.values() for f in name.split("/")), flags
+
+    tools = {t.name: t for t in asyncio.run(create_server(sample_index).list_tools())}
+    schema = getattr(tools["search"], "input_schema", None) or tools["search"].inputSchema
+    assert set(MCP_OPTION_NAMES) == set(OPTION_MODES) - set(NOT_IN_MCP_SEARCH)
+    assert {MCP_OPTION_NAMES[o] for o in MCP_OPTION_NAMES} <= set(schema["properties"])
+
+    assert WEB_FORM <= set(OPTION_MODES)
+    _, _, options = search_options({"query": "q", "mode": "lazy", "top_k": 3, "preset": "z100", "level": 1,
+                                    "filters": {"type": "pdf"}}, 1000)
+    assert set(options) == WEB_FORM

@@ -425,7 +425,7 @@ def test_kinds_and_metadata_filters_through_the_index(tmp_path, make_config):
     assert refs.hits and all(h.kind == "reference" for h in refs.hits)
     # the build embeds the sentences default searches read, not the reference list's
     cache = EmbeddingCache(Path(make_config().cache_dir) / "embeddings.sqlite")
-    embedder_id = m.manifest().embedder_id
+    embedder_id = m.workspace.manifest().embedder_id
     def cached(hit) -> bool:
         first = hit.text[slice(*statement_spans(hit.text)[0])]
         return bool(cache.get_many([EmbeddingCache.key(embedder_id, "passage", first)]))
@@ -473,7 +473,7 @@ def test_get_document_gives_metadata_sections_and_the_unit_boxes(tmp_path, make_
     m = Monjyu(tmp_path / "idx", make_config())
     m.index([folder])
     hit = m.search("Which marker phrase ends section 3?", mode="keyword", top_k=1, answer=False).hits[0]
-    doc = m.get_document(hit.document_id, text_unit_id=hit.text_unit_id)
+    doc = m.documents.get(hit.document_id, text_unit_id=hit.text_unit_id)
     assert doc["authors"] == ["Ada Lovelace", "Alan Turing", "Grace Hopper"] and doc["title"].startswith("Structured")
     assert any(s["path"].endswith("3 Section Number 3") for s in doc["sections"])
     context = doc["context"]

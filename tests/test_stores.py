@@ -127,8 +127,8 @@ def test_an_index_in_the_store_searches_like_the_embedded_one(backend, tmp_path,
             local = [h.text_unit_id for h in sample_index.search(question, mode, top_k=5, answer=False).hits]
             assert remote == local, (question, mode)
     assert reader.status()["counts"] == sample_index.status()["counts"]
-    doc = reader.list_documents()["documents"][0]["id"]
-    assert reader.get_document(doc)["text"]
+    doc = reader.documents.list()["documents"][0]["id"]
+    assert reader.documents.get(doc)["text"]
 
 
 def test_a_publish_killed_midway_leaves_the_previous_generation_readable(backend, tmp_path, samples_copy):
@@ -141,7 +141,7 @@ def test_a_publish_killed_midway_leaves_the_previous_generation_readable(backend
             backend.monjyu(tmp_path / "b").index([samples_copy])
 
     reader = backend.monjyu(tmp_path / "c")
-    assert reader.manifest().generation == "g000001"
+    assert reader.workspace.manifest().generation == "g000001"
     assert reader.status()["counts"]["documents"] == 9
     assert reader.search("Leiden communities", answer=False).hits
 
@@ -169,19 +169,19 @@ def test_adding_a_cited_paper_links_it_and_removing_it_unlinks_it(backend, tmp_p
     (folder / "sparse.md").write_text(CITING, encoding="utf-8")
     backend.monjyu(tmp_path / "w1").index([folder])
     reader = backend.monjyu(tmp_path / "reader")
-    assert reader.papers()["papers"][0]["cites"] == []
+    assert reader.papers.list()["papers"][0]["cites"] == []
 
     (folder / "dpr.md").write_text(CITED, encoding="utf-8")
     backend.monjyu(tmp_path / "w2").index([folder])
-    papers = {p["id"]: p for p in backend.monjyu(tmp_path / "reader2").papers()["papers"]}
+    papers = {p["id"]: p for p in backend.monjyu(tmp_path / "reader2").papers.list()["papers"]}
     assert papers["papers/sparse.md"]["cites"] == ["papers/dpr.md"]
     assert papers["papers/dpr.md"]["cited_by"] == ["papers/sparse.md"]
-    [context] = backend.monjyu(tmp_path / "reader2").citation_contexts("papers/dpr.md")
+    [context] = backend.monjyu(tmp_path / "reader2").papers.citation_contexts("papers/dpr.md")
     assert context["sentence"].startswith("We start from dense passage retrieval [1]")
 
     (folder / "dpr.md").unlink()
     backend.monjyu(tmp_path / "w3").index([folder])
-    [paper] = backend.monjyu(tmp_path / "reader3").papers()["papers"]
+    [paper] = backend.monjyu(tmp_path / "reader3").papers.list()["papers"]
     assert paper["id"] == "papers/sparse.md" and paper["cites"] == [] and paper["references"] == 1
 
 
@@ -200,25 +200,25 @@ def test_what_the_llm_wrote_is_kept_in_the_store_and_read_by_another_process(bac
     backend.monjyu(tmp_path / "builder").index([samples_copy])
     with LLMTestServer(report_responder) as server:
         first = backend.monjyu(tmp_path / "one", llm=server.config())
-        built = first.build_level(2)
+        built = first.levels.build(2)
         assert built["sent"] > 0 and built["failed"] == 0 and _extraction_calls(server) == built["sent"]
         first.lazy_search(GLOBAL)
         reports, extractions = report_requests(server), _extraction_calls(server)
         assert reports > 0
 
         second = backend.monjyu(tmp_path / "two", llm=server.config())  # another machine, its own cache
-        assert second.levels()["2"]["share"] == 1.0 and second.build_level(2)["sent"] == 0
+        assert second.levels.status()["2"]["share"] == 1.0 and second.levels.build(2)["sent"] == 0
         assert second.lazy_search(GLOBAL).level4["reports_written"] == 0
         assert (report_requests(server), _extraction_calls(server)) == (reports, extractions)
 
-        columns = second._searcher()[1].index.columns
+        columns = second.workspace.current().searcher.index.columns
         gone = {unit_key(t) for t, d in zip(columns["text"], columns["document_id"]) if d == "papers/lazygraphrag.md"}
         (samples_copy / "lazygraphrag.md").unlink()
         backend.monjyu(tmp_path / "builder").index([samples_copy])
         third = backend.monjyu(tmp_path / "three", llm=server.config())
-        assert third.levels()["2"]["share"] == 1.0  # the new generation's units keep their extractions
-        kept = third._level_records().keys(EXTRACTIONS)
-        assert gone and not kept & gone and len(kept) == third.levels()["2"]["units"]
+        assert third.levels.status()["2"]["share"] == 1.0  # the new generation's units keep their extractions
+        kept = third.workspace.level_records().keys(EXTRACTIONS)
+        assert gone and not kept & gone and len(kept) == third.levels.status()["2"]["units"]
 
 
 def test_two_processes_deepening_at_once_keep_one_record_per_unit(backend, tmp_path, samples_copy):
@@ -236,7 +236,7 @@ def test_two_processes_deepening_at_once_keep_one_record_per_unit(backend, tmp_p
         processes = [backend.monjyu(tmp_path / name, llm=server.config()) for name in ("one", "two")]
         written: list[str] = []
         for m in processes:
-            records = m._level_records()
+            records = m.workspace.level_records()
             real = records.put_new
 
             def counted(kind, model, key, record, names=(), real=real):
@@ -246,10 +246,10 @@ def test_two_processes_deepening_at_once_keep_one_record_per_unit(backend, tmp_p
                 return wrote
             records.put_new = counted
         with ThreadPoolExecutor(2) as pool:
-            runs = list(pool.map(lambda m: m.build_level(2), processes))
-        units = processes[0].levels()["2"]["units"]
+            runs = list(pool.map(lambda m: m.levels.build(2), processes))
+        units = processes[0].levels.status()["2"]["units"]
         assert all(r["failed"] == 0 for r in runs)
-        assert len(processes[1]._level_records().keys(EXTRACTIONS)) == units
+        assert len(processes[1].workspace.level_records().keys(EXTRACTIONS)) == units
         assert len(set(written)) == units
         if backend.name != "s3":
             assert len(written) == units
@@ -269,7 +269,7 @@ def test_a_process_killed_while_writing_a_record_leaves_the_levels_readable(back
     backend.monjyu(tmp_path / "builder").index([samples_copy])
     with LLMTestServer(report_responder) as server:
         m = backend.monjyu(tmp_path / "one", llm=server.config())
-        records = m._level_records()
+        records = m.workspace.level_records()
         real, calls = records.put_new, {"n": 0}
 
         def killed(kind, model, key, record, names=()):
@@ -279,11 +279,11 @@ def test_a_process_killed_while_writing_a_record_leaves_the_levels_readable(back
             return real(kind, model, key, record, names)
         records.put_new = killed
         with pytest.raises(Killed):
-            m.build_level(2)
+            m.levels.build(2)
         after = backend.monjyu(tmp_path / "two", llm=server.config())
-        assert 2 <= after.levels()["2"]["units_extracted"] < after.levels()["2"]["units"]
-        done = after.build_level(2)
-        assert done["failed"] == 0 and after.levels()["2"]["share"] == 1.0
+        assert 2 <= after.levels.status()["2"]["units_extracted"] < after.levels.status()["2"]["units"]
+        done = after.levels.build(2)
+        assert done["failed"] == 0 and after.levels.status()["2"]["share"] == 1.0
 
 
 def _created_in_the_store(backend: Backend, request) -> list[str]:
@@ -310,13 +310,13 @@ def test_a_reader_never_creates_a_namespace_prefix_or_index(backend, tmp_path, r
     reader = backend.monjyu(tmp_path / "reader")
     calls = {"search": lambda: reader.search("What is LazyGraphRAG?"),
              "lazy with a session": lambda: reader.ask("What is LazyGraphRAG?", "lazy", session="s1"),
-             "status": reader.status, "documents": reader.list_documents}
+             "status": reader.status, "documents": reader.documents.list}
     for name, call in calls.items():
         with pytest.raises(MonjyuError, match="no index"):
             call()
         assert _created_in_the_store(backend, request) == [], name
     with pytest.raises(MonjyuError, match="no index"):
-        reader.save_conversation("s1", reader.conversation("s1"))
+        reader.conversations.save("s1", reader.conversations.get("s1"))
     assert _created_in_the_store(backend, request) == []
 
 
@@ -349,7 +349,7 @@ def test_postgres_full_text_search_ranks_in_the_database_with_bound_filters(pg_c
     m = Monjyu(tmp_path / "r", pg_config(keyword="fulltext"))
     hits = m.search("Leiden communities", "keyword", top_k=5, answer=False).hits
     assert hits and "leiden" in hits[0].text.lower()
-    _, searcher = m._searcher()
+    searcher = m.workspace.current().searcher
     assert isinstance(searcher.index.fulltext, postgres_store.PgFullText)
     ja = m.search("検索拡張生成", "keyword", top_k=3, answer=False).hits
     assert ja and "検索" in ja[0].text
@@ -366,7 +366,7 @@ def test_postgres_hnsw_index_gives_the_vector_candidates_of_large_generations(pg
     search = SearchConfig(ann_min_units=1)  # every generation counts as large here
     Monjyu(tmp_path / "w", pg_config(search=search)).index([samples_copy])
     m = Monjyu(tmp_path / "r", pg_config(search=search))
-    _, searcher = m._searcher()
+    searcher = m.workspace.current().searcher
     assert isinstance(searcher.index.ann, postgres_store.PgVectorCandidates)
     assert not any(Path(tmp_path / "w").rglob("*.idx"))  # no LanceDB ANN index beside it
     for question in QUESTIONS:
@@ -391,7 +391,7 @@ def test_postgres_refuses_a_build_that_started_before_another_committed(pg_confi
     (samples_copy / "late.md").write_text("# Late\n\nThis build started first.\n", encoding="utf-8")
     with pytest.raises(MonjyuError, match="another build committed generation g000002"):
         Monjyu(tmp_path / "late", pg_config()).index([samples_copy])
-    assert Monjyu(tmp_path / "reader", pg_config()).manifest().generation == "g000002"
+    assert Monjyu(tmp_path / "reader", pg_config()).workspace.manifest().generation == "g000002"
 
 
 def test_postgres_settings_and_clear_errors(pg_server, tmp_path, cache_dir, monkeypatch):
@@ -439,7 +439,7 @@ def test_azure_search_holds_the_units_and_answers_vector_and_text_queries(azure_
     assert len(stored) == sample_index.status()["counts"]["text_units"]
 
     reader = Monjyu(tmp_path / "r", config)
-    _, searcher = reader._searcher()
+    searcher = reader.workspace.current().searcher
     assert isinstance(searcher.index.ann, azure_search.AzureVectorCandidates)
     assert isinstance(searcher.index.fulltext, azure_search.AzureFullText)
     for question in QUESTIONS:

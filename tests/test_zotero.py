@@ -183,14 +183,14 @@ def test_a_second_run_removes_the_trashed_item_and_adds_the_new_one(library, tmp
     trashed, added = trash_one_and_add_one(data_dir)
     report = m.index(zotero=data_dir)
     assert len(report.removed) == 1 and len(report.added) == 1 and not report.changed and not report.failures
-    ids = {p["id"]: p for p in m.papers()["papers"]}
+    ids = {p["id"]: p for p in m.papers.list()["papers"]}
     assert trashed not in ids and ids[added]["title"] == "Graph Retrieval Added Between Runs"
     assert (ids[added]["year"], ids[added]["doi"], ids[added]["item_type"]) == (2024, "10.1234/added.2024", "preprint")
     assert ids[added]["authors"]  # the library has no creators for it: the PDF's byline is kept
     # BibTeX keyed by the library's citation key, typed by its item type.
-    assert ids[added]["citation_key"] == "added2024graph" and m.bibtex([added]).startswith("@misc{added2024graph,")
+    assert ids[added]["citation_key"] == "added2024graph" and m.papers.bibtex([added]).startswith("@misc{added2024graph,")
     book = next(doc for doc, p in ids.items() if p["item_type"] == "book")
-    entry = m.bibtex([book])
+    entry = m.papers.bibtex([book])
     assert entry.startswith("@book{") and f"publisher = {{{ids[book]['venue']}}}" in entry
     # The data directory moved: the same library, its documents at their new paths, nothing embedded.
     moved_to = tmp_path / "Documents" / "Zotero"
@@ -198,7 +198,7 @@ def test_a_second_run_removes_the_trashed_item_and_adds_the_new_one(library, tmp
     shutil.move(str(data_dir), str(moved_to))
     report = m.index(zotero=moved_to)
     assert len(report.moved) == 17 and report.embedded == 0 and not (report.added or report.removed or report.failures)
-    assert all(p["source_path"].startswith(str(moved_to)) for p in m.papers()["papers"])
+    assert all(p["source_path"].startswith(str(moved_to)) for p in m.papers.list()["papers"])
 
 
 ISS_PAPER = "9PWIL7JY"  # "Almost ISS property for feedback connected systems"; its PDF attachment: BHZP9XFD
@@ -451,7 +451,7 @@ def test_papers_fit_the_terminal_one_line_a_paper_with_ids_whole(library, sample
     import os
 
     for index, ids in ((library["index"], set(papers(library))),
-                       (sample_index.index_dir, {p["id"] for p in sample_index.papers()["papers"]})):
+                       (sample_index.index_dir, {p["id"] for p in sample_index.papers.list()["papers"]})):
         run = subprocess.run([sys.executable, "-m", "monjyu.cli", "papers", "--index", str(index)], capture_output=True,
                              text=True, timeout=300, env={**os.environ, "COLUMNS": str(columns)})
         assert run.returncode == 0, run.stderr
@@ -462,7 +462,7 @@ def test_papers_fit_the_terminal_one_line_a_paper_with_ids_whole(library, sample
 
 
 def test_passages_print_as_flowing_text():
-    from monjyu.cli import _flowing
+    from monjyu.cli.search import _flowing
 
     wrapped = "the graphs of γ21 and\nγ12 have several\ncommon points.\n\nIf the small-gain condition\nholds, then"
     assert _flowing(wrapped) == ("the graphs of γ21 and γ12 have several common points.\n   "

@@ -152,7 +152,7 @@ class MonjyuMCPServer(MCPServer):
     async def list_resources(self) -> list[Resource]:
         resources = await super().list_resources()
         try:
-            page = await asyncio.to_thread(self.monjyu.list_documents, RESOURCE_LIST_LIMIT, 0)
+            page = await asyncio.to_thread(self.monjyu.documents.list, RESOURCE_LIST_LIMIT, 0)
         except MonjyuError:  # no index yet: nothing to list
             return resources
         return resources + [
@@ -251,7 +251,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
     ) -> dict[str, Any]:
         """One indexed document: metadata, text and passage offsets; with text_unit_id, that
         passage and its neighbours (a citation in context)."""
-        return await call(asyncio.to_thread, monjyu.get_document, document_id, text_unit_id, context_units, max_chars)
+        return await call(asyncio.to_thread, monjyu.documents.get, document_id, text_unit_id, context_units, max_chars)
 
     @server.tool(annotations=READ_ONLY)
     async def list_documents(
@@ -259,7 +259,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         offset: Annotated[Offset, Field(description="skip this many documents")] = 0,
     ) -> dict[str, Any]:
         """One page of the indexed documents (id, title, source, type, date, passages) and the total."""
-        return await call(asyncio.to_thread, monjyu.list_documents, limit, offset)
+        return await call(asyncio.to_thread, monjyu.documents.list, limit, offset)
 
     @server.tool(annotations=READ_ONLY)
     async def papers(
@@ -270,13 +270,13 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
     ) -> dict[str, Any]:
         """The collection's papers: title, authors, year, pages, reference count, and the papers of
         the collection each cites and is cited by."""
-        return await call(asyncio.to_thread, monjyu.papers, cites, cited_by, limit, offset)
+        return await call(asyncio.to_thread, monjyu.papers.list, cites, cited_by, limit, offset)
 
     @server.tool(annotations=READ_ONLY)
     async def paper(document_id: DocumentId) -> dict[str, Any]:
         """One paper: metadata, its reference list (entries that are papers of the collection carry
         their document_id) and the sentences of other papers that cite it."""
-        return await call(asyncio.to_thread, monjyu.paper, document_id)
+        return await call(asyncio.to_thread, monjyu.papers.get, document_id)
 
     @server.tool(annotations=READ_ONLY)
     async def missing_works(
@@ -284,7 +284,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         limit: Annotated[int, Field(ge=1, le=500, description="works to return")] = 50,
     ) -> dict[str, Any]:
         """Works cited by several papers of the collection but not in it, most cited first."""
-        return {"works": await call(asyncio.to_thread, monjyu.missing_works, min_citing, limit)}
+        return {"works": await call(asyncio.to_thread, monjyu.papers.missing_works, min_citing, limit)}
 
     @server.tool(annotations=READ_ONLY)
     async def bibtex(
@@ -292,7 +292,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                                         description="papers of the collection")],
     ) -> str:
         """BibTeX entries for papers of the collection (e.g. the sources an answer cites)."""
-        return await call(asyncio.to_thread, monjyu.bibtex, document_ids)
+        return await call(asyncio.to_thread, monjyu.papers.bibtex, document_ids)
 
     @server.tool(annotations=READ_ONLY)
     async def index_status() -> dict[str, Any]:
@@ -321,7 +321,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                      description="an indexed document by id: metadata, text and passage offsets")
     async def document(document_id: str) -> str:
         try:
-            doc = await asyncio.to_thread(monjyu.get_document, document_id)
+            doc = await asyncio.to_thread(monjyu.documents.get, document_id)
         except MonjyuError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         return json.dumps(doc, ensure_ascii=False)

@@ -20,6 +20,6 @@ class Query:
 
     @classmethod
     def of(cls, text: str) -> Query:
-        """A query of checked text (Monjyu._check_query: Unicode, not empty, within
+        """A query of checked text (facade.workspace.Workspace.query: Unicode, not empty, within
         search.max_query_chars)."""
         return cls(text, detect_language(text))

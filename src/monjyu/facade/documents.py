@@ -9,24 +9,29 @@ from typing import Any
 from ..errors import MonjyuError
 from ..store import LanceStore
 from ..store.lancedb_store import DOCUMENTS
+from .workspace import Workspace
 
 DOCUMENT_FIELDS = ["id", "title", "source_path", "file_type", "date"]
 
 
-class DocumentsMixin:
-    """What the web app's document view and the MCP document tools read."""
+class Documents:
+    """What the web app's document view and the MCP document tools read (`m.documents`)."""
 
-    _doc_rows: tuple[str, dict[str, int]] | None = None
+    def __init__(self, workspace: Workspace):
+        self.workspace = workspace
+        self._doc_rows: tuple[str, dict[str, int]] | None = None
 
-    def _document_rows(self) -> tuple[LanceStore, dict[str, int]]:
-        store = LanceStore(self.generation_dir() / "lancedb")
-        generation = self.manifest().generation
+    def rows(self) -> tuple[LanceStore, dict[str, int]]:
+        """The current generation's documents table and each document's row in it."""
+        context = self.workspace.current()
+        store = LanceStore(context.generation_dir / "lancedb")
+        generation = context.manifest.generation
         if self._doc_rows is None or self._doc_rows[0] != generation:
             ids = store.documents(["id"])["id"].to_pylist()
             self._doc_rows = (generation, {d: i for i, d in enumerate(ids)})
         return store, self._doc_rows[1]
 
-    def list_documents(self, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+    def list(self, limit: int = 50, offset: int = 0) -> dict[str, Any]:
         """One page of the indexed documents (id order), with the total.
 
         Args:
@@ -35,7 +40,7 @@ class DocumentsMixin:
         """
         if limit < 1 or offset < 0:
             raise MonjyuError("limit must be >= 1 and offset >= 0")
-        store, rows = self._document_rows()
+        store, rows = self.rows()
         ids = sorted(rows)[offset:offset + limit]
         table = store.take(DOCUMENTS, [rows[d] for d in ids],
                            DOCUMENT_FIELDS + ["text_unit_ids", "authors", "year", "structure"]).to_pylist()
@@ -45,23 +50,23 @@ class DocumentsMixin:
                  "text_units": len(by_id[d]["text_unit_ids"])} for d in ids]
         return {"total": len(rows), "offset": offset, "limit": limit, "documents": docs}
 
-    def get_document(self, document_id: str, text_unit_id: str | None = None, context_units: int = 1,
+    def get(self, document_id: str, text_unit_id: str | None = None, context_units: int = 1,
                      max_chars: int = 20000) -> dict[str, Any]:
         """A document's metadata, sections, text units and text.
 
         Args:
-            document_id: the document's id (search hits and `list_documents` give it).
+            document_id: the document's id (search hits and `list` give it).
             text_unit_id: one of its units: the result's `context` holds it with its neighbours,
                 where it sits on its PDF pages (a citation shown in context).
             context_units: units either side of `text_unit_id`.
             max_chars: the text is cut here (`truncated` says so).
         """
-        store, rows = self._document_rows()
+        store, rows = self.rows()
         if document_id not in rows:
             raise MonjyuError(f"no document with id {document_id!r} in the index; list them with list_documents")
         [doc] = store.take(DOCUMENTS, [rows[document_id]],
                            DOCUMENT_FIELDS + ["text", "metadata", "text_unit_ids", "authors", "year", "structure"]).to_pylist()
-        _, searcher = self._searcher()
+        searcher = self.workspace.current().searcher
         units = [searcher.hit(searcher.row_of(u), 0.0, 0, None, None) for u in doc["text_unit_ids"]]
         units.sort(key=lambda h: h.chunk_index)
         out = {k: doc[k] for k in DOCUMENT_FIELDS}
@@ -103,7 +108,7 @@ class DocumentsMixin:
         """
         from ..ingest.pdf import render_page
 
-        source, record = next(((Path(path), rec) for path, rec in self.manifest().sources.items()
+        source, record = next(((Path(path), rec) for path, rec in self.workspace.manifest().sources.items()
                                if document_id in rec.documents), (None, None))
         if source is None:
             raise MonjyuError(f"no document with id {document_id!r} in the index; list them with list_documents")
@@ -111,7 +116,7 @@ class DocumentsMixin:
             raise MonjyuError(f"document {document_id!r} is not a PDF ({source.name}): it has no pages to show")
         if not source.is_file() or source.stat().st_size != record.size:
             raise MonjyuError(f"{source} is missing or changed since it was indexed; run `monjyu index` again")
-        store, rows = self._document_rows()
+        store, rows = self.rows()
         [doc] = store.take(DOCUMENTS, [rows[document_id]], ["structure"]).to_pylist()
         boxes = [b[3:] for b in json.loads(doc["structure"] or "{}").get("line_boxes", [])
                  if b[2] == page and b[0] < end_char and b[1] > start_char]

@@ -6,16 +6,20 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MonjyuError
+from .workspace import Workspace
 
 
-class GraphMixin:
-    """Reading the noun-phrase graph and its community hierarchy of the current generation."""
+class Graph:
+    """Reading the noun-phrase graph and its community hierarchy of the current generation (`m.graph`)."""
+
+    def __init__(self, workspace: Workspace):
+        self.workspace = workspace
 
     def _report_of(self, community, searcher) -> dict[str, Any] | None:
         """The community's Level 4 report for the configured LLM, when one was written."""
         from ..levels.reports import community_key
 
-        level4 = self._level_four()
+        level4 = self.workspace.level_four()
         if level4 is None:
             return None
         key = community_key([searcher.index.graph.phrases[p] for p in community.phrases])
@@ -25,13 +29,13 @@ class GraphMixin:
         return {"title": report.title, "summary": report.summary, "claims": [c["statement"] for c in report.claims],
                 "model": level4.model}
 
-    def graph_stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
         """Phrases, edges and communities per level of the current generation."""
         from ..index.graph_export import graph_stats
 
-        return graph_stats(self.generation_dir())
+        return graph_stats(self.workspace.current().generation_dir)
 
-    def export_graph(self, path: str | Path, fmt: str = "html", community_href: str | None = None) -> Path:
+    def export(self, path: str | Path, fmt: str = "html", community_href: str | None = None) -> Path:
         """Write the concept graph to a file.
 
         Args:
@@ -49,10 +53,10 @@ class GraphMixin:
         if fmt == "graphml":
             if community_href:
                 raise MonjyuError("community links apply to the html picture, not to GraphML")
-            return export_graphml(self.generation_dir(), Path(path))
-        return export_html(self.generation_dir(), Path(path), community_href=community_href)
+            return export_graphml(self.workspace.current().generation_dir, Path(path))
+        return export_html(self.workspace.current().generation_dir, Path(path), community_href=community_href)
 
-    def graph_neighbours(self, text: str, hops: int = 1, limit: int = 30) -> list[dict[str, Any]]:
+    def neighbours(self, text: str, hops: int = 1, limit: int = 30) -> list[dict[str, Any]]:
         """Phrases within `hops` co-occurrence steps of the phrases `text` names (or, by embedding,
         means: `text` may be in another language than the papers).
 
@@ -61,7 +65,7 @@ class GraphMixin:
             hops: co-occurrence steps.
             limit: most phrases returned.
         """
-        _, searcher = self._searcher()
+        searcher = self.workspace.current().searcher
         graph = searcher.require_graph()
         seeds = searcher.phrase_seeds(text)
         return [{"phrase": graph.phrases[n], "hop": hop, "strength": round(w, 4), "units": int(graph.df[n])}
@@ -78,14 +82,15 @@ class GraphMixin:
             level: one level of the hierarchy (0 = coarsest); none: all levels.
             units: how many of the query's best units to count.
         """
-        manifest, searcher = self._searcher()
+        context = self.workspace.current()
+        searcher = context.searcher
         communities = searcher.index.communities
         if communities is None:
             searcher.require_graph()
-        vector = self._embed_query(manifest, query)
+        vector = context.embed_query(query)
         ranked = searcher.search(query, vector, "hybrid", units)
         rows = [searcher.row_of(h.text_unit_id) for h in ranked.hits]
-        weight = self.config.search.community_title_weight
+        weight = self.workspace.config.search.community_title_weight
         hits = communities.rank(rows, level=level, title_scores=communities.title_similarity(vector, weight),
                                 title_weight=weight)
         return [hit.to_dict() for hit in hits[:top_k]]
@@ -98,7 +103,7 @@ class GraphMixin:
             community_id: the community's id (see `search_communities`, `monjyu graph communities`).
             limit: most passages returned.
         """
-        _, searcher = self._searcher()
+        searcher = self.workspace.current().searcher
         c = searcher.require_communities().by_id.get(community_id)
         if c is None:
             raise MonjyuError(f"no community with id {community_id} in the index; see `monjyu graph communities`")

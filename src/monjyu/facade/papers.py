@@ -15,6 +15,8 @@ from ..ingest.sentences import split_sentences
 from ..ingest.catalog import from_catalog
 from ..ingest.zotero import zotero_links
 from ..store.lancedb_store import DOCUMENTS
+from .documents import Documents
+from .workspace import Workspace
 
 # A question about what the collection's other papers write about one of its papers: "what do
 # other papers say about ResNet?", "how is PaLM cited?", "ResNetを引用している論文は何と述べているか".
@@ -37,16 +39,21 @@ def library_fields(meta: dict[str, Any]) -> dict[str, Any]:
             **({"zotero": {**zotero, **zotero_links(zotero)}} if zotero else {"bib": meta["bib"]})}
 
 
-class PapersMixin:
-    """Reads the documents table's reference entries and the generation's citation graph."""
+class Papers:
+    """Reads the documents table's reference entries and the generation's citation graph
+    (`m.papers`)."""
 
-    # (generation, citations.json, what each paper cites, what cites each paper)
-    _citations_cache: tuple[str, dict[str, Any], dict[str, set[str]], dict[str, set[str]]] | None = None
+    def __init__(self, workspace: Workspace, documents: Documents):
+        self.workspace = workspace
+        self.documents = documents
+        # (generation, citations.json, what each paper cites, what cites each paper)
+        self._citations_cache: tuple[str, dict[str, Any], dict[str, set[str]], dict[str, set[str]]] | None = None
 
     def _citation_graph(self) -> dict[str, Any]:
-        generation = self.manifest().generation
+        context = self.workspace.current()
+        generation = context.manifest.generation
         if self._citations_cache is None or self._citations_cache[0] != generation:
-            graph = read_citation_graph(self.generation_dir())
+            graph = read_citation_graph(context.generation_dir)
             cites: dict[str, set[str]] = {}
             cited_by: dict[str, set[str]] = {}
             for e in graph["edges"]:
@@ -64,7 +71,7 @@ class PapersMixin:
         return self._citations_cache[3].get(document_id, set())
 
     def _paper_rows(self, ids: list[str], columns: list[str]) -> list[dict[str, Any]]:
-        store, rows = self._document_rows()
+        store, rows = self.documents.rows()
         missing = [d for d in ids if d not in rows]
         if missing:
             raise MonjyuError(f"no document with id {missing[0]!r} in the index; list them with `monjyu papers`")
@@ -83,7 +90,7 @@ class PapersMixin:
                 "cites": sorted(self._cites(doc)), "cited_by": sorted(self._cited_by(doc)),
                 **library_fields(meta)}
 
-    def papers(self, cites: str | None = None, cited_by: str | None = None, limit: int = 100,
+    def list(self, cites: str | None = None, cited_by: str | None = None, limit: int = 100,
                offset: int = 0) -> dict[str, Any]:
         """The collection's papers (id order) with title, authors, year, pages, how many references
         each lists and which papers of the collection it cites and is cited by.
@@ -97,7 +104,7 @@ class PapersMixin:
         if limit < 1 or offset < 0:
             raise MonjyuError("limit must be >= 1 and offset >= 0")
         graph = self._citation_graph()
-        _, rows = self._document_rows()
+        _, rows = self.documents.rows()
         ids = sorted(rows)
         for name, doc in (("cites", cites), ("cited_by", cited_by)):
             if doc is not None and doc not in rows:
@@ -111,13 +118,13 @@ class PapersMixin:
         return {"total": len(ids), "offset": offset, "limit": limit,
                 "papers": [self._summary(r, graph) for r in rows_]}
 
-    def paper(self, document_id: str) -> dict[str, Any]:
+    def get(self, document_id: str) -> dict[str, Any]:
         """One paper: its metadata, its reference entries (each linked to the collection's paper
         it names, if any) and the papers of the collection that cite it, with their citing
         sentences.
 
         Args:
-            document_id: the document's id (`papers` and search hits give it).
+            document_id: the document's id (`list` and search hits give it).
         """
         graph = self._citation_graph()
         [row] = self._paper_rows([document_id], ["id", "title", "source_path", "authors", "year", "metadata",
@@ -145,7 +152,7 @@ class PapersMixin:
             return []
         citing = sorted({e["citing"] for e in edges})
         docs = {r["id"]: r for r in self._paper_rows(citing, ["id", "title", "text", "text_unit_ids"])}
-        _, searcher = self._searcher()
+        searcher = self.workspace.current().searcher
         out = []
         for e in edges:
             doc = docs[e["citing"]]
@@ -159,7 +166,7 @@ class PapersMixin:
                             "entry": e["entry"]})
         return out
 
-    def paper_asked_about(self, query: str) -> str | None:
+    def asked_about(self, query: str) -> str | None:
         """The collection paper a question asks other papers' view of ("what do other papers say
         about ResNet?"): named by its title, what comes before its title's colon ("PaLM"), or a
         name its citing sentences give it ("ResNet (He et al., 2016)"); None for other questions.
@@ -188,14 +195,20 @@ class PapersMixin:
                     best = (len(key), row["id"])
         return best[1] if best else None
 
-    def citation_results(self, query: str, document_id: str, mode: str, language: str) -> SearchResults | None:
+    def cited_answer(self, query: str, mode: str, language: str) -> SearchResults | None:
+        """Baseline RAG's answer to "what do other papers say about X?" (`asked_about`): the
+        sentences citing X; None for any other question, or when none cites it."""
+        document_id = self.asked_about(query)
+        return self.answer_citing(query, document_id, mode, language) if document_id else None
+
+    def answer_citing(self, query: str, document_id: str, mode: str, language: str) -> SearchResults | None:
         """What other papers say about a paper, as a search result: the units holding the citing
         sentences as hits, and an extractive answer quoting those sentences (a few per citing
         paper, in turn), each cited to its unit. None when no sentence cites it.
 
         Args:
             query: the question (kept in the result).
-            document_id: the paper asked about (`paper_asked_about` finds it).
+            document_id: the paper asked about (`asked_about` finds it).
             mode: the search mode the result reports.
             language: the answer's language ("en", "ja").
         """
@@ -212,7 +225,7 @@ class PapersMixin:
             for doc in sorted(by_paper):
                 if by_paper[doc] and len(chosen) < QUOTED_CONTEXTS:
                     chosen.append(by_paper[doc].pop(0))
-        _, searcher = self._searcher()
+        searcher = self.workspace.current().searcher
         hits: list[SearchHit] = []
         numbers: dict[str, int] = {}
         for c in chosen:

@@ -10,27 +10,32 @@ from ..engines.lazy import LazyConversation
 from ..errors import MonjyuError
 from ..index.manifest import read_manifest
 from ..store.mirror import atomic_write
+from .workspace import Workspace
 
 _SESSION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class SessionsMixin:
-    """Named conversations: read before a follow-up, written atomically after each turn."""
+class Conversations:
+    """Named conversations: read before a follow-up, written atomically after each turn
+    (`m.conversations`)."""
 
-    def _session_path(self, name: str) -> Path:
+    def __init__(self, workspace: Workspace):
+        self.workspace = workspace
+
+    def _path(self, name: str) -> Path:
         if not _SESSION_NAME.fullmatch(name or ""):
             raise MonjyuError(f"session name {name!r}: use 1-64 letters, digits, '-' or '_'")
-        return self.index_dir / "sessions" / f"{name}.json"
+        return self.workspace.index_dir / "sessions" / f"{name}.json"
 
-    def conversation(self, name: str) -> LazyConversation:
+    def get(self, name: str) -> LazyConversation:
         """The conversation kept under `name` in the index directory (a new one if none is).
 
         Args:
             name: 1-64 letters, digits, '-' or '_'.
         """
-        path = self._session_path(name)
-        if self.remote:
-            self.remote.pull_session(name)
+        path = self._path(name)
+        if self.workspace.remote:
+            self.workspace.remote.pull_session(name)
         if not path.exists():
             return LazyConversation()
         try:
@@ -38,7 +43,7 @@ class SessionsMixin:
         except (ValueError, KeyError, TypeError) as exc:
             raise MonjyuError(f"session {name!r} ({path}) cannot be read ({exc}); delete the file to start it anew") from None
 
-    def save_conversation(self, name: str, conversation: LazyConversation) -> None:
+    def save(self, name: str, conversation: LazyConversation) -> None:
         """Keep a conversation under `name`, atomically: a killed process leaves the previous turn
         readable.
 
@@ -46,10 +51,10 @@ class SessionsMixin:
             name: 1-64 letters, digits, '-' or '_'.
             conversation: the conversation after its latest turn.
         """
-        path = self._session_path(name)
-        if not self.remote:
-            read_manifest(self.index_dir)  # no index here: say so, and create nothing
+        path = self._path(name)
+        if not self.workspace.remote:
+            read_manifest(self.workspace.index_dir)  # no index here: say so, and create nothing
         atomic_write(path, json.dumps(conversation.to_dict(), ensure_ascii=False).encode("utf-8"))
-        if self.remote:
-            self.remote.push_session(name)
+        if self.workspace.remote:
+            self.workspace.remote.push_session(name)
 

@@ -87,6 +87,20 @@ def _call_task(fn: Callable, args: tuple) -> Any:
     return fn(*args)
 
 
+def check_executor(config: MonjyuConfig, executor: str, address: str | None) -> None:
+    """Where a build runs, "local" or "ray" (a cluster): settings that contradict the choice are
+    refused by name."""
+    if executor not in ("local", "ray"):
+        raise MonjyuError(f"unknown executor '{executor}'; use local or ray")
+    if address and executor != "ray":
+        raise MonjyuError("an address applies to --executor ray only")
+    local_workers = [k for k, v in (("ingest.processes", config.ingest.processes),
+                                    ("graph.processes", config.graph.processes)) if v]
+    if executor == "ray" and local_workers:
+        raise MonjyuError(f"{' and '.join(local_workers)} set this machine's worker processes; with --executor ray "
+                          "the cluster's workers load the files and extract noun phrases: leave them at 0")
+
+
 class RayExecutor:
     """Runs tasks on the Ray cluster at `address` ("auto": the one this machine belongs to), or on
     a local one started with one CPU per core when no address is given and none is running."""

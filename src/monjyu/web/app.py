@@ -206,36 +206,36 @@ def create_app(monjyu: Monjyu, allowed_hosts: list[str] | None = None, token: st
 
     def documents(request: Request) -> Response:
         _only(request, "limit", "offset")
-        page = monjyu.list_documents(limit=_int(request, "limit", 100, 1, 1000), offset=_int(request, "offset", 0))
+        page = monjyu.documents.list(limit=_int(request, "limit", 100, 1, 1000), offset=_int(request, "offset", 0))
         page["failures"] = monjyu.status()["failures"]
         return JSONResponse(page)
 
     def document(request: Request) -> Response:
         _only(request, "id", "unit", "context")
-        return JSONResponse(monjyu.get_document(_text(request, "id"), _text(request, "unit", required=False),
+        return JSONResponse(monjyu.documents.get(_text(request, "id"), _text(request, "unit", required=False),
                                                 context_units=_int(request, "context", 1, 0, 20)))
 
     def paper(request: Request) -> Response:
         _only(request, "id")
-        return JSONResponse(monjyu.paper(_text(request, "id")))
+        return JSONResponse(monjyu.papers.get(_text(request, "id")))
 
     def page(request: Request) -> Response:
         _only(request, "id", "page", "start", "end")
-        png = monjyu.page_image(_text(request, "id"), _int(request, "page", low=1, high=100_000),
+        png = monjyu.documents.page_image(_text(request, "id"), _int(request, "page", low=1, high=100_000),
                                 _int(request, "start", 0), _int(request, "end", 0))
         return Response(png, media_type="image/png")
 
     def community(request: Request) -> Response:
         _only(request, "id")
-        return JSONResponse(monjyu.community(_int(request, "id")))
+        return JSONResponse(monjyu.graph.community(_int(request, "id")))
 
     def community_map(request: Request) -> Response:
         """The graph picture, its communities linked to the app; drawn once per index generation."""
         try:
-            generation = monjyu.manifest().generation
+            generation = monjyu.workspace.manifest().generation
             if generation not in map_cache:
                 with tempfile.TemporaryDirectory() as tmp:
-                    path = monjyu.export_graph(Path(tmp) / "map.html", "html", community_href="/?community={id}")
+                    path = monjyu.graph.export(Path(tmp) / "map.html", "html", community_href="/?community={id}")
                     map_cache.clear()
                     map_cache[generation] = path.read_text(encoding="utf-8")
         except MonjyuError as exc:

@@ -19,12 +19,15 @@ from ...query import Query
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.searcher import QUERY_TEXT_CHARS, WALK_HEADS, sentence_naming
 from ...retrieval.fusion import weighted_rrf
+from ...llm import UsageScope
 from ...types import Answer, HybridItem, HybridSearchResult, SearchHit
 from ..answer import AnswerEngine
 from ..extractive import insufficient
 from ..classify import Classification, llm_classify, rule_classify
 from .crag import Grade, grade_llm, grade_local, sufficiency_llm, sufficiency_local
+from ..request import SearchRequest
 from .rerank import Reranker
+from .response import public_request, request_weights, to_search_result
 
 STRATEGIES = ("keyword", "semantic", "graph")
 GRAPH_MODE = {"local": "entity", "global": "community", "relationship": "relation", "hybrid": "multihop"}
@@ -52,6 +55,34 @@ class HybridRAGEngine:
         self.extract = extract
         self.llm = answers.llm
         self.prompts_dir = answers.config.prompts_dir or None
+
+    async def run(self, query: Query, request: SearchRequest) -> HybridSearchResult:
+        """One search with the request's page, filters, threshold and switches, or those of the
+        public request it came as (`request.public`: its type, embedding and options); the
+        result's `response` is the page as that public request's `schemas.SearchResult`."""
+        public = request.public
+        if public is None:
+            public = public_request(query.text, request.top_k, request.offset, request.filters, request.weights,
+                                    request.rerank, self.config.crag if request.crag is None else request.crag)
+            weights, rerank, crag = request.weights, request.rerank, request.crag
+        else:
+            weights = request_weights(public)
+            rerank, crag = public.options.rerank_enabled, public.options.crag_enabled
+        if public.text != query.text:  # as the public request has it (its schema strips the text)
+            query = Query.of(public.text)
+        vector = None if public.embedding is None else np.asarray(public.embedding, dtype=np.float32)
+        if self.entities is not None:
+            self.entities()  # its entities join the graph walk where Level 2 has some
+        t0 = time.perf_counter()
+        with UsageScope() as usage:
+            result = await self.asearch(query, public.options.limit, public.options.offset, request.filters, weights,
+                                        rerank, crag, request.answer, request.on_token,
+                                        query_type=public.type if "type" in public.model_fields_set else None,
+                                        query_vector=vector, threshold=request.threshold)
+        result.usage = usage.to_dict()
+        result.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
+        result.response = to_search_result(result, public, self.searcher)
+        return result
 
     # ------------------------------------------------------------------ stage 1
     async def classify(self, asked: Query, query_type: str | None = None) -> Classification:

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
-from ...retrieval import Searcher
-from ...schemas import (CRAGScore, Highlight, HighlightOffset, RelevanceScore, ResultMetadata, SearchQuery,
+from pydantic import ValidationError
+
+from ...errors import MonjyuError
+from ... import schemas
+from ...retrieval import SearchFilters, Searcher
+from ...schemas import (CRAGScore, Highlight, HighlightOffset, RelevanceScore, ResultMetadata, SearchOptions, SearchQuery,
                         SearchResult, SearchResultContent, SearchResultItem, SearchResultSources, SearchStrategyMetrics,
                         StrategyMetric)
 from ...types import HybridItem, HybridSearchResult
@@ -130,3 +135,40 @@ def to_search_result(result: HybridSearchResult, request: SearchQuery, searcher:
     return SearchResult(query=request, results=items, total_count=result.total_count + len(result.communities),
                         processing_time=result.timings_ms.get("total_ms", 0.0),
                         strategies=SearchStrategyMetrics(**metrics))
+
+
+def public_request(text: str, top_k: int, offset: int, filters: SearchFilters | None,
+                   weights: dict[str, float] | None, rerank: bool | None, crag: bool) -> SearchQuery:
+    """HybridRAG's options given as arguments, as the public request (the result echoes it),
+    validated by its rules."""
+    options: dict[str, Any] = {"limit": top_k, "offset": offset, "crag_enabled": crag}
+    if rerank is not None:
+        options["rerank_enabled"] = rerank
+    if weights is not None:
+        options["weights"] = weights
+    try:
+        return SearchQuery(text=text, options=SearchOptions(**options),
+                           filters=filters.to_request() if filters else schemas.SearchFilters(min_relevance=0.0))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        # The request's names, spelt as the arguments (limit is top_k, *_enabled the flags).
+        names = {"limit": "top_k", "rerank_enabled": "rerank", "crag_enabled": "crag"}
+        where = ".".join(names.get(str(p), str(p)) for p in err["loc"])
+        raise MonjyuError(f"hybrid search {where}: {err['msg']}") from None
+
+
+def request_weights(request: SearchQuery) -> dict[str, float] | None:
+    """The public request's fusion weights (None: by the query's type, when it chose none);
+    strategies left out of `options.strategies` get none and the rest are scaled back to a sum
+    of 1 ("hybrid" means all three)."""
+    if not request.options.model_fields_set & {"weights", "strategies"}:
+        return None
+    w = request.options.weights.model_dump()
+    chosen = set(request.options.strategies)
+    if "hybrid" not in chosen:
+        w = {k: (v if k in chosen else 0.0) for k, v in w.items()}
+        total = sum(w.values())
+        if total <= 0:
+            raise MonjyuError(f"options.strategies {sorted(chosen)} have no weight in options.weights")
+        w = {k: v / total for k, v in w.items()}
+    return w

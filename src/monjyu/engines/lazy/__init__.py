@@ -1,5 +1,6 @@
 """LazyGraphRAG search: budgeted sentence relevance tests over communities, deepening, claims, answer."""
 
-from .search import LazyConversation, LazySearchEngine
+from .conversation import LazyConversation
+from .engine import LazySearchEngine
 
 __all__ = ["LazyConversation", "LazySearchEngine"]

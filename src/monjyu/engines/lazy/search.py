@@ -23,35 +23,31 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from string import Template
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from ...config import LazyConfig
-from ...errors import ServiceError
-from ...llm import LLM, Message, UsageScope, load_prompt
+from ...ingest.sentences import statement_spans
+from ...levels.entity_graph import EntityGraph
+from ...llm import LLM, UsageScope
 from ...llm.replies import structured_reply
 from ...nlp.lang import detect_language
 from ...query import Query
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.communities import Community
 from ...retrieval.fusion import weighted_rrf
-from ...types import Answer, Claim, LazySearchResult, RelevantSentence, SearchHit
-from ..answer import generate
+from ...types import LazySearchResult, RelevantSentence
+from ..answer import AnswerEngine
 from ..classify import rule_classify
-from ..citations import citation_for, resolve_citations
 from ..context import Source
-from ..extractive import insufficient
-from ..relevance import LocalRelevanceScorer, sentences_of
-from ...ingest.sentences import statement_spans
+from ..relevance import sentences_of
 from .assessors import LLMAssessor, LocalAssessor, RelevanceAssessor
-from .claims import cut_to_budget, deduplicate, llm_claims, sentence_claims
-from .themes import ThemeFinder
-from ...levels.entity_graph import EntityGraph
-from ...levels.reports import community_key
+from .conversation import LazyConversation
+from .global_questions import GlobalQuestions
+from .writing import ClaimWriter, PhaseCallback, page_of
 
 if TYPE_CHECKING:
     from ...levels import LevelFour, LevelTwo
@@ -63,41 +59,11 @@ BRIDGED_UNITS = 3  # budget left after the bridges: every statement of this many
 SIMILAR_ROWS = 20_000
 NEAREST = 1_000
 
-PhaseCallback = Callable[[str, dict], None]
 
 
 class Refinement(BaseModel):
     subqueries: list[str] = Field(default_factory=list)
     expanded_query: str = ""
-
-
-@dataclass
-class LazyConversation:
-    """Carries a conversation across lazy searches: a follow-up question is refined with the earlier
-    turns in view, starts from the communities that paid before, and keeps the earlier claims
-    (ranked below its own)."""
-
-    turns: list[tuple[str, str]] = field(default_factory=list)  # (question, answer)
-    claims: list[Claim] = field(default_factory=list)
-    productive_communities: list[int] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"turns": [list(t) for t in self.turns], "productive_communities": self.productive_communities,
-                "claims": [{"statement": c.statement, "score": c.score, "text_unit_ids": c.text_unit_ids,
-                            "sentences": c.sentences} for c in self.claims]}
-
-    def follow(self, has_unit: Callable[[str], bool], has_community: Callable[[int], bool]) -> None:
-        """Forget what the index no longer holds: earlier claims citing a removed document's units,
-        and communities a later build re-clustered away (their ids are not reused)."""
-        self.claims = [c for c in self.claims if all(map(has_unit, c.text_unit_ids))]
-        self.productive_communities = [c for c in self.productive_communities if has_community(c)]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "LazyConversation":
-        return cls(turns=[(q, a) for q, a in data.get("turns", [])],
-                   claims=[Claim(c["statement"], c["score"], list(c["text_unit_ids"]), list(c.get("sentences", [])))
-                           for c in data.get("claims", [])],
-                   productive_communities=list(data.get("productive_communities", [])))
 
 
 @dataclass
@@ -126,30 +92,29 @@ class _State:
         return None
 
 
-class LazySearchEngine:
+class LazySearch:
+    """One lazy search: its settings, and the engine's parts its level lets it use."""
+
     def __init__(self, config: LazyConfig, searcher: Searcher, embed_query: Callable[[str], np.ndarray],
-                 scorer: LocalRelevanceScorer, llm: LLM | None, count_tokens: Callable[[str], int],
-                 prompts_dir: str | None = None, min_sentence_score: float = 3.0,
-                 check_answer: Callable[[str, Sequence[Source], str], Answer] | None = None,
-                 level2: LevelTwo | None = None, level4: LevelFour | None = None,
-                 level3: Callable[[], EntityGraph | None] | None = None):
-        """`check_answer` (AnswerEngine.checked): an LLM answer's citations resolved and its
-        sentences checked against the units they cite. `level2`: entity extraction with the
-        LLM, for deepening; `level3`: the entity graph over what Level 2 holds now (rebuilt
-        after an extraction); `level4`: community reports, for global questions (None: the
-        search does not go there)."""
+                 answers: AnswerEngine, level2: LevelTwo | None, level3: Callable[[], EntityGraph | None] | None,
+                 level4: LevelFour | None, prompts_dir: str | None, min_sentence_score: float):
         self.config = config
         self.searcher = searcher
         self.embed_query = embed_query
-        self.scorer = scorer
-        self.llm = llm
+        self.scorer = answers.scorer
+        self.llm = llm = answers.llm
         self.level2 = level2 if llm is not None and config.max_level >= 2 else None
         self.level3 = level3 if self.level2 is not None and config.max_level >= 3 else None
         self.level4 = level4 if llm is not None and config.max_level >= 4 else None
-        self.count_tokens = count_tokens
+        self.count_tokens = answers.count_tokens
         self.prompts_dir = prompts_dir
         self.min_sentence_score = min_sentence_score  # local relevance a theme's sentence needs to a topic
-        self.check_answer = check_answer
+        self.check_answer = answers.checked
+        self.writer = ClaimWriter(config, self.searcher, self.scorer, self.llm, self.count_tokens, self.prompts_dir,
+                                  self.check_answer)
+        self.global_questions = GlobalQuestions(config, self.searcher, self.scorer, self.llm, self.level4,
+                                                self.embed_query, self.min_sentence_score, self.prompts_dir,
+                                                self.count_tokens, self.writer)
 
     # ------------------------------------------------------------------ phases
     async def _refine(self, query: str, lang: str, conversation: LazyConversation | None) -> tuple[list[str], str]:
@@ -498,180 +463,6 @@ class LazySearchEngine:
                                 document_id=hit.document_id, community_id=naming.community_id,
                                 start_char=hit.start_char + a, end_char=hit.start_char + b)
 
-    def _page(self, scored_units: dict[str, float], top_k: int, offset: int) -> list[SearchHit]:
-        """One page of the kept units (text unit id -> score, best first) as hits."""
-        page = list(scored_units.items())[offset:offset + top_k]
-        return [self.searcher.hit(self.searcher.row_of(u), score, rank, None, None)
-                for rank, (u, score) in enumerate(page, start=offset + 1)]
-
-    # ------------------------------------------------------------------ global questions, Level 4
-    async def _reports(self, query: str, lang: str, budget: int, filters: SearchFilters | None,
-                       threshold: float | None, top_k: int, offset: int, answer: bool, phase: PhaseCallback,
-                       on_token: Callable[[str], None] | None) -> LazySearchResult:
-        """A global question with an LLM (lazy.max_level 4): GraphRAG's global search over
-        community reports. The communities are those the offline themes would read (the level
-        with enough of them; for a topic, those holding its best passages); the reports they
-        have are read from the index, up to lazy.max_reports missing ones are written (kept);
-        map: their claims are scored against the question by the LLM; reduce: the answer is
-        written from the best claims, citing the passages the report cited."""
-        cfg, t = self.config, time.perf_counter()
-        finder = ThemeFinder(self.searcher, self.scorer, self.min_sentence_score, self.embed_query, filters, threshold)
-        plan = finder.plan(query, lang)
-        if plan is None:  # the collection does not speak of the topic: the themes say so
-            return await asyncio.to_thread(self._themes, query, lang, budget, filters, threshold, top_k, offset,
-                                           answer, phase, on_token)
-        with UsageScope() as usage:
-            communities = plan[3][:cfg.report_communities]
-            graph, cols = self.searcher.index.graph, self.searcher.index.columns
-            keys = {c.id: community_key([graph.phrases[p] for p in c.phrases]) for c in communities}
-            kept = self.level4.kept(list(keys.values()))
-            calls = max(0, cfg.max_llm_calls - 2)  # the map and the answer keep a call each
-            missing = [c for c in communities if keys[c.id] not in kept][:min(cfg.max_reports, calls)]
-            items = []
-            for c in missing:
-                sentences = finder.central_sentences(c, cfg.report_sentences)
-                items.append((keys[c.id], c.title, [(cols["text"][row], text) for row, _, _, text in sentences]))
-            written, failed = await self.level4.write(items)
-            kept.update(written)
-            phase("reports", {"written": len(written), "read": len(kept) - len(written), "failed": failed})
-            claims, owners, reports = self._report_claims(communities, keys, kept, written)
-            room = max(1, cfg.max_llm_calls - len(items) - 1) * cfg.batch_size
-            claims, owners = claims[:room], owners[:room]
-            scores, _ = await LLMAssessor(self.llm, cfg.batch_size, lang, self.prompts_dir).assess(
-                query, [c.statement for c in claims])
-            passing = [(Claim(c.statement, float(s), c.text_unit_ids, c.sentences), owner)
-                       for c, s, owner in zip(claims, scores, owners) if s >= cfg.relevance_threshold]
-            relevant = sorted((c for c, _ in passing), key=lambda c: -c.score)
-            relevant = cut_to_budget(relevant, cfg.context_tokens, self.count_tokens)
-            written_answer = await self._answer(query, lang, relevant, [], on_token, use_llm=True) if answer else None
-        units = list(dict.fromkeys(u for c in relevant for u in c.text_unit_ids))
-        # The map step shows each community by its report's title, or, where its report is
-        # missing (beyond this search's budget, or failed), by its offline theme label.
-        visits = [{"id": c.id, "level": c.level, "depth": 0,
-                   "title": f"(report) {r['title']}" if r else ", ".join(finder.label(c)), "units_tested": 0,
-                   "sentences_tested": r["claims"] if r else 0, "relevant": sum(owner == c.id for _, owner in passing),
-                   "report": bool(r)} for c, r in zip(communities, reports)]
-        return LazySearchResult(
-            query=query, answer=written_answer, subqueries=[query], expanded_query=query, claims=relevant,
-            relevant_sentences=[], communities_visited=visits, budget_used=0, budget_total=budget,
-            assessor=f"llm:{self.llm.id}", stop_reason="reports", kept_text_unit_ids=units,
-            hits=self._page(dict.fromkeys(units, 0.0), top_k, offset), total_count=len(units),
-            timings_ms={"reports_ms": (time.perf_counter() - t) * 1000}, levels_reached=[0, 1, 4],
-            reports=[r for r in reports if r],
-            level4={"communities": len(communities), "reports_written": len(written),
-                    "reports_read": len(kept) - len(written), "reports_failed": failed, "claims": len(claims),
-                    "claims_relevant": len(relevant), "usage": usage.usage})
-
-    def _report_claims(self, communities: list[Community], keys: dict[int, str], kept: dict, written: dict):
-        """The claims of the communities' reports, citing the units (ids) they rest on (claims
-        resting only on units the index no longer holds are dropped), and each report as shown."""
-        rows_of_key = self.searcher.rows_by_text_key()
-        ids = self.searcher.index.columns["id"]
-        claims, owners, reports = [], [], []
-        for c in communities:
-            report = kept.get(keys[c.id])
-            if report is None:
-                reports.append(None)
-                continue
-            n = 0
-            for claim in report.claims:
-                units = list(dict.fromkeys(ids[rows_of_key[k][0]] for k, _ in claim["sources"] if k in rows_of_key))
-                if units:
-                    claims.append(Claim(claim["statement"], 0.0, units, [s for _, s in claim["sources"]]))
-                    owners.append(c.id)
-                    n += 1
-            reports.append({"community_id": c.id, "level": c.level, "title": report.title, "summary": report.summary,
-                            "claims": n, "written_now": keys[c.id] in written})
-        return claims, owners, reports
-
-    # ------------------------------------------------------------------ global questions, offline
-    def _themes(self, query: str, lang: str, budget: int, filters: SearchFilters | None, threshold: float | None,
-                top_k: int, offset: int, answer: bool, phase: PhaseCallback,
-                on_token: Callable[[str], None] | None) -> LazySearchResult:
-        """A global question without an LLM: themes from the community hierarchy (themes.py)
-        instead of relevance tests, which find nothing to test against "the main themes"."""
-        t = time.perf_counter()
-        found = ThemeFinder(self.searcher, self.scorer, self.min_sentence_score, self.embed_query, filters,
-                            threshold).answer(query, lang)
-        visits = [{"id": th.community_id, "level": th.level, "depth": 0, "title": ", ".join(th.label),
-                   "units_tested": len({r for r, *_ in th.sentences}), "sentences_tested": len(th.sentences),
-                   "relevant": len(th.sentences)} for th in found.themes]
-        for visit in visits:
-            phase("visit", visit)
-        units = list(dict.fromkeys(c.text_unit_id for c in found.answer.citations))
-        hits = self._page(dict.fromkeys(units, 0.0), top_k, offset)
-        if answer and on_token:
-            on_token(found.answer.text)
-        coverage = {"heading": found.heading, "topic": found.topic,
-                    "documents": found.covered_documents,
-                    "documents_total": found.total_documents, "communities": found.communities_used,
-                    "communities_total": found.communities_total}
-        return LazySearchResult(
-            query=query, answer=found.answer if answer else None, subqueries=[query], expanded_query=query,
-            claims=[], relevant_sentences=[], communities_visited=visits, budget_used=0, budget_total=budget,
-            assessor="themes", stop_reason="themes" if found.themes else "not covered" if found.topic else "no themes",
-            timings_ms={"themes_ms": (time.perf_counter() - t) * 1000}, kept_text_unit_ids=units, hits=hits,
-            total_count=len(units), coverage=coverage, levels_reached=[0, 1],
-            themes=[{"label": th.label, "community_id": th.community_id, "level": th.level,
-                     "phrases": [asdict(p) for p in th.phrases],
-                     "sentences": [{"text": text, "text_unit_id": self.searcher.index.columns["id"][row],
-                                    "start": a, "end": b} for row, a, b, text in th.sentences]}
-                    for th in found.themes])
-
-    # ------------------------------------------------------------------ answer
-    def _sources(self, claims: Sequence[Claim]) -> tuple[list[Source], dict[str, int]]:
-        number: dict[str, int] = {}
-        sources: list[Source] = []
-        for claim in claims:
-            for unit in claim.text_unit_ids:
-                if unit not in number:
-                    number[unit] = len(sources) + 1
-                    sources.append(Source(number[unit], self.searcher.hit(self.searcher.row_of(unit), 0.0, 0, None, None)))
-        return sources, number
-
-    async def _answer(self, query: str, lang: str, claims: Sequence[Claim], relevant: Sequence[RelevantSentence],
-                      on_token: Callable[[str], None] | None, use_llm: bool) -> Answer:
-        if not claims:
-            return insufficient(lang, "no sentence passed the relevance test")
-        sources, number = self._sources(claims)
-        listing = "\n".join(f"- {c.statement} " + "".join(f"[{number[u]}]" for u in c.text_unit_ids) for c in claims)
-        note = ""
-        if self.llm is not None and not use_llm:
-            note = "the LLM call cap was reached"
-        elif self.llm is not None:
-            system = Template(load_prompt("lazy_answer", lang, self.prompts_dir)).safe_substitute(
-                response_type=self.config.response_type)
-            user = Template(load_prompt("lazy_answer_user", lang, self.prompts_dir)).safe_substitute(
-                claims=listing, question=query)
-            messages = [Message("system", system), Message("user", user)]
-            try:
-                written = await generate(self.llm, messages, on_token)
-                if written.strip() and self.check_answer is not None:
-                    return self.check_answer(written, sources, lang)
-                text, citations = resolve_citations(written, sources)
-                if text:
-                    return Answer(text=text, kind="llm", citations=citations, language=lang,
-                                  note="" if citations else "the model cited no source")
-                note = "the LLM returned an empty answer"
-            except ServiceError as exc:
-                note = f"the LLM failed ({exc})"
-        # Extractive: the best claims, each with its sources; one citation per source.
-        best = {s.text: s for s in relevant}
-        lines, citations, cited = [], [], set()
-        for claim in claims[:8]:
-            lines.append(f"{claim.statement} " + "".join(f"[{number[u]}]" for u in claim.text_unit_ids))
-            for unit in claim.text_unit_ids:
-                if unit not in cited:
-                    cited.add(unit)
-                    s = next((best[t] for t in claim.sentences if t in best and best[t].text_unit_id == unit), None)
-                    src = sources[number[unit] - 1]
-                    citations.append(citation_for(src, s.text, s.start_char, s.end_char) if s else citation_for(src))
-        text = "\n".join(lines)
-        if on_token:
-            on_token(text)
-        note = (note + ", so " if note else "") + "extractive: relevant sentences found by lazy search, without an LLM"
-        return Answer(text=text, kind="extractive", citations=citations, language=lang, note=note)
-
     # ------------------------------------------------------------------ entry point
     async def asearch(self, *args, **kwargs) -> LazySearchResult:
         """Filters and the similarity threshold bound every unit matched or tested; `hits` are
@@ -704,9 +495,9 @@ class LazySearchEngine:
                                 lambda c: communities is not None and c in communities.by_id)
         is_global = self.searcher.index.communities is not None and rule_classify(asked, []).type == "global"
         if self.level4 is not None and is_global:
-            return await self._reports(query, lang, budget, filters, threshold, top_k, offset, answer, phase, on_token)
+            return await self.global_questions.reports(query, lang, budget, filters, threshold, top_k, offset, answer, phase, on_token)
         if self.llm is None and is_global:
-            result = await asyncio.to_thread(self._themes, query, lang, budget, filters, threshold, top_k, offset,
+            result = await asyncio.to_thread(self.global_questions.themes, query, lang, budget, filters, threshold, top_k, offset,
                                              answer, phase, on_token)
             if conversation is not None and result.answer is not None:
                 conversation.turns.append((query, result.answer.text))
@@ -773,7 +564,7 @@ class LazySearchEngine:
         # list after them, by relevance.
         match_rank = {self.searcher.index.columns["id"][row]: i for i, row in enumerate(ranked)}
         best = dict(sorted(best.items(), key=lambda kv: (match_rank.get(kv[0], len(match_rank)), -kv[1])))
-        hits = self._page(best, top_k, offset)
+        hits = page_of(self.searcher, best, top_k, offset)
         result = LazySearchResult(
             query=query, answer=None, subqueries=subqueries, expanded_query=expanded, claims=[],
             relevant_sentences=relevant, communities_visited=state.visits, budget_used=state.used,
@@ -782,49 +573,10 @@ class LazySearchEngine:
             levels_reached=[0, 1, *range(2, level2["level"] + 1)] if level2 else [0, 1] if self.searcher.index.graph is not None else [0])
         result.level2 = level2
         if answer:
-            result.claims, result.answer = await self._claims_and_answer(query, lang, relevant, state, conversation,
-                                                                          timings, phase, on_token)
+            result.claims, result.answer, state.llm_calls = await self.writer.claims_and_answer(
+                query, lang, relevant, state.llm_calls, state.visits, conversation, timings, phase, on_token)
             result.turn = len(conversation.turns) if conversation is not None else 0
         return result
-
-    async def _claims_and_answer(self, query: str, lang: str, relevant: list[RelevantSentence], state: _State,
-                                 conversation: LazyConversation | None, timings: dict[str, float],
-                                 phase: PhaseCallback, on_token: Callable[[str], None] | None) -> tuple[list[Claim], Answer]:
-        cfg = self.config
-        t = time.perf_counter()
-        groups: dict[int | None, list[RelevantSentence]] = {}
-        for s in relevant:  # best sentence first, so groups come out best first too
-            groups.setdefault(s.community_id, []).append(s)
-        allowed = cfg.max_llm_calls - state.llm_calls - 1 if self.llm is not None else 0
-        if cfg.map_claims == "auto" and sum(self.count_tokens(s.text) for s in relevant) <= cfg.context_tokens:
-            allowed = 0  # the sentences fit the answer's context as they are: a map step would only restate them
-        by_llm, rest = list(groups.values())[:max(0, allowed)], list(groups.values())[max(0, allowed):]
-        claims = sentence_claims([s for g in rest for s in g])
-        if by_llm:
-            more, calls = await llm_claims(self.llm, query, by_llm, lang, self.prompts_dir)
-            claims += more
-            state.llm_calls += calls
-        if conversation:
-            claims += [Claim(c.statement, c.score * 0.5, list(c.text_unit_ids), list(c.sentences)) for c in conversation.claims]
-        claims = deduplicate(claims, self.scorer.embed, cfg.claim_similarity, self.scorer.cosine_floor)
-        claims = cut_to_budget(claims, cfg.context_tokens, self.count_tokens)
-        timings["claims_ms"] = (time.perf_counter() - t) * 1000
-        phase("claims", {"claims": len(claims)})
-
-        t = time.perf_counter()
-        answer = await self._answer(query, lang, claims, relevant, on_token,
-                                    use_llm=state.llm_calls < cfg.max_llm_calls)
-        timings["answer_ms"] = (time.perf_counter() - t) * 1000
-        phase("answer", {"kind": answer.kind})
-
-        if conversation is not None:
-            conversation.turns.append((query, answer.text))
-            conversation.claims = claims
-            conversation.productive_communities = list(dict.fromkeys(
-                [v["id"] for v in state.visits if v["relevant"] and v["id"] is not None]
-                + conversation.productive_communities))
-        return claims, answer
-
 
 def _best_per_unit(sentences: Sequence[RelevantSentence]) -> list[RelevantSentence]:
     """Each unit's best-scoring sentence, best first."""

