@@ -31,6 +31,7 @@ from monjyu import Monjyu  # noqa: E402
 from monjyu.config import load_config  # noqa: E402
 from monjyu.eval import BeirDataset  # noqa: E402
 from monjyu.retrieval.graph import PhraseGraph  # noqa: E402
+from monjyu.query import Query  # noqa: E402
 
 
 def grow(real: PhraseGraph, titles: np.ndarray, n: int, rng: np.random.Generator, model: str,
@@ -67,9 +68,10 @@ def main() -> None:
     queries = list(BeirDataset.load(args.beir).queries.values())[:args.queries]
     seeds = []
     for q in queries:
-        vector = m.workspace.current().embed_query(q)
-        dense, _ = searcher.vector_ranking(vector, 5, None)
-        seeds.append((searcher.phrase_seeds(q), [row for row, _ in dense]))
+        asked = Query.of(q)
+        vector = m.workspace.current().embed_query(asked)
+        dense, _ = searcher.vector.rank(vector, 5, None)
+        seeds.append((searcher.graph.seeds(asked), [row for row, _ in dense]))
     epsilons = [float(e) for e in args.epsilons.split(",")]
     rng = np.random.default_rng(7)
     beta = synthetic_graph.exponent_for(args.phrase_model, args.beta, real.incidence, real.is_hub, rng)

@@ -18,6 +18,8 @@ from pathlib import Path
 from monjyu import Monjyu
 from monjyu.eval import BeirDataset, retrieval_metrics
 from monjyu.eval.beir import rank_documents
+from monjyu.query import Query
+from monjyu.retrieval.rankers import require_graph
 
 KEYS = ("recall@2", "recall@5", "recall@10", "complete@5", "complete@8", "mrr@10")
 
@@ -33,7 +35,7 @@ def main() -> None:
     m = Monjyu(index)
     m.index([dataset.corpus])
     manifest, searcher = m.workspace.current().manifest, m.workspace.current().searcher
-    graph = searcher.require_graph()
+    graph = require_graph(searcher.index)
     multihop = {}
     with open(args.beir / "queries.jsonl", encoding="utf-8") as fh:
         for line in fh:
@@ -41,14 +43,14 @@ def main() -> None:
             multihop[str(q["_id"])] = bool((q.get("metadata") or {}).get("multihop"))
 
     def entities(query: str) -> list[str]:
-        return [graph.phrases[n] for n in graph.match(query, searcher.query_phrases(query))]
+        return [graph.phrases[n] for n in graph.match(query, searcher.graph.phrases(Query.of(query)))]
 
     modes = {
-        "entity walk": lambda q, v: searcher.graph_ranking(q, v, 30, None)[0],
-        "multi-hop chained walk": lambda q, v: searcher.multihop_ranking(q, v, 30, None)[0],
-        "relation walk": lambda q, v: searcher.relation_ranking(q, v, 30, None, entities(q))[0],
+        "entity walk": lambda q, v: searcher.graph.rank(Query.of(q), v, 30, None)[0],
+        "multi-hop chained walk": lambda q, v: searcher.graph.multihop(Query.of(q), v, 30, None)[0],
+        "relation walk": lambda q, v: searcher.graph.relation(Query.of(q), v, 30, None, entities(q))[0],
     }
-    vectors = {qid: m.workspace.current().embed_query(dataset.queries[qid]) for qid in dataset.qrels}
+    vectors = {qid: m.workspace.current().embed_query(Query.of(dataset.queries[qid])) for qid in dataset.qrels}
     groups = {"all": list(dataset.qrels)}
     if any(multihop.values()):
         groups["multihop"] = [q for q in dataset.qrels if multihop.get(q)]

@@ -101,7 +101,7 @@ def engine_for(index: LoadedIndex, cache_path: Path, epsilon: float = 0.0) -> Hy
     searcher = Searcher(index, config.search)
     # Queries come with their vectors; CRAG's rewritten query is embedded for real (and timed).
     return HybridRAGEngine(config.hybrid, config.rerank, config.search, searcher,
-                           lambda q: embedder.embed_queries([q])[0], answers,
+                           lambda q: embedder.embed_queries([q.text])[0], answers,
                            create_reranker(config.rerank, scorer))
 
 
@@ -126,7 +126,7 @@ def run_mode(searcher: Searcher, mode: str, queries: list[str], qvecs: np.ndarra
     times = []
     for q, v in zip(queries, qvecs):
         t0 = time.perf_counter()
-        r = searcher.search(q, v, mode, 10)
+        r = searcher.search(Query.of(q), v, mode, 10)
         times.append((time.perf_counter() - t0) * 1000)
         tops.append([searcher.row_of(h.text_unit_id) for h in r.hits])
     return {"p50": pct(times, 50), "p95": pct(times, 95)}

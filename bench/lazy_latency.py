@@ -53,8 +53,8 @@ def run(index: LoadedIndex, queries: list[str], qvecs: np.ndarray, preset: str, 
     scorer = LocalRelevanceScorer(CachedEmbedder(embedder, EmbeddingCache(cache)).embed_passages)
     vectors = dict(zip(queries, qvecs))
 
-    def embed_query(text: str) -> np.ndarray:  # the questions' vectors given, any other text embedded
-        return vectors[text] if text in vectors else embedder.embed_queries([text])[0]
+    def embed_query(query: Query) -> np.ndarray:  # the questions' vectors given, any other text embedded
+        return vectors[query.text] if query.text in vectors else embedder.embed_queries([query.text])[0]
 
     answers = AnswerEngine(config.answer, None, scorer, TokenCounter().count)
     engine = LazySearchEngine(lazy, Searcher(index, config.search), embed_query, answers,

@@ -38,6 +38,7 @@ from monjyu.retrieval import LoadedIndex, Searcher, weighted_rrf
 from monjyu.store import LanceStore
 from monjyu.store.bm25 import BM25Index
 from monjyu.store.lancedb_store import TEXT_UNITS, VectorANN
+from monjyu.query import Query
 
 
 def pct(values: list[float], p: float) -> float:
@@ -187,10 +188,10 @@ def main() -> None:
             "reference_vector": timed(lambda p: ref_vector(p[1]), pairs),
             "reference_keyword": timed(lambda p: ref_keyword(p[0]), pairs),
             "reference_hybrid": timed(ref_hybrid, pairs),
-            "monjyu_vector": timed(lambda p: searcher.search(p[0], p[1], "vector", 10), pairs),
-            "monjyu_keyword": timed(lambda p: searcher.search(p[0], p[1], "keyword", 10), pairs),
-            "monjyu_hybrid": timed(lambda p: searcher.search(p[0], p[1], "hybrid", 10), pairs),
-            "monjyu_hybrid_single_round": timed(lambda p: single.search(p[0], p[1], "hybrid", 10), pairs),
+            "monjyu_vector": timed(lambda p: searcher.search(Query.of(p[0]), p[1], "vector", 10), pairs),
+            "monjyu_keyword": timed(lambda p: searcher.search(Query.of(p[0]), p[1], "keyword", 10), pairs),
+            "monjyu_hybrid": timed(lambda p: searcher.search(Query.of(p[0]), p[1], "hybrid", 10), pairs),
+            "monjyu_hybrid_single_round": timed(lambda p: single.search(Query.of(p[0]), p[1], "hybrid", 10), pairs),
         }
         if n >= SearchConfig().ann_min_units:  # what a build of this size gets: the same searches through the ANN
             with tempfile.TemporaryDirectory() as tmp:
@@ -198,11 +199,11 @@ def main() -> None:
                 loaded.ann = ann_index(Path(tmp), cols["id"], vecs)
                 print(f"ANN index for {n} units built in {time.perf_counter() - t0:.1f} s")
                 exact_top = [set(ref_vector(q)[:10].tolist()) for q in qvecs]
-                ann_top = [[r for r, _ in searcher.vector_ranking(q, 10, None)[0]] for q in qvecs]
+                ann_top = [[r for r, _ in searcher.vector.rank(q, 10, None)[0]] for q in qvecs]
                 print(f"ANN recall@10 against exact search: {np.mean([len(e & set(a)) / 10 for e, a in zip(exact_top, ann_top)]):.3f}")
                 figures |= {
-                    "monjyu_ann_vector": timed(lambda p: searcher.search(p[0], p[1], "vector", 10), pairs),
-                    "monjyu_ann_hybrid": timed(lambda p: searcher.search(p[0], p[1], "hybrid", 10), pairs),
+                    "monjyu_ann_vector": timed(lambda p: searcher.search(Query.of(p[0]), p[1], "vector", 10), pairs),
+                    "monjyu_ann_hybrid": timed(lambda p: searcher.search(Query.of(p[0]), p[1], "hybrid", 10), pairs),
                 }
                 loaded.ann = None
         row = {f"{k}_p50": pct(v, 50) for k, v in figures.items()} | {f"{k}_p95": pct(v, 95) for k, v in figures.items()}

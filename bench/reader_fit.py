@@ -58,7 +58,7 @@ def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
     for q in questions:
         hits = m.search(q["question"], top_k=10, answer=False).hits
         sources = select_sources(hits, cfg.context_tokens, engine.count_tokens, cfg.max_sources)
-        vector = m.workspace.current().embed_query(q["question"])
+        vector = m.workspace.current().embed_query(Query.of(q["question"]))
         cands = engine.reader.candidates(Query.of(q["question"]), vector, sources)
         if not cands:
             continue

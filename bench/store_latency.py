@@ -37,6 +37,7 @@ from monjyu.nlp import Analyzer  # noqa: E402
 from monjyu.retrieval import LoadedIndex, Searcher, weighted_rrf  # noqa: E402
 from monjyu.store.bm25 import BM25Index  # noqa: E402
 from monjyu.store.postgres_store import PostgresIndex  # noqa: E402
+from monjyu.query import Query  # noqa: E402
 
 
 def server_url(given: str, tmp: str) -> str:
@@ -86,7 +87,7 @@ def main() -> None:
         return weighted_rrf([list(top[np.argsort(-s[top])]), list(kw)], [0.5, 0.5], 60)[:10]
 
     def hybrid(pair):
-        return searcher.search(pair[0], pair[1], "hybrid", 10)
+        return searcher.search(Query.of(pair[0]), pair[1], "hybrid", 10)
 
     def timed_warm(fn):  # one untimed pass first: every variant is timed warm
         for p in pairs:
@@ -106,7 +107,7 @@ def main() -> None:
         print(f"{n} units: PostgreSQL units table + HNSW + GIN {pg_build:.1f} s; LanceDB ANN index {lance_build:.1f} s")
 
         def keyword(pair):
-            return searcher.search(pair[0], pair[1], "keyword", 10)
+            return searcher.search(Query.of(pair[0]), pair[1], "keyword", 10)
 
         figures = {"reference_hybrid": timed_warm(ref_hybrid)}
         loaded.ann = lance_ann

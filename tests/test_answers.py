@@ -142,8 +142,8 @@ def test_quotes_in_another_language_say_so(sample_index):
     hits = [h for h in sample_index.search("How does reranking improve the ranking?", top_k=5, answer=False).hits
             if h.source_path.endswith((".docx", ".txt"))]
     sources = [Source(i + 1, h) for i, h in enumerate(hits)]
-    vector = sample_index.workspace.current().embed_query(query)
     asked = Query.of(query)
+    vector = sample_index.workspace.current().embed_query(asked)
     quotes, note = engine.reader.pick(asked, engine.reader.candidates(asked, vector, sources), min_relevance=0.0)
     assert quotes and "英語の文を引用" in note
 

@@ -20,6 +20,7 @@ from monjyu.errors import MonjyuError
 from monjyu.index import builder
 from monjyu.store import object_store, postgres_store
 from monjyu.store.lancedb_store import DOCUMENTS
+from monjyu.query import Query
 
 QUESTION = "How does LazyGraphRAG keep indexing cheap?"
 
@@ -214,12 +215,12 @@ def test_a_reader_open_while_a_build_publishes_keeps_reading(tmp_path, samples_c
     reader = Monjyu(index, config)
     before = answers(reader)
     manifest, searcher = reader.workspace.current().manifest, reader.workspace.current().searcher  # what requests in flight hold: generation g000001
-    vector = reader.workspace.current().embed_query(QUESTION)
+    vector = reader.workspace.current().embed_query(Query.of(QUESTION))
     store, rows = reader.documents.rows()  # a document request that has resolved its generation
 
     add_a_document(samples_copy, "late-note")
     assert Monjyu(index, config).index([samples_copy]).generation == "g000002"
-    in_flight = searcher.search(QUESTION, vector, "hybrid", 5)  # still reading g000001's files
+    in_flight = searcher.search(Query.of(QUESTION), vector, "hybrid", 5)  # still reading g000001's files
     assert [(h.text_unit_id, round(h.score, 6)) for h in in_flight.hits] == before
     assert [searcher.hit(searcher.row_of(h.text_unit_id), 0.0, 1, None, None).text for h in in_flight.hits]
     [doc] = store.take(DOCUMENTS, [rows["abs-bm25"]], ["id", "title", "text"]).to_pylist()

@@ -6,6 +6,7 @@ import pytest
 
 from monjyu.errors import MonjyuError
 from monjyu.nlp.glossary import Glossary, shared_glossary, with_english_glosses
+from monjyu.query import Query
 
 
 def test_first_short_gloss_of_a_noun():
@@ -24,8 +25,8 @@ def test_terms_of_a_question_are_its_content_nouns_glossed():
 
 
 def test_only_japanese_queries_get_glosses():
-    assert with_english_glosses("How are tokens ordered?", ["token", "order"]) == ["token", "order"]
-    terms = with_english_glosses("Transformerの損失", ["transform", "損失"])
+    assert with_english_glosses("How are tokens ordered?", ["token", "order"], "en") == ["token", "order"]
+    terms = with_english_glosses("Transformerの損失", ["transform", "損失"], "ja")
     assert terms[:2] == ["transform", "損失"] and "loss" in terms[2:]
 
 
@@ -39,6 +40,6 @@ def test_the_index_searches_english_words_for_a_japanese_question(sample_index):
     """Through the real index: the searcher's terms for a Japanese question hold the English words
     of its nouns, so BM25 can match the English samples."""
     searcher = sample_index.workspace.current().searcher
-    terms = searcher.query_terms("グラフを使った検索はどのように索引を作りますか？")
+    terms = searcher.keyword.terms(Query.of("グラフを使った検索はどのように索引を作りますか？"))
     assert {"graph", "index"} <= set(terms)
-    assert searcher.query_terms("グラフ") == ["グラフ", "graph"]  # its own term first, the gloss after
+    assert searcher.keyword.terms(Query.of("グラフ")) == ["グラフ", "graph"]  # its own term first, the gloss after

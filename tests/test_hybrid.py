@@ -231,7 +231,7 @@ def test_local_reranker_uses_index_vectors_and_prefers_the_stating_sentence(samp
     inner = scorer.embed
     scorer.embed = lambda texts: embedded.extend(texts) or inner(texts)
     try:
-        query = "Which algorithm detects communities?"
+        query = Query.of("Which algorithm detects communities?")
         qv = sample_index.workspace.current().embed_query(query)
         texts = ["Communities are groups. The Leiden algorithm detects communities in graphs.",
                  "Graphs have communities; algorithms vary; detection is a topic of study."]

@@ -360,13 +360,15 @@ def test_hybridrag_and_the_router_build_their_engine_once(sample_index, monkeypa
     assert first.hits and route["engine"] == "lazy" and built == []
 
 
-def test_the_answer_reads_the_language_the_door_detected(sample_index, monkeypatch):
-    """The door makes one Query; the classifier, the answer engine, the reader and lazy search read
-    its language instead of detecting it again (issue 54: the rankers still detect it, until they take the
-    Query too)."""
+def test_one_search_detects_the_language_once_and_works_out_each_view_once(sample_index, monkeypatch):
+    """The door makes one Query; every stage, the rankers included, reads its language instead of
+    detecting it again (a prefix of the question counts as the question), and each analysis of it
+    (keyword terms, relevance terms, noun phrases, graph seeds, vector) is worked out once and read
+    from the Query by the stages after the first (issue 54)."""
     import sys
 
     from monjyu.nlp.lang import detect_language
+    from monjyu.query import Query
 
     question = "Which algorithm detects hierarchical communities in the graph?"
     sample_index.hybrid_search(question)  # every module of the path imported
@@ -375,20 +377,20 @@ def test_the_answer_reads_the_language_the_door_detected(sample_index, monkeypat
         if name.startswith("monjyu.") and getattr(module, "detect_language", None) is detect_language:
             monkeypatch.setattr(module, "detect_language",
                                 lambda text, name=name: calls.append((name, text)) or detect_language(text))
+    worked_out: list[tuple[int, str]] = []
+    alive: list[Query] = []  # each query analysed, kept so that no id is reused
+    view = Query.view
+    monkeypatch.setattr(Query, "view", lambda self, name, compute: view(
+        self, name, lambda: alive.append(self) or worked_out.append((id(self), name)) or compute()))
     for lang, q in (("en", question), ("ja", "グラフの階層的なコミュニティを検出するアルゴリズムは？")):
-        calls.clear()
-        result = sample_index.search(q, mode="hybrid")
-        outside_rankers = [name for name, text in calls if text == q and not name.startswith(("monjyu.retrieval",
-                                                                                               "monjyu.nlp"))]
-        assert result.answer.language == lang and outside_rankers == ["monjyu.query"], outside_rankers
-    calls.clear()
-    assert sample_index.hybrid_search(question).answer.language == "en"
-    answer_path = ("monjyu.engines.answer", "monjyu.engines.reader", "monjyu.engines.hybrid.engine",
-                   "monjyu.engines.lazy.search", "monjyu.engines.classify")
-    assert [name for name, text in calls if text == question and name in answer_path] == []
-    calls.clear()
-    assert sample_index.lazy_search(question).answer is not None
-    assert [name for name, text in calls if text == question and name in answer_path] == []
+        for mode in ("hybrid", "hybridrag", "lazy", "auto"):
+            calls.clear()
+            worked_out.clear()
+            result = sample_index.ask(q, mode)
+            assert result.answer is not None and result.answer.language == lang
+            assert [name for name, text in calls if q.startswith(text) and len(text) > 10] == ["monjyu.query"], calls
+            twice = [(alive[i].text[:40], n) for i, (q_id, n) in enumerate(worked_out) if worked_out.index((q_id, n)) < i]
+            assert not twice and {"keyword terms", "vector"} <= {n for _, n in worked_out}, (mode, twice)
 
 
 def test_control_characters_in_a_query_are_spaces(sample_index):
@@ -433,7 +435,7 @@ def test_unit_vectors_are_mapped_from_the_generation(sample_index, tmp_path):
     assert np.array_equal(mapped.vectors, np.stack(table["vector"].to_numpy(zero_copy_only=False)))
     assert _resident_kb(mapped.vectors) > 0  # every page was just read
     searcher = Searcher(mapped, sample_index.config.search)
-    ranked, _ = searcher.vector_ranking(mapped.vectors[0], 5, None)
+    ranked, _ = searcher.vector.rank(mapped.vectors[0], 5, None)
     assert ranked[0][0] == 0 and _resident_kb(mapped.vectors) == 0
     query = np.array(mapped.vectors[1])
     exact = np.asarray(mapped.vectors) @ query  # maps every page; scores_of_all hands each block back

@@ -13,6 +13,7 @@ import pytest
 from monjyu import Monjyu
 from monjyu.engines.lazy import LazyConversation
 from monjyu.engines.relevance import LocalRelevanceScorer
+from monjyu.query import Query
 from tests.llm_server import LLMTestServer, Scripted, echo_responder
 
 QUESTION = "Which algorithm detects hierarchical communities in the concept graph?"
@@ -206,8 +207,8 @@ def test_a_topic_whose_level_gives_too_few_themes_reads_the_finer_communities_of
     communities = searcher.index.communities
     assert communities.levels == [0, 1]
     finder = ThemeFinder(searcher, m.workspace.answers().scorer, m.config.answer.min_sentence_score,
-                         lambda q: m.workspace.current().embed_query(q))
-    topic, _, level, coarse = finder.plan("What do these papers say about retrieval?", "en")
+                         m.workspace.current().embed_query)
+    topic, _, level, coarse = finder.plan(Query.of("What do these papers say about retrieval?"))
     assert topic == "retrieval" and level == 0
     gave = coarse[0]
     theme = Theme(community_id=gave.id, level=0, phrases=[], sentences=[], documents=0)
@@ -350,8 +351,8 @@ def test_local_relevance_weights_rare_query_terms():
     import numpy as np
 
     scorer = LocalRelevanceScorer(lambda texts: np.zeros((len(texts), 4), np.float32))
-    query = "Leiden study"
-    leiden, study = (scorer.query_terms(w) for w in ("Leiden", "study"))
+    query = Query.of("Leiden study")
+    leiden, study = (scorer.query_terms(Query.of(w)) for w in ("Leiden", "study"))
     sentences = ["The Leiden algorithm refines partitions.", "This study reports results."]
     plain = scorer.score(query, np.zeros(4, np.float32), sentences)
     weighted = scorer.score(query, np.zeros(4, np.float32), sentences,

@@ -19,6 +19,7 @@ from monjyu.retrieval.graph import PhraseGraph
 from monjyu.store import LanceStore
 from monjyu.kv import SqliteKV
 from monjyu.store.lancedb_store import COMMUNITIES, ENTITIES, RELATIONSHIPS
+from monjyu.query import Query
 
 EN = ("Large language models are trained on web text. The Leiden algorithm detects communities in "
       "a co-occurrence graph of noun phrases. Marie Curie was born in Warsaw and worked in Paris.")
@@ -224,13 +225,13 @@ def test_query_phrases_reach_nodes_by_meaning_across_languages(sample_index):
     graph = searcher.index.graph
     assert len(graph.vector_nodes) == int(((graph.df >= 2) & ~graph.is_hub).sum()) > 0
     query = "ライデンアルゴリズム"
-    assert "leiden algorithm" not in {graph.phrases[n] for n in graph.match(query, searcher.query_phrases(query))}
-    assert "leiden algorithm" in {graph.phrases[n] for n in searcher.phrase_seeds(query)}
+    assert "leiden algorithm" not in {graph.phrases[n] for n in graph.match(query, searcher.graph.phrases(Query.of(query)))}
+    assert "leiden algorithm" in {graph.phrases[n] for n in searcher.graph.seeds(Query.of(query))}
     assert sample_index.graph.neighbours(query)  # the CLI's `graph neighbours` takes such phrases too
-    exact = searcher.phrase_seeds("leiden algorithm")
+    exact = searcher.graph.seeds(Query.of("leiden algorithm"))
     assert [graph.phrases[n] for n in exact] == ["leiden algorithm"]
     # Within one language a phrase is named or it is something else: no match by meaning.
-    assert "leiden algorithm" not in {graph.phrases[n] for n in searcher.phrase_seeds("the leiden procedure")}
+    assert "leiden algorithm" not in {graph.phrases[n] for n in searcher.graph.seeds(Query.of("the leiden procedure"))}
 
 
 def test_communities_rank_by_representative_phrases(sample_index, tmp_path, samples_copy, make_config):
@@ -247,7 +248,7 @@ def test_communities_rank_by_representative_phrases(sample_index, tmp_path, samp
     manifest, searcher = m.workspace.current().manifest, m.workspace.current().searcher
     index = searcher.index.communities
     assert index.title_vectors is not None and len(index.title_ids) == len(index)
-    scores = index.title_similarity(m.workspace.current().embed_query("community detection in graphs"), 1.0)
+    scores = index.title_similarity(m.workspace.current().embed_query(Query.of("community detection in graphs")), 1.0)
     top = index.levels[0]
     assert index.rank([], level=top, title_scores=scores) == []  # weight 0: units only, and there are none
     by_title = index.rank([], level=top, title_scores=scores, title_weight=1.0)
@@ -317,10 +318,10 @@ def test_a_bounded_walk_reads_less_and_ranks_as_the_exact_one(sample_index, make
     misses the very same scores, and graph mode takes the setting on a graph of
     search.walk_exact_links links or more (a smaller one walks exactly)."""
     searcher = sample_index.workspace.current().searcher
-    assert searcher.walk_epsilon() == 0.0  # the sample's graph is far under a million links
+    assert searcher.graph.walk_epsilon() == 0.0  # the sample's graph is far under a million links
     graph = searcher.index.graph
-    seeds = searcher.phrase_seeds("leiden algorithm communities")
-    other = searcher.phrase_seeds("hierarchical clustering of noun phrases")
+    seeds = searcher.graph.seeds(Query.of("leiden algorithm communities"))
+    other = searcher.graph.seeds(Query.of("hierarchical clustering of noun phrases"))
     assert seeds and other
     exact = graph.personalized_pagerank(seeds)
     bounded = graph.personalized_pagerank(seeds, epsilon=1e-7)
@@ -334,7 +335,7 @@ def test_a_bounded_walk_reads_less_and_ranks_as_the_exact_one(sample_index, make
     graph.personalized_pagerank(other, {0: 1.0}, epsilon=1e-7)
     assert np.array_equal(graph.personalized_pagerank(seeds, epsilon=1e-7), bounded)
     m = Monjyu(sample_index.index_dir, make_config(search={"walk_epsilon": 1e-7, "walk_exact_links": 0}))
-    assert m.workspace.current().searcher.walk_epsilon() == 1e-7
+    assert m.workspace.current().searcher.graph.walk_epsilon() == 1e-7
     hits = m.search("leiden algorithm communities", mode="graph", top_k=3).hits
     assert [h.text_unit_id for h in hits] == \
         [h.text_unit_id for h in sample_index.search("leiden algorithm communities", mode="graph", top_k=3).hits]

@@ -14,6 +14,7 @@ from monjyu import Monjyu
 from monjyu.config import GraphConfig
 from monjyu.levels.entity_graph import build_entity_graph, merge_names, same_entity
 from monjyu.levels.extract import Extraction
+from monjyu.query import Query
 from tests.llm_server import LLMTestServer
 from tests.test_levels import scripted
 
@@ -106,7 +107,7 @@ def test_graph_walks_go_through_level_three_entities(built, make_config):
     searcher = built.workspace.current().searcher
     outbreak = searcher.row_of(unit_of(built, "Venezuelan"))
     graph = searcher.index.graph
-    seeds = {n: 1.0 for n in graph.match("horses in Colombia", searcher.query_phrases("horses in Colombia"))}
+    seeds = {n: 1.0 for n in graph.match("horses in Colombia", searcher.graph.phrases(Query.of("horses in Colombia")))}
     offline = Monjyu(built.index_dir, make_config())  # no LLM: no Level 3
     plain = offline.workspace.current().searcher.index.graph.personalized_pagerank(seeds)
     assert plain[searcher.row_of(strain)] == 0  # no noun phrase links the two passages

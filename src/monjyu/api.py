@@ -27,7 +27,6 @@ from .index.distributed import RayExecutor, check_executor
 from .ingest.libraries import library_sources
 from .llm import run_sync
 from .query import Query
-from .retrieval import SearchFilters
 from .schemas import SearchQuery
 from .types import HybridSearchResult, LazySearchResult, SearchResults
 
@@ -203,7 +202,7 @@ class Monjyu:
         asked = self.workspace.query(query.text)
         public = query.model_copy(update={"text": asked.text})
         request = replace(request, top_k=public.options.limit, offset=public.options.offset,
-                          filters=SearchFilters.from_request(public.filters), public=public)
+                          filters=public.filters, public=public)
         manifest = self.workspace.current().manifest
         if public.embedding is not None and len(public.embedding) != manifest.dim:
             raise MonjyuError(f"the request's embedding has {len(public.embedding)} dimensions; the index's "

@@ -28,7 +28,6 @@ from .api import Monjyu
 from .config import MonjyuConfig
 from .errors import IndexNotFoundError, MonjyuError
 from .ingest.loaders import iter_source_files
-from .retrieval import SearchFilters as IndexFilters
 from .schemas import Limit, Offset, QueryText, SearchFilters, SearchWeights
 
 SearchMode = Literal["vector", "keyword", "hybrid", "graph", "hybridrag", "lazy", "auto"]
@@ -84,14 +83,6 @@ async def call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
     """Await a facade call; a MonjyuError becomes the tool's error message."""
     try:
         return await fn(*args, **kwargs)
-    except MonjyuError as exc:
-        raise ToolError(str(exc)) from None
-
-
-def index_filters(filters: SearchFilters | None) -> IndexFilters | None:
-    """The public filter schema in the form the retrieval core applies."""
-    try:
-        return IndexFilters.from_request(filters)
     except MonjyuError as exc:
         raise ToolError(str(exc)) from None
 
@@ -206,7 +197,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         and, unless answer is false, an answer citing them by number. An argument the mode
         cannot apply is refused, naming the modes that take it. Nothing is written (a
         conversation with follow-up questions is the `converse` tool)."""
-        result = await call(monjyu.aask, query, mode, top_k=limit, offset=offset, filters=index_filters(filters),
+        result = await call(monjyu.aask, query, mode, top_k=limit, offset=offset, filters=filters,
                             threshold=threshold, answer=answer, preset=preset, budget=budget, level=level,
                             weights=weights.model_dump() if weights else None, rerank=rerank, crag=crag,
                             option_names=MCP_OPTION_NAMES)

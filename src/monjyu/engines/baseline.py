@@ -30,7 +30,7 @@ CitedAnswer = Callable[[str, str, str], SearchResults | None]
 
 
 class BaselineRAG:
-    def __init__(self, config: SearchConfig, searcher: Searcher, embed_query: Callable[[str], np.ndarray],
+    def __init__(self, config: SearchConfig, searcher: Searcher, embed_query: Callable[[Query], np.ndarray],
                  answers: AnswerEngine, entities: Callable[[], EntityGraph | None],
                  cited_answer: CitedAnswer | None = None, expand_allowed: bool = False):
         """`entities`: Level 3 as it stands, its entities linked into the graph walk; `expand_allowed`:
@@ -61,14 +61,15 @@ class BaselineRAG:
                 return results
         with UsageScope() as usage:
             t0 = time.perf_counter()
-            queries = await answers.aexpand(query) if (request.expand and answers) else [query.text]
+            rewrites = await answers.aexpand(query) if (request.expand and answers) else [query.text]
+            queries = [query.derive(text) for text in rewrites]
             t_expand = time.perf_counter()
             results, vector = await asyncio.to_thread(self.retrieve, queries, request.mode, top_k, offset, filters,
                                                       threshold)
             t_retrieve = time.perf_counter()
             if request.answer:
                 if vector is None:  # keyword mode: sentence scoring still compares meanings
-                    vector = await asyncio.to_thread(self.embed_query, query.text)
+                    vector = await asyncio.to_thread(self.embed_query, query)
                 results.answer = await answers.aanswer(query, vector, results.hits, request.on_token)
             t_answer = time.perf_counter()
         if request.expand:
@@ -80,7 +81,7 @@ class BaselineRAG:
         results.usage = usage.to_dict()
         return results
 
-    def retrieve(self, queries: list[str], mode: str, top_k: int, offset: int, filters: SearchFilters | None,
+    def retrieve(self, queries: list[Query], mode: str, top_k: int, offset: int, filters: SearchFilters | None,
                  threshold: float | None) -> tuple[SearchResults, np.ndarray | None]:
         """One search per query variant; several are fused by RRF over text units (each unit once).
         Adjacent units of one section are then joined into passages (search.passage_units)."""
@@ -104,15 +105,15 @@ class BaselineRAG:
                 hit = by_id[ids[i]]
                 hit.score, hit.rank = score, rank
                 hits.append(hit)
-            result = SearchResults(query=queries[0], mode=mode, hits=hits, total_count=len(fused),
+            result = SearchResults(query=queries[0].text, mode=mode, hits=hits, total_count=len(fused),
                                    timings_ms={"search_ms": sum(r.timings_ms.get("search_ms", 0.0) for r in runs)},
-                                   expanded_queries=queries)
+                                   expanded_queries=[q.text for q in queries])
         if mode in ("hybrid", "graph") and searcher.index.graph is not None:
             self._hit_levels(queries[0], result.hits, entities, vectors[0])
         result.hits = join_adjacent(result.hits, offset + top_k, units)[offset:]
         return result, vectors[0]
 
-    def _hit_levels(self, query: str, hits: list[SearchHit], entities: EntityGraph | None,
+    def _hit_levels(self, query: Query, hits: list[SearchHit], entities: EntityGraph | None,
                     vector: np.ndarray | None) -> None:
         """SearchHit.level of a graph or hybrid search, traced back to where its walk starts: the
         best keyword and vector hits, the vector hits that seed the walk (search.graph_dense_seeds)
@@ -124,8 +125,8 @@ class BaselineRAG:
                  for r, _ in sorted(((r, getattr(h, key)) for r, h in zip(rows, hits) if getattr(h, key) is not None),
                                     key=lambda x: -x[1])[:WALK_HEADS]]
         if vector is not None and self.config.graph_dense_seeds:
-            heads += [r for r, _ in searcher.vector_ranking(vector, self.config.graph_dense_seeds, None)[0]]
-        seeds = set(searcher.phrase_seeds(query))
+            heads += [r for r, _ in searcher.vector.rank(vector, self.config.graph_dense_seeds, None)[0]]
+        seeds = set(searcher.graph.seeds(query))
         heads += [r for r in rows if seeds & set(searcher.index.graph.incidence[r].indices.tolist())][:WALK_HEADS]
         levels = searcher.came_through(rows, direct, heads, entities)
         for row, hit in zip(rows, hits):

@@ -257,7 +257,7 @@ class Reader:
         if not kept:
             return []
         scorer, analyzer = self.scorer, self.scorer.analyzer
-        q_terms = scorer.query_terms(text)
+        q_terms = scorer.query_terms(query)
         weights = (self.term_weights(set(q_terms)) if self.term_weights else None) or None
         asks = question_asks(text)
         vectors = scorer.embed([s.text for s, _ in kept])
@@ -270,7 +270,7 @@ class Reader:
                                            query_vector)
         term_lists = {id(s): analyzer.terms(s.text) for s in sentences}
         terms_of = {k: set(v) for k, v in term_lists.items()}
-        q_list = analyzer.terms(text)
+        q_list = query.view("terms", lambda: analyzer.terms(text))
         q_pairs = set(zip(q_list, q_list[1:]))
         focus = max(q_terms, key=lambda t: ((weights or {}).get(t, 0.0), t)) if q_terms else ""
         lexical = np.array([scorer.term_share(q_terms, terms_of[id(s)], weights) for s, _ in kept], dtype=np.float32)
@@ -315,14 +315,14 @@ class Reader:
             c.answers = float(z)
             c.score = float(np.append(c.features, c.answers) @ MODEL_WEIGHTS)
 
-    def _names(self, query: str) -> list[str]:
+    def _names(self, query: Query) -> list[str]:
         """The rare names of the question (terms of its capitalised words, not the first, with an
         IDF at least half the rarest term's), rarest first: the things it asks about, each of
         which an answer should speak to ("Which film came first, Aas Ka Panchhi or Phoolwari?")."""
         terms = self.scorer.query_terms(query)
         weights = (self.term_weights(set(terms)) if self.term_weights else None) or {}
         top = max(weights.values(), default=0.0)
-        capitalised = set(self.scorer.analyzer.terms(" ".join(_CAPITALISED.findall(query))))
+        capitalised = set(self.scorer.analyzer.terms(" ".join(_CAPITALISED.findall(query.text))))
         return sorted((t for t in terms & capitalised if top and weights.get(t, 0.0) >= 0.5 * top),
                       key=lambda t: (-weights[t], t))
 
@@ -376,7 +376,7 @@ class Reader:
         def name_each() -> None:
             """A name of the question no quote holds yet ("... first, A or B?") is answered by the
             best sentence that holds it, however it scores beside the lead."""
-            for name in self._names(text):
+            for name in self._names(query):
                 if len(picked) >= most or any(name in c.terms for c in picked):
                     continue
                 holder = next((c for c in pool if name in c.terms and c not in picked and fits(c)), None)

@@ -3,7 +3,6 @@ assessor uses, so extractive answers and lazy search can run fully offline."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -12,7 +11,8 @@ import numpy as np
 from ..ingest.sentences import statement_spans
 from ..nlp.analyzer import Analyzer
 from ..nlp.glossary import with_english_glosses
-from ..retrieval.searcher import QUERY_TEXT_CHARS
+from ..query import Query
+from ..retrieval.rankers import QUERY_TEXT_CHARS
 from .context import Source
 
 
@@ -47,30 +47,28 @@ class LocalRelevanceScorer:
         self._analyzer = analyzer or Analyzer()
         self.semantic_weight = semantic_weight
         self.cosine_floor, self.cosine_full = cosine_floor, cosine_full
-        # One question is scored batch after batch: its terms are read once, and of a long query
-        # (a pasted section) those of its opening, as for its embedding.
-        self._query_terms = functools.lru_cache(maxsize=8)(self._terms_of_query)
-
-    def _terms_of_query(self, query: str) -> frozenset[str]:
-        """The terms of the query's opening, and for a Japanese one the English glosses of its nouns."""
-        query = query[:QUERY_TEXT_CHARS]
-        return frozenset(with_english_glosses(query, self._analyzer.terms(query)))
 
     @property
     def analyzer(self) -> Analyzer:
         return self._analyzer
 
-    def query_terms(self, query: str) -> frozenset[str]:
-        return self._query_terms(query)
+    def query_terms(self, query: Query) -> frozenset[str]:
+        """The terms of the query's opening (a pasted section is read as far as its embedding is),
+        and for a Japanese one the English glosses of its nouns: its "relevance terms" view, read
+        once though one question is scored batch after batch."""
+        def terms() -> frozenset[str]:
+            opening = query.text[:QUERY_TEXT_CHARS]
+            return frozenset(with_english_glosses(opening, self._analyzer.terms(opening), query.language))
+        return query.view("relevance terms", terms)
 
-    def score(self, query: str, query_vector: np.ndarray, texts: Sequence[str],
+    def score(self, query: Query, query_vector: np.ndarray, texts: Sequence[str],
               term_weights: dict[str, float] | None = None) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float32)
         return self.score_with_vectors(query, query_vector, self.embed(list(texts)), [[t] for t in texts],
                                        term_weights)
 
-    def score_with_vectors(self, query: str, query_vector: np.ndarray, vectors: np.ndarray,
+    def score_with_vectors(self, query: Query, query_vector: np.ndarray, vectors: np.ndarray,
                            parts: Sequence[Sequence[str]], term_weights: dict[str, float] | None = None) -> np.ndarray:
         """Scores of texts whose vectors are known (e.g. text units, embedded at index time); the
         lexical share of each is that of its best part (sentence), so a text that names the
@@ -80,7 +78,7 @@ class LocalRelevanceScorer:
         if not len(parts):
             return np.zeros(0, dtype=np.float32)
         semantic = self.semantic(vectors, query_vector)
-        q_terms = self._query_terms(query)
+        q_terms = self.query_terms(query)
         lexical = np.array([max((self.term_share(q_terms, set(self._analyzer.terms(t)), term_weights) for t in group),
                                 default=0.0) for group in parts], dtype=np.float32)
         return self.combine(semantic, lexical)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MonjyuError
+from ..retrieval.rankers import require_communities, require_graph
 from .workspace import Workspace
 
 
@@ -66,8 +67,8 @@ class Graph:
             limit: most phrases returned.
         """
         searcher = self.workspace.current().searcher
-        graph = searcher.require_graph()
-        seeds = searcher.phrase_seeds(text)
+        graph = require_graph(searcher.index)
+        seeds = searcher.graph.seeds(self.workspace.query(text))
         return [{"phrase": graph.phrases[n], "hop": hop, "strength": round(w, 4), "units": int(graph.df[n])}
                 for n, hop, w in graph.neighbours(list(seeds), hops, limit)]
 
@@ -82,13 +83,14 @@ class Graph:
             level: one level of the hierarchy (0 = coarsest); none: all levels.
             units: how many of the query's best units to count.
         """
+        asked = self.workspace.query(query)
         context = self.workspace.current()
         searcher = context.searcher
         communities = searcher.index.communities
         if communities is None:
-            searcher.require_graph()
-        vector = context.embed_query(query)
-        ranked = searcher.search(query, vector, "hybrid", units)
+            require_graph(searcher.index)
+        vector = context.embed_query(asked)
+        ranked = searcher.search(asked, vector, "hybrid", units)
         rows = [searcher.row_of(h.text_unit_id) for h in ranked.hits]
         weight = self.workspace.config.search.community_title_weight
         hits = communities.rank(rows, level=level, title_scores=communities.title_similarity(vector, weight),
@@ -104,11 +106,11 @@ class Graph:
             limit: most passages returned.
         """
         searcher = self.workspace.current().searcher
-        c = searcher.require_communities().by_id.get(community_id)
+        c = require_communities(searcher.index).by_id.get(community_id)
         if c is None:
             raise MonjyuError(f"no community with id {community_id} in the index; see `monjyu graph communities`")
         rows = c.unit_rows.tolist()
-        shared = {r: len(c.phrases.intersection(searcher.unit_phrases(r, limit=10_000))) for r in rows}
+        shared = {r: len(c.phrases.intersection(searcher.graph.unit_phrases(r, limit=10_000))) for r in rows}
         best = sorted(rows, key=lambda r: (-shared[r], r))[:limit]
         return {"id": c.id, "level": c.level, "title": c.title, "parent": c.parent, "children": c.children,
                 "phrases": c.size, "text_units": len(rows), "report": self._report_of(c, searcher),

@@ -10,7 +10,6 @@ generation's context: the manifest, the loaded index and its searcher, the query
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from ..llm import LLM, create_llm
 from ..nlp.tokens import TokenCounter
 from ..query import Query
 from ..retrieval import LoadedIndex, Searcher
-from ..retrieval.searcher import QUERY_TEXT_CHARS
+from ..retrieval.rankers import QUERY_TEXT_CHARS
 from ..store.base import LevelRecords
 from ..store.factory import open_store
 from ..store.level_records import SQLiteLevelRecords
@@ -201,7 +200,6 @@ class IndexContext:
         if workspace.remote:
             self._attach_store_search(loaded)
         self.searcher = Searcher(loaded, config.search, embed_texts=self.embed_texts)
-        self._vectors = functools.lru_cache(maxsize=256)(self._embed_one_query)
         self._level3: tuple[int, EntityGraph | None] = (0, None)  # (extractions it was built from, graph)
         self._engines: dict[str, Any] = {}
 
@@ -216,14 +214,14 @@ class IndexContext:
             loaded.fulltext = remote.keyword_search(generation)
 
     # ------------------------------------------------------------------ vectors
-    def embed_query(self, text: str) -> np.ndarray:
-        """The query's vector from its first QUERY_TEXT_CHARS characters (a pasted abstract or
-        section embeds in bounded time; the model reads 512 tokens at once anyway)."""
+    def embed_query(self, query: Query) -> np.ndarray:
+        """The query's vector (its "vector" view, read-only: engines read it at several stages),
+        from its first QUERY_TEXT_CHARS characters: a pasted abstract or section embeds in
+        bounded time, and the model reads 512 tokens at once anyway."""
         self.workspace.check_embedder(self.manifest)
-        return self._vectors(text[:QUERY_TEXT_CHARS])
+        return query.view("vector", lambda: self._embed(query.text[:QUERY_TEXT_CHARS]))
 
-    def _embed_one_query(self, text: str) -> np.ndarray:
-        """Memoised (engines embed the same question at several stages); read-only."""
+    def _embed(self, text: str) -> np.ndarray:
         vector = self.workspace.embedder().embed_queries([text])[0]
         vector.setflags(write=False)
         return vector

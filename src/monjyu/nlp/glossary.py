@@ -22,7 +22,6 @@ from pathlib import Path
 
 from ..errors import MonjyuError
 from .analyzer import Analyzer
-from .lang import detect_language
 
 # Nouns that are grammar more than content: numerals, counters, adverbial nouns (ため, 時, 程度).
 _SKIP_POS1 = {"数詞"}
@@ -98,9 +97,10 @@ def shared_glossary() -> Glossary:
         return _shared
 
 
-def with_english_glosses(query: str, terms: list[str]) -> list[str]:
-    """`terms`, followed, for a Japanese query, by the English glosses of its nouns not among them."""
-    if detect_language(query) != "ja":
+def with_english_glosses(query: str, terms: list[str], language: str) -> list[str]:
+    """`terms`, followed, for a Japanese query (`language`, the query's), by the English glosses
+    of its nouns not among them."""
+    if language != "ja":
         return terms
     have = set(terms)
     return terms + sorted(set(shared_glossary().terms(query)) - have)

@@ -141,15 +141,16 @@ class NounPhraseExtractor:
         if logs is not None:
             logs.close()
 
-    def extract(self, texts: list[str]) -> list[dict[str, str]]:
+    def extract(self, texts: list[str], languages: list[str] | None = None) -> list[dict[str, str]]:
         """Unique normalised phrases per text, in order of first appearance, each with its type:
-        a named-entity label (PERSON, ORG, GPE, ...) or CONCEPT."""
-        return list(self.extract_iter(texts))
+        a named-entity label (PERSON, ORG, GPE, ...) or CONCEPT. `languages`: each text's, when
+        known (a question's, detected once); else detected here."""
+        return list(self.extract_iter(texts, languages))
 
-    def extract_iter(self, texts: list[str]) -> Iterator[dict[str, str]]:
+    def extract_iter(self, texts: list[str], languages: list[str] | None = None) -> Iterator[dict[str, str]]:
         """extract(), one text's phrases at a time, in order: the workers go on with the next
         English texts while the caller stores these (and Japanese texts are read here meanwhile)."""
-        langs = [detect_language(t) for t in texts]
+        langs = languages or [detect_language(t) for t in texts]
         english = self._english([t for t, lang in zip(texts, langs) if lang == "en"])
         for text, lang in zip(texts, langs):
             yield next(english) if lang == "en" else self._japanese_phrases(text) if lang == "ja" else {}

@@ -17,7 +17,7 @@ multi-hop questions it changes little, because the second hop is added after it 
 round. The fusion ablation on the benchmarks page measures both.
 
 How much the term signals and the graph count is decided per query (`EvidenceWeights`, chosen by
-`Searcher.evidence_weights` from the lists and the collection): the term signals count as much
+`rounds.evidence_weights` from the lists and the collection): the term signals count as much
 of the question's term weight as its best keyword hit holds, and the graph list's ranks join as a
 fifth signal when the question names a page of the collection. With equal weights, on questions
 that need two papers, the paper whose passages repeat the question's words had pushed the other

@@ -223,7 +223,7 @@ class PhraseGraph:
     # ------------------------------------------------------------------ query
     def match(self, query: str, phrases: Iterable[str] = ()) -> dict[int, float]:
         """Phrase nodes named in the query: every word n-gram of the query that is a node, plus the
-        query's own normalised noun `phrases` (Searcher.query_phrases). Weight = idf; hubs never seed."""
+        query's own normalised noun `phrases` (GraphRanker.phrases). Weight = idf; hubs never seed."""
         words = [w.lower() for w in _WORDS.findall(query)]
         found: dict[int, float] = {}
         for n in range(1, MAX_WORDS + 1):

@@ -17,6 +17,7 @@ from ...llm import LLM
 from ...llm.replies import structured_reply
 from ...nlp.analyzer import Analyzer
 from ...nlp.lang import detect_language
+from ...query import Query
 from ..relevance import LocalRelevanceScorer
 
 
@@ -27,7 +28,7 @@ class Grade:
     strips: list[tuple[int, int]] = field(default_factory=list)  # relevant sentence spans in the unit text
 
 
-def grade_local(query: str, query_vector: np.ndarray, texts: Sequence[str], scorer: LocalRelevanceScorer,
+def grade_local(query: Query, query_vector: np.ndarray, texts: Sequence[str], scorer: LocalRelevanceScorer,
                 correct: float, incorrect: float) -> list[Grade]:
     """Thresholds on the best sentence's local relevance (0-10); strips are the sentences that pass
     the incorrect threshold."""
@@ -54,12 +55,12 @@ class LLMGrades(BaseModel):
     grades: list[LLMGrade]
 
 
-async def grade_llm(llm: LLM, query: str, texts: Sequence[str], fallback: list[Grade],
+async def grade_llm(llm: LLM, query: Query, texts: Sequence[str], fallback: list[Grade],
                     prompts_dir: str | None = None) -> list[Grade]:
     """The LLM grades all results in one call; results it leaves out keep the local grade."""
     listing = "\n\n".join(f"[{i}] {t[:1500]}" for i, t in enumerate(texts))
-    reply = await structured_reply(llm, "crag_grade", detect_language(query), listing, LLMGrades, prompts_dir,
-                                   query=query)
+    reply = await structured_reply(llm, "crag_grade", query.language, listing, LLMGrades, prompts_dir,
+                                   query=query.text)
     if reply is None:
         return fallback
     grades = list(fallback)
@@ -88,7 +89,7 @@ class Sufficiency:
     method: str
 
 
-def sufficiency_local(query: str, context: Sequence[str], analyzer: Analyzer, min_coverage: float) -> Sufficiency:
+def sufficiency_local(query: Query, context: Sequence[str], analyzer: Analyzer, min_coverage: float) -> Sufficiency:
     """Enough when the correct context covers most of the question's terms and holds the kind of
     value the question asks for (a date for "when", a number for "how many")."""
     if not context:
@@ -96,14 +97,14 @@ def sufficiency_local(query: str, context: Sequence[str], analyzer: Analyzer, mi
     text = "\n".join(context)
     missing = []
     for asks, holds, what in _INTENTS:
-        if asks.search(query) and not holds.search(text):
+        if asks.search(query.text) and not holds.search(text):
             missing.append(what)
-    q_terms = list(dict.fromkeys(analyzer.terms(query)))
+    q_terms = list(dict.fromkeys(query.view("terms", lambda: analyzer.terms(query.text))))
     c_terms = set(analyzer.terms(text))
     uncovered = [t for t in q_terms if t not in c_terms]
     coverage = 1.0 - len(uncovered) / len(q_terms) if q_terms else 1.0
     # A Japanese question over English text shares no terms: the graded relevance stands in.
-    if coverage < min_coverage and detect_language(query) == detect_language(text):
+    if coverage < min_coverage and query.language == detect_language(text):
         missing.append("mentions of: " + ", ".join(uncovered[:8]))
     return Sufficiency(not missing, round(coverage, 3), missing, "rules")
 
@@ -114,13 +115,13 @@ class LLMSufficiency(BaseModel):
     missing: list[str] = Field(default_factory=list)
 
 
-async def sufficiency_llm(llm: LLM, query: str, context: Sequence[str], fallback: Sufficiency,
+async def sufficiency_llm(llm: LLM, query: Query, context: Sequence[str], fallback: Sufficiency,
                           prompts_dir: str | None = None) -> Sufficiency:
     if not context:
         return fallback
     listing = "\n\n".join(f"[{i + 1}] {t[:1500]}" for i, t in enumerate(context))
-    p = await structured_reply(llm, "sufficiency", detect_language(query), listing, LLMSufficiency, prompts_dir,
-                               query=query)
+    p = await structured_reply(llm, "sufficiency", query.language, listing, LLMSufficiency, prompts_dir,
+                               query=query.text)
     if p is None:
         return fallback
     return Sufficiency(p.sufficient, p.confidence, p.missing, f"llm:{llm.id}")

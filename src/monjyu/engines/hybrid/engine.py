@@ -17,7 +17,9 @@ from ...levels.entity_graph import EntityGraph
 from ...errors import MonjyuError, ServiceError
 from ...query import Query
 from ...retrieval import SearchFilters, Searcher
-from ...retrieval.searcher import QUERY_TEXT_CHARS, WALK_HEADS, sentence_naming
+from ...retrieval.rankers import QUERY_TEXT_CHARS
+from ...retrieval.rounds import feedback_round, sentence_naming
+from ...retrieval.searcher import WALK_HEADS
 from ...retrieval.fusion import weighted_rrf
 from ...llm import UsageScope
 from ...types import Answer, HybridItem, HybridSearchResult, SearchHit
@@ -37,7 +39,7 @@ Extract = Callable[[list[int]], Awaitable[dict]]  # Level 2 for these rows (kept
 
 class HybridRAGEngine:
     def __init__(self, config: HybridConfig, rerank_config: RerankConfig, search_config: SearchConfig,
-                 searcher: Searcher, embed_query: Callable[[str], np.ndarray], answers: AnswerEngine,
+                 searcher: Searcher, embed_query: Callable[[Query], np.ndarray], answers: AnswerEngine,
                  reranker: Reranker | None, web_search: WebSearch | None = None,
                  entities: Callable[[], EntityGraph | None] | None = None, extract: Extract | None = None):
         """`entities`: Level 3 as it stands (None offline), its entities linked into the graph
@@ -68,8 +70,7 @@ class HybridRAGEngine:
         else:
             weights = request_weights(public)
             rerank, crag = public.options.rerank_enabled, public.options.crag_enabled
-        if public.text != query.text:  # as the public request has it (its schema strips the text)
-            query = Query.of(public.text)
+        query = query.derive(public.text)  # as the public request has it (its schema strips the text)
         vector = None if public.embedding is None else np.asarray(public.embedding, dtype=np.float32)
         if self.entities is not None:
             self.entities()  # its entities join the graph walk where Level 2 has some
@@ -88,19 +89,18 @@ class HybridRAGEngine:
     async def classify(self, asked: Query, query_type: str | None = None) -> Classification:
         """The query's type and entities; `query_type` (from a request) is taken as given. A long
         query (a pasted passage) is classified by its first QUERY_TEXT_CHARS characters."""
-        asked = Query(asked.text[:QUERY_TEXT_CHARS], asked.language)
-        query = asked.text
+        head = Query(asked.text[:QUERY_TEXT_CHARS], asked.language)
         entities = []
         if self.searcher.index.graph is not None:
             graph = self.searcher.index.graph
-            entities = [graph.phrases[n] for n in graph.match(query, self.searcher.query_phrases(query))]
-        rules = rule_classify(asked, entities)
+            entities = [graph.phrases[n] for n in graph.match(head.text, self.searcher.graph.phrases(asked))]
+        rules = rule_classify(head, entities)
         if query_type is not None:
             return replace(rules, type=query_type, confidence=1.0, method="request")
         use_llm = self.llm is not None and self.config.classifier != "rules"
         if self.config.classifier == "llm" and self.llm is None:
             raise MonjyuError("hybrid.classifier is 'llm' but no LLM is configured (llm.provider is none)")
-        return await llm_classify(self.llm, asked, rules, self.prompts_dir) if use_llm else rules
+        return await llm_classify(self.llm, head, rules, self.prompts_dir) if use_llm else rules
 
     # ------------------------------------------------------------------ stage 2
     def graph_mode(self, cls: Classification) -> str:
@@ -109,27 +109,27 @@ class HybridRAGEngine:
         mode = GRAPH_MODE[cls.type]
         return "entity" if mode == "community" and self.searcher.index.communities is None else mode
 
-    def _strategy(self, name: str, query: str, vector: np.ndarray, n: int, mask: np.ndarray | None,
+    def _strategy(self, name: str, query: Query, vector: np.ndarray, n: int, mask: np.ndarray | None,
                   cls: Classification, found: dict) -> tuple[list[tuple[int, float]], float]:
         """One strategy's ranking and its time in ms; community search also leaves the communities
         it ranked in `found` (they become `type: community` results)."""
         t = time.perf_counter()
         s = self.searcher
         if name == "keyword":
-            ranked, _ = s.keyword_ranking(query, n, mask)
+            ranked, _ = s.keyword.rank(query, n, mask)
         elif name == "semantic":
-            ranked, _ = s.vector_ranking(vector, n, mask)
+            ranked, _ = s.vector.rank(vector, n, mask)
         elif self.graph_mode(cls) == "community":
-            ranked, _, found["communities"] = s.community_ranking(query, vector, n, mask)
+            ranked, _, found["communities"] = s.community.rank(query, vector, n, mask)
         elif self.graph_mode(cls) == "relation":
-            ranked, _ = s.relation_ranking(query, vector, n, mask, cls.entities)
+            ranked, _ = s.graph.relation(query, vector, n, mask, cls.entities)
         elif self.graph_mode(cls) == "multihop":
-            ranked, _ = s.multihop_ranking(query, vector, n, mask)
+            ranked, _ = s.graph.multihop(query, vector, n, mask)
         else:  # entity: the walk from the query's phrases and its best vector hits
-            ranked, _ = s.graph_ranking(query, vector, n, mask)
+            ranked, _ = s.graph.rank(query, vector, n, mask)
         return ranked, (time.perf_counter() - t) * 1000
 
-    async def _triple_search(self, query: str, vector: np.ndarray, n: int, mask: np.ndarray | None,
+    async def _triple_search(self, query: Query, vector: np.ndarray, n: int, mask: np.ndarray | None,
                              cls: Classification, weights: dict[str, float],
                              found: dict | None = None) -> tuple[list[tuple[int, float]], dict, dict]:
         names = [k for k in STRATEGIES if weights[k] > 0 and (k != "graph" or self.searcher.index.graph is not None)]
@@ -144,11 +144,11 @@ class HybridRAGEngine:
         fused = weighted_rrf([[row for row, _ in r] for r, _ in runs], [weights[k] for k in names],
                              self.search_config.rrf_k)
         if self.search_config.feedback and fused:  # the second hop of multi-hop questions
-            fused = self.searcher.feedback_round(query, vector, fused, n, mask)
+            fused = feedback_round(self.searcher, query, vector, fused, n, mask)
         return fused, per, metrics
 
     # ------------------------------------------------------------------ stage 3
-    def _rerank(self, query: str, vector: np.ndarray,
+    def _rerank(self, query: Query, vector: np.ndarray,
                 fused: list[tuple[int, float]]) -> tuple[list[tuple[int, float]], dict[int, float]]:
         """Rerank the best candidates; the final order fuses the reranker's order with the fused
         order (weighted RRF), so a reranker's mistake on one passage cannot bury a strong hit.
@@ -167,7 +167,7 @@ class HybridRAGEngine:
             rest = [(row, score * scale) for row, score in rest]
         return order + rest, {row: float(v) for row, v in zip(head, scores)}
 
-    def _inherit_link_scores(self, query: str, vector: np.ndarray, head: list[int], scores: np.ndarray) -> None:
+    def _inherit_link_scores(self, query: Query, vector: np.ndarray, head: list[int], scores: np.ndarray) -> None:
         """A passage that a top passage links to by title (the director's page, linked from the
         film's) shares few words with a multi-hop question; it is scored as relevant as the
         sentence that links to it (with the linking passage's embedding, for the local reranker),
@@ -191,7 +191,7 @@ class HybridRAGEngine:
         return f"{c['title'][row]}\n{c['text'][row]}" if c["title"][row] else c["text"][row]
 
     # ------------------------------------------------------------------ stage 4
-    async def _grade(self, query: str, vector: np.ndarray, rows: list[int]) -> list[Grade]:
+    async def _grade(self, query: Query, vector: np.ndarray, rows: list[int]) -> list[Grade]:
         texts = [self.searcher.index.columns["text"][r] for r in rows]
         grades = await asyncio.to_thread(grade_local, query, vector, texts, self.answers.scorer,
                                          self.config.crag_correct, self.config.crag_incorrect)
@@ -234,15 +234,15 @@ class HybridRAGEngine:
             raise MonjyuError(f"weights must be keyword, semantic, graph in [0, 1] summing to 1 (+/- 0.01), got {w}")
 
         t = time.perf_counter()
-        vector = await asyncio.to_thread(self.embed_query, query) if query_vector is None else query_vector
+        vector = await asyncio.to_thread(self.embed_query, asked) if query_vector is None else query_vector
         mask = self.searcher.restrict(filters, vector, threshold)
         n = max(self.search_config.candidates, offset + top_k)
         found: dict = {}
-        fused, per, metrics = await self._triple_search(query, vector, n, mask, cls, w, found)
+        fused, per, metrics = await self._triple_search(asked, vector, n, mask, cls, w, found)
         level3: dict = {}
         if cls.type == "relationship" and self.extract is not None and self.config.deepen_units and fused:
             t3 = time.perf_counter()
-            fused, per, metrics, level3 = await self._deepen(query, vector, n, mask, cls, w, found, fused, per, metrics)
+            fused, per, metrics, level3 = await self._deepen(asked, vector, n, mask, cls, w, found, fused, per, metrics)
             timings["level3_ms"] = (time.perf_counter() - t3) * 1000
         best = {k: max(scores.values()) for k, scores in per.items() if scores}
         if filters is not None:
@@ -253,7 +253,7 @@ class HybridRAGEngine:
         use_rerank = (cls.type in self.config.rerank_types if rerank is None else rerank) and self.reranker is not None
         rerank_scores: dict[int, float] = {}
         if use_rerank and fused:
-            fused, rerank_scores = await asyncio.to_thread(self._rerank, query, vector, fused)
+            fused, rerank_scores = await asyncio.to_thread(self._rerank, asked, vector, fused)
         order = [row for row, _ in fused]
         best["combined"] = fused[0][1] if fused else 0.0
         timings["rerank_ms"] = (time.perf_counter() - t) * 1000
@@ -272,7 +272,7 @@ class HybridRAGEngine:
         combined = {row: score for row, score in fused}
         page = order[offset:offset + top_k]
         levels = self._levels(page, per)
-        q_terms = set(self.searcher.query_terms(query))
+        q_terms = set(self.searcher.keyword.terms(asked))
         items = []
         for rank, row in enumerate(page, start=offset + 1):
             g = grades.get(row)
@@ -303,7 +303,7 @@ class HybridRAGEngine:
             timings["answer_ms"] = (time.perf_counter() - t) * 1000
         return result
 
-    async def _deepen(self, query: str, vector: np.ndarray, n: int, mask: np.ndarray | None, cls: Classification,
+    async def _deepen(self, query: Query, vector: np.ndarray, n: int, mask: np.ndarray | None, cls: Classification,
                       w: dict[str, float], found: dict, fused: list, per: dict, metrics: dict) -> tuple:
         """A relationship question with an LLM, as lazy search deepens: the best
         hybrid.deepen_units passages get their entities and relations extracted (Level 2, or
@@ -336,17 +336,18 @@ class HybridRAGEngine:
         with that search's fused scores, else None)."""
         query = asked.text
         head = order[:max(need, self.rerank_config.candidates)]
-        grades = dict(zip(head, await self._grade(query, vector, head)))
+        grades = dict(zip(head, await self._grade(asked, vector, head)))
         info: dict = {"rewritten_query": None, "web_search": False}
         rescored = None
         if not any(g.grade == "correct" for g in grades.values()):
             rewritten = await self._rewrite(asked, head, list(grades.values()))
             if rewritten != query:
                 info["rewritten_query"] = rewritten
-                v2 = await asyncio.to_thread(self.embed_query, rewritten)
-                fused2, _, _ = await self._triple_search(rewritten, v2, len(head), mask, cls, w)
+                again = asked.derive(rewritten)
+                v2 = await asyncio.to_thread(self.embed_query, again)
+                fused2, _, _ = await self._triple_search(again, v2, len(head), mask, cls, w)
                 head2 = [row for row, _ in fused2[:len(head)]]
-                grades2 = dict(zip(head2, await self._grade(query, vector, head2)))
+                grades2 = dict(zip(head2, await self._grade(asked, vector, head2)))
                 if sum(g.grade == "correct" for g in grades2.values()) > 0:
                     head, grades, rescored = head2, grades2, dict(fused2)
             if self.web_search is not None and not any(g.grade == "correct" for g in grades.values()):
@@ -362,9 +363,9 @@ class HybridRAGEngine:
             return await self.answers.aanswer(query, vector, [i.hit for i in items], on_token)
         context = [i.hit.text for i in items if i.grade == "correct"] + [s for i in items for s in i.strips]
         context += crag_info.get("web_results", [])
-        suff = sufficiency_local(query.text, context, self.searcher.analyzer, self.config.min_coverage)
+        suff = sufficiency_local(query, context, self.searcher.analyzer, self.config.min_coverage)
         if self.llm is not None:
-            suff = await sufficiency_llm(self.llm, query.text, context, suff, self.prompts_dir)
+            suff = await sufficiency_llm(self.llm, query, context, suff, self.prompts_dir)
         crag_info["sufficiency"] = {"sufficient": suff.sufficient, "confidence": suff.confidence,
                                     "missing": suff.missing, "method": suff.method}
         lang = self.answers.language(query)

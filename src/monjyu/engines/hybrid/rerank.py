@@ -15,13 +15,14 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 
 from ...config import RerankConfig
 from ...errors import ConfigError, ServiceError
+from ...query import Query
 from ..relevance import LocalRelevanceScorer
 
 
 class Reranker(Protocol):
     name: str
 
-    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str],
+    def scores(self, query: Query, query_vector: np.ndarray, texts: Sequence[str],
                vectors: np.ndarray | None = None) -> np.ndarray:
         """Higher is more relevant; scale is the reranker's own. `vectors`: the texts' embeddings
         when the index has them (rerankers that read the texts themselves ignore them)."""
@@ -42,7 +43,7 @@ class LocalReranker:
     def __init__(self, scorer: LocalRelevanceScorer):
         self.scorer = scorer
 
-    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str],
+    def scores(self, query: Query, query_vector: np.ndarray, texts: Sequence[str],
                vectors: np.ndarray | None = None) -> np.ndarray:
         if vectors is None:
             vectors = self.scorer.embed(list(texts))
@@ -62,10 +63,10 @@ class ReaderReranker:
 
         self._model = shared_reader_model()
 
-    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str],
+    def scores(self, query: Query, query_vector: np.ndarray, texts: Sequence[str],
                vectors: np.ndarray | None = None) -> np.ndarray:
         parts = [[p for p in _STATEMENTS.split(t) if p.strip()] or [t] for t in texts]
-        flat = self._model.scores(query, [p for ps in parts for p in ps])
+        flat = self._model.scores(query.text, [p for ps in parts for p in ps])
         out, at = np.empty(len(texts), dtype=np.float32), 0
         for i, ps in enumerate(parts):
             out[i] = flat[at:at + len(ps)].max()
@@ -89,9 +90,9 @@ class CrossEncoderReranker:
                               "name with network access to download it once.") from exc
         self.name = f"cross-encoder:{cfg.model}"
 
-    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str],
+    def scores(self, query: Query, query_vector: np.ndarray, texts: Sequence[str],
                vectors: np.ndarray | None = None) -> np.ndarray:
-        return np.asarray(self._model.predict([(query, t) for t in texts], show_progress_bar=False), dtype=np.float32)
+        return np.asarray(self._model.predict([(query.text, t) for t in texts], show_progress_bar=False), dtype=np.float32)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -114,13 +115,13 @@ class APIReranker:
         self._cfg = cfg
         self.name = f"api:{cfg.model}"
 
-    def scores(self, query: str, query_vector: np.ndarray, texts: Sequence[str],
+    def scores(self, query: Query, query_vector: np.ndarray, texts: Sequence[str],
                vectors: np.ndarray | None = None) -> np.ndarray:
         @retry(retry=retry_if_exception(_retryable), stop=stop_after_attempt(self._cfg.max_retries + 1),
                wait=wait_exponential(multiplier=0.2, max=10), reraise=True)
         def call() -> dict:
             response = httpx.post(self._url, headers=self._headers, timeout=self._cfg.timeout_s,
-                                  json={"model": self._cfg.model, "query": query, "documents": list(texts),
+                                  json={"model": self._cfg.model, "query": query.text, "documents": list(texts),
                                         "top_n": len(texts)})
             response.raise_for_status()
             return response.json()

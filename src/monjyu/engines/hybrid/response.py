@@ -91,7 +91,7 @@ def _item(item: HybridItem, result: HybridSearchResult, request: SearchQuery, se
                                     context_before=before or None, context_after=after or None),
         highlights=highlights,
         sources=SearchResultSources(chunk_id=hit.text_unit_id, file_id=hit.document_id,
-                                    entity_ids=[str(e) for e in searcher.unit_phrases(row)],
+                                    entity_ids=[str(e) for e in searcher.graph.unit_phrases(row)],
                                     community_ids=communities, community_id=communities[-1] if communities else None,
                                     level=hit.level),
         metadata=metadata)

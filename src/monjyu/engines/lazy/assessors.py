@@ -12,13 +12,14 @@ from pydantic import BaseModel, Field
 
 from ...llm import LLM
 from ...llm.replies import structured_reply
+from ...query import Query
 from ..relevance import LocalRelevanceScorer
 
 
 class RelevanceAssessor(Protocol):
     name: str
 
-    async def assess(self, query: str, sentences: Sequence[str]) -> tuple[list[float], int]:
+    async def assess(self, query: Query, sentences: Sequence[str]) -> tuple[list[float], int]:
         """Scores for the sentences, and the LLM calls spent."""
 
 
@@ -31,7 +32,7 @@ class LocalAssessor:
         self.query_vector = query_vector
         self.term_weights = term_weights
 
-    async def assess(self, query: str, sentences: Sequence[str]) -> tuple[list[float], int]:
+    async def assess(self, query: Query, sentences: Sequence[str]) -> tuple[list[float], int]:
         scores = await asyncio.to_thread(self.scorer.score, query, self.query_vector, list(sentences),
                                          self.term_weights)
         return [float(s) for s in scores], 0
@@ -56,16 +57,16 @@ class LLMAssessor:
         self.local = local
         self.prefilter = prefilter
 
-    async def _batch(self, query: str, batch: Sequence[str]) -> list[float]:
+    async def _batch(self, query: Query, batch: Sequence[str]) -> list[float]:
         listing = "\n".join(f"{i}. {s}" for i, s in enumerate(batch))
         reply = await structured_reply(self.llm, "relevance", self.language, listing, SentenceScores, self.prompts_dir,
-                                       query=query)
+                                       query=query.text)
         if reply is None:
             return [0.0] * len(batch)
         scores = [min(10.0, max(0.0, float(v))) for v in reply.scores[:len(batch)]]
         return scores + [0.0] * (len(batch) - len(scores))
 
-    async def assess(self, query: str, sentences: Sequence[str]) -> tuple[list[float], int]:
+    async def assess(self, query: Query, sentences: Sequence[str]) -> tuple[list[float], int]:
         scores = [0.0] * len(sentences)
         todo = list(range(len(sentences)))
         if self.local is not None and self.prefilter > 0:

@@ -29,7 +29,7 @@ class LazySearchEngine:
     """The parts lazy search reads, built once per index generation; each search runs as a
     `LazySearch` with its own settings (the request's preset, budget and level over lazy.*)."""
 
-    def __init__(self, config: LazyConfig, searcher: Searcher, embed_query: Callable[[str], np.ndarray],
+    def __init__(self, config: LazyConfig, searcher: Searcher, embed_query: Callable[[Query], np.ndarray],
                  answers: AnswerEngine, level2: LevelTwo | None = None, level4: LevelFour | None = None,
                  level3: Callable[[], EntityGraph | None] | None = None, prompts_dir: str | None = None,
                  min_sentence_score: float = 3.0):

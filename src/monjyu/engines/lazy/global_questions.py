@@ -14,6 +14,7 @@ import numpy as np
 from ...config import LazyConfig
 from ...levels.reports import community_key
 from ...llm import LLM, UsageScope
+from ...query import Query
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.communities import Community
 from ...types import Claim, LazySearchResult
@@ -28,7 +29,7 @@ class GlobalQuestions:
     """One search's answer to a global question: its settings, and the parts it reads."""
 
     def __init__(self, config: LazyConfig, searcher: Searcher, scorer: LocalRelevanceScorer, llm: LLM | None,
-                 level4, embed_query: Callable[[str], np.ndarray], min_sentence_score: float,
+                 level4, embed_query: Callable[[Query], np.ndarray], min_sentence_score: float,
                  prompts_dir: str | None, count_tokens: Callable[[str], int], writer: ClaimWriter):
         self.config = config
         self.searcher = searcher
@@ -41,7 +42,7 @@ class GlobalQuestions:
         self.count_tokens = count_tokens
         self.writer = writer
 
-    async def reports(self, query: str, lang: str, budget: int, filters: SearchFilters | None,
+    async def reports(self, asked: Query, budget: int, filters: SearchFilters | None,
                        threshold: float | None, top_k: int, offset: int, answer: bool, phase: PhaseCallback,
                        on_token: Callable[[str], None] | None) -> LazySearchResult:
         """A global question with an LLM (lazy.max_level 4): GraphRAG's global search over
@@ -52,9 +53,10 @@ class GlobalQuestions:
         written from the best claims, citing the passages the report cited."""
         cfg, t = self.config, time.perf_counter()
         finder = ThemeFinder(self.searcher, self.scorer, self.min_sentence_score, self.embed_query, filters, threshold)
-        plan = finder.plan(query, lang)
+        query, lang = asked.text, asked.language
+        plan = finder.plan(asked)
         if plan is None:  # the collection does not speak of the topic: the themes say so
-            return await asyncio.to_thread(self.themes, query, lang, budget, filters, threshold, top_k, offset,
+            return await asyncio.to_thread(self.themes, asked, budget, filters, threshold, top_k, offset,
                                            answer, phase, on_token)
         with UsageScope() as usage:
             communities = plan[3][:cfg.report_communities]
@@ -74,7 +76,7 @@ class GlobalQuestions:
             room = max(1, cfg.max_llm_calls - len(items) - 1) * cfg.batch_size
             claims, owners = claims[:room], owners[:room]
             scores, _ = await LLMAssessor(self.llm, cfg.batch_size, lang, self.prompts_dir).assess(
-                query, [c.statement for c in claims])
+                asked, [c.statement for c in claims])
             passing = [(Claim(c.statement, float(s), c.text_unit_ids, c.sentences), owner)
                        for c, s, owner in zip(claims, scores, owners) if s >= cfg.relevance_threshold]
             relevant = sorted((c for c, _ in passing), key=lambda c: -c.score)
@@ -120,14 +122,15 @@ class GlobalQuestions:
                             "claims": n, "written_now": keys[c.id] in written})
         return claims, owners, reports
 
-    def themes(self, query: str, lang: str, budget: int, filters: SearchFilters | None, threshold: float | None,
+    def themes(self, asked: Query, budget: int, filters: SearchFilters | None, threshold: float | None,
                 top_k: int, offset: int, answer: bool, phase: PhaseCallback,
                 on_token: Callable[[str], None] | None) -> LazySearchResult:
         """A global question without an LLM: themes from the community hierarchy (themes.py)
         instead of relevance tests, which find nothing to test against "the main themes"."""
         t = time.perf_counter()
         found = ThemeFinder(self.searcher, self.scorer, self.min_sentence_score, self.embed_query, filters,
-                            threshold).answer(query, lang)
+                            threshold).answer(asked)
+        query = asked.text
         visits = [{"id": th.community_id, "level": th.level, "depth": 0, "title": ", ".join(th.label),
                    "units_tested": len({r for r, *_ in th.sentences}), "sentences_tested": len(th.sentences),
                    "relevant": len(th.sentences)} for th in found.themes]

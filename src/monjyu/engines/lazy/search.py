@@ -34,7 +34,6 @@ from ...ingest.sentences import statement_spans
 from ...levels.entity_graph import EntityGraph
 from ...llm import LLM, UsageScope
 from ...llm.replies import structured_reply
-from ...nlp.lang import detect_language
 from ...query import Query
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.communities import Community
@@ -95,7 +94,7 @@ class _State:
 class LazySearch:
     """One lazy search: its settings, and the engine's parts its level lets it use."""
 
-    def __init__(self, config: LazyConfig, searcher: Searcher, embed_query: Callable[[str], np.ndarray],
+    def __init__(self, config: LazyConfig, searcher: Searcher, embed_query: Callable[[Query], np.ndarray],
                  answers: AnswerEngine, level2: LevelTwo | None, level3: Callable[[], EntityGraph | None] | None,
                  level4: LevelFour | None, prompts_dir: str | None, min_sentence_score: float):
         self.config = config
@@ -117,21 +116,22 @@ class LazySearch:
                                                 self.count_tokens, self.writer)
 
     # ------------------------------------------------------------------ phases
-    async def _refine(self, query: str, lang: str, conversation: LazyConversation | None) -> tuple[list[str], str]:
+    async def _refine(self, asked: Query, conversation: LazyConversation | None) -> tuple[list[Query], Query]:
         """Subqueries and an expanded query from the LLM; without one, the query alone."""
+        query, lang = asked.text, asked.language
         if self.llm is None:
-            return [query], query
+            return [asked], asked
         history = ""
         if conversation and conversation.turns:
             history = "\nEarlier in this conversation:\n" + "\n".join(f"Q: {q}\nA: {a[:300]}" for q, a in conversation.turns[-3:])
         reply = await structured_reply(self.llm, "subqueries", lang, query, Refinement, self.prompts_dir,
                                        max_subqueries=self.config.max_subqueries, history=history)
         if reply is None:
-            return [query], query
+            return [asked], asked
         subs = [s.strip() for s in reply.subqueries if any(ch.isalnum() for ch in s)][:self.config.max_subqueries]
-        return list(dict.fromkeys([query] + subs)), reply.expanded_query.strip() or query
+        return [asked.derive(s) for s in dict.fromkeys([query] + subs)], asked.derive(reply.expanded_query.strip() or query)
 
-    def _match(self, subqueries: Sequence[str], vectors: np.ndarray, filters: SearchFilters | None,
+    def _match(self, subqueries: Sequence[Query], vectors: np.ndarray, filters: SearchFilters | None,
                threshold: float | None, k: int) -> list[int]:
         """The k text units ranked best for all subqueries (hybrid per subquery, fused by RRF)."""
         lists = []
@@ -173,11 +173,11 @@ class LazySearch:
         if state.nearest is None:
             state.nearest = np.zeros(len(self.searcher.index), dtype=bool)
             for vector in query_vectors:
-                found, _ = self.searcher.vector_ranking(vector, NEAREST, state.allowed)
+                found, _ = self.searcher.vector.rank(vector, NEAREST, state.allowed)
                 state.nearest[[row for row, _ in found]] = True
         return state.nearest
 
-    async def _test_units(self, query: str, rows: list[int], community: Community | None, depth: int | None,
+    async def _test_units(self, query: Query, rows: list[int], community: Community | None, depth: int | None,
                           state: _State, assessor: RelevanceAssessor, keep: bool = False, title: str | None = None) -> int:
         """Relevance-test the sentences of `rows` within the remaining budget; returns relevant count.
         keep: a unit none of whose sentences passes still keeps its best one (lazy.keep_matched)."""
@@ -222,7 +222,7 @@ class LazySearch:
                                 document_id=s.source.hit.document_id, community_id=community.id if community else None,
                                 start_char=s.start_char, end_char=s.end_char)
 
-    async def _test_in_order(self, query: str, rows: Sequence[int], state: _State, assessor: RelevanceAssessor,
+    async def _test_in_order(self, query: Query, rows: Sequence[int], state: _State, assessor: RelevanceAssessor,
                              depth: int | None, keep: bool = False, title: str | None = None) -> str | None:
         """Tests the untested of `rows` in their order, a visit's worth of units at a time; the
         stop reason once one holds."""
@@ -234,7 +234,7 @@ class LazySearch:
             await self._test_units(query, untested[start:start + step], None, depth, state, assessor, keep, title)
         return state.stop_reason()
 
-    async def _explore(self, query: str, ranked: list[int], query_vectors: np.ndarray,
+    async def _explore(self, query: Query, ranked: list[int], query_vectors: np.ndarray,
                        state: _State, assessor: RelevanceAssessor, boost: Sequence[int], on_phase: PhaseCallback) -> str:
         cfg = self.config
         communities = self.searcher.index.communities
@@ -277,7 +277,7 @@ class LazySearch:
         # units it never reached are tested in rank order, since unspent budget buys nothing.
         return await self._test_in_order(query, ranked, state, assessor, None) or "exhausted"
 
-    async def _deeper_match(self, query: str, ranked: list[int], state: _State, assessor: RelevanceAssessor,
+    async def _deeper_match(self, query: Query, ranked: list[int], state: _State, assessor: RelevanceAssessor,
                             match: Callable[[int], list[int]]) -> str:
         """Budget the walk and the links left unspent (every matched unit tested) buys the next
         top_k_units of the matching search (`match`: k -> its k best units), tested in rank order,
@@ -292,7 +292,7 @@ class LazySearch:
             await self._test_in_order(query, more, state, assessor, None)
         return state.stop_reason()
 
-    async def _bridges(self, query: str, state: _State, filters: SearchFilters | None,
+    async def _bridges(self, query: Query, state: _State, filters: SearchFilters | None,
                        threshold: float | None) -> None:
         """Budget left once every matched unit is tested follows the evidence one hop: each of the
         best relevant sentences (one per unit, `lazy.max_bridges` of them) joined to the question
@@ -324,14 +324,14 @@ class LazySearch:
                     bridged.add(statement)
                     await self._bridge(query, statement, state, filters, threshold)
 
-    async def _bridge(self, query: str, sentence: str, state: _State, filters: SearchFilters | None,
+    async def _bridge(self, query: Query, sentence: str, state: _State, filters: SearchFilters | None,
                       threshold: float | None) -> None:
         """The question joined to `sentence`, searched; its best units not kept yet tested against it,
         also those the question alone failed (the second hop shares no word with the question).
         What passes scores no more than the threshold, below what the question itself passed: a
         test against the joined question says it continues that sentence, not that it answers."""
         cfg = self.config
-        joined = f"{query} {sentence}"
+        joined = query.derive(f"{query.text} {sentence}")
         assessor = self._local_assessor(joined)
         kept = {s.text_unit_id for s in state.relevant}
         hits = self.searcher.search(joined, assessor.query_vector, "hybrid", cfg.units_per_visit + len(kept),
@@ -353,7 +353,7 @@ class LazySearch:
         kind = rule_classify(asked, []).type
         return kind in ("relationship", "hybrid") or (kind != "global" and len(state.relevant) < state.enough)
 
-    async def _level2(self, query: str, ranked: list[int], state: _State) -> dict:
+    async def _level2(self, asked: Query, ranked: list[int], state: _State) -> dict:
         """Level 2 on demand: the best units the search kept (else the best it tested), up to
         lazy.extract_units, get their entities and relations (from the store, or the LLM once);
         the units naming those entities (in any stored extraction, or as a noun phrase) are then
@@ -374,8 +374,8 @@ class LazySearch:
         linked = [r for r in shared if r not in state.tested_units and (state.allowed is None or state.allowed[r])]
         linked.sort(key=lambda r: (-shared[r], state.match_rank[r], r))
         relations = [r.description or f"{r.source} - {r.target}" for e in extractions.values() for r in e.relations]
-        joined = " ".join([query, *relations[:5]])
-        linked_assessor = LLMAssessor(self.llm, cfg.batch_size, detect_language(query), self.prompts_dir)
+        joined = asked.derive(" ".join([asked.text, *relations[:5]]))
+        linked_assessor = LLMAssessor(self.llm, cfg.batch_size, asked.language, self.prompts_dir)
         before = len(state.relevant)
         state.budget = max(state.budget, state.used) + cfg.deepen_budget
         title = f"(level {3 if entities is not None else 2}: units naming " + ", ".join(sorted(names)[:5]) + ")"
@@ -408,7 +408,7 @@ class LazySearch:
                     shared.update(graph.units_of(node).tolist())
         return shared
 
-    def _local_assessor(self, query: str) -> LocalAssessor:
+    def _local_assessor(self, query: Query) -> LocalAssessor:
         """The offline relevance test for `query`, its terms weighted by their IDF in the
         collection: a sentence naming a question's rare terms is relevant, one naming only its
         common words ("study", "patients") much less."""
@@ -495,9 +495,9 @@ class LazySearch:
                                 lambda c: communities is not None and c in communities.by_id)
         is_global = self.searcher.index.communities is not None and rule_classify(asked, []).type == "global"
         if self.level4 is not None and is_global:
-            return await self.global_questions.reports(query, lang, budget, filters, threshold, top_k, offset, answer, phase, on_token)
+            return await self.global_questions.reports(asked, budget, filters, threshold, top_k, offset, answer, phase, on_token)
         if self.llm is None and is_global:
-            result = await asyncio.to_thread(self.global_questions.themes, query, lang, budget, filters, threshold, top_k, offset,
+            result = await asyncio.to_thread(self.global_questions.themes, asked, budget, filters, threshold, top_k, offset,
                                              answer, phase, on_token)
             if conversation is not None and result.answer is not None:
                 conversation.turns.append((query, result.answer.text))
@@ -509,10 +509,10 @@ class LazySearch:
         timings: dict[str, float] = {}
 
         t = time.perf_counter()
-        subqueries, expanded = await self._refine(query, lang, conversation)
+        subqueries, expanded = await self._refine(asked, conversation)
         state.llm_calls += 1 if self.llm is not None else 0  # the cap counts the engine's calls; a JSON repair retry is part of its call
         timings["refine_ms"] = (time.perf_counter() - t) * 1000
-        phase("refine", {"subqueries": subqueries, "expanded_query": expanded})
+        phase("refine", {"subqueries": [q.text for q in subqueries], "expanded_query": expanded.text})
 
         t = time.perf_counter()
         query_vectors = np.stack([self.embed_query(q) for q in subqueries])
@@ -533,14 +533,14 @@ class LazySearch:
         else:
             assessor = local
         boost = conversation.productive_communities if conversation else []
-        stop = await self._explore(query, ranked, query_vectors, state, assessor, boost, phase)
+        stop = await self._explore(asked, ranked, query_vectors, state, assessor, boost, phase)
         if cfg.follow_links:
             state.relevant += self._linked_evidence(state)
         if stop == "exhausted" and state.used < state.budget:
             found = len(state.relevant)
             if self.llm is None and cfg.max_bridges:
-                await self._bridges(query, state, filters, threshold)
-            stop = await self._deeper_match(query, ranked, state, assessor,
+                await self._bridges(asked, state, filters, threshold)
+            stop = await self._deeper_match(asked, ranked, state, assessor,
                                             lambda k: self._match(subqueries, query_vectors, filters, threshold, k))
             if cfg.follow_links and len(state.relevant) > found:
                 state.relevant += self._linked_evidence(state)
@@ -550,7 +550,7 @@ class LazySearch:
         if self._needs_level2(asked, state):
             t = time.perf_counter()
             with UsageScope() as level2_usage:
-                level2 = await self._level2(query, ranked, state)
+                level2 = await self._level2(asked, ranked, state)
             level2["usage"] = level2_usage.usage
             timings["level2_ms"] = (time.perf_counter() - t) * 1000
             phase("level2", {k: v for k, v in level2.items() if k != "usage"})
@@ -566,7 +566,7 @@ class LazySearch:
         best = dict(sorted(best.items(), key=lambda kv: (match_rank.get(kv[0], len(match_rank)), -kv[1])))
         hits = page_of(self.searcher, best, top_k, offset)
         result = LazySearchResult(
-            query=query, answer=None, subqueries=subqueries, expanded_query=expanded, claims=[],
+            query=query, answer=None, subqueries=[q.text for q in subqueries], expanded_query=expanded.text, claims=[],
             relevant_sentences=relevant, communities_visited=state.visits, budget_used=state.used,
             budget_total=budget, assessor=assessor.name, stop_reason=stop, timings_ms=timings,
             kept_text_unit_ids=list(best), hits=hits, total_count=len(best),

@@ -37,6 +37,7 @@ from ...ingest.sentences import is_title_line, statement_spans
 from ...nlp.analyzer import Analyzer
 from ...nlp.lang import detect_language
 from ...nlp.spelling import spellings, written_form
+from ...query import Query
 from ...retrieval import SearchFilters, Searcher
 from ...retrieval.communities import Community
 from ...types import Answer, Citation
@@ -121,7 +122,7 @@ class ThemeAnswer:
 
 def topic_of(query: str, analyzer: Analyzer, lang: str, phrases: list[str]) -> str:
     """What a global question is about once its cue words are gone ("" for the whole
-    collection): its noun phrases (`phrases`, Searcher.query_phrases) that are not all cue words,
+    collection): its noun phrases (`phrases`, GraphRanker.phrases) that are not all cue words,
     or for Japanese its nouns that are not cues."""
     cues = _CUE_TERMS[lang]
     if lang == "ja":
@@ -134,7 +135,7 @@ def topic_of(query: str, analyzer: Analyzer, lang: str, phrases: list[str]) -> s
 
 class ThemeFinder:
     def __init__(self, searcher: Searcher, scorer: LocalRelevanceScorer, min_sentence_score: float,
-                 embed_query: Callable[[str], np.ndarray], filters: SearchFilters | None = None,
+                 embed_query: Callable[[Query], np.ndarray], filters: SearchFilters | None = None,
                  threshold: float | None = None):
         self.searcher = searcher
         self.index = searcher.index
@@ -146,6 +147,7 @@ class ThemeFinder:
         self.analyzer = searcher.analyzer
         self._own: dict[int, np.ndarray] = {}  # community id -> its own passages
         self.topic_rows: np.ndarray | None = None  # a topic's best passages (plan)
+        self.about: Query | None = None  # the topic as a query of its own (plan)
         self._memberships: dict[int, tuple[dict[int, int], sp.csr_matrix]] = {}
         self._back_matter: np.ndarray | None = None
 
@@ -370,7 +372,7 @@ class ThemeFinder:
         scores = np.array([c[0] for c in candidates], dtype=np.float64)
         scores /= scores.max() or 1.0
         if topic_vector is not None:  # about the topic (the extractive answers' relevance rule), then central
-            relevance = self.scorer.score(topic, topic_vector, [cols["text"][r][a:b] for _, r, a, b, _ in candidates])
+            relevance = self.scorer.score(self.about, topic_vector, [cols["text"][r][a:b] for _, r, a, b, _ in candidates])
             scores = np.where(relevance >= self.min_sentence_score, scores + relevance / 10.0, -1.0)
         chosen, docs, seen_terms, graph = [], set(), [], self.index.graph
         # Sentences from papers no earlier theme cited come first, then from papers this theme
@@ -404,16 +406,22 @@ class ThemeFinder:
                      documents=len({cols["document_id"][r] for r in rows}))
 
     # ------------------------------------------------------------------ the answer
-    def plan(self, query: str, lang: str) -> tuple[str, np.ndarray | None, int, list[Community]] | None:
+    def topic(self, query: Query) -> str:
+        """What the question asks the themes of ("" for the whole collection), by topic_of."""
+        return topic_of(query.text, self.analyzer, query.language,
+                        self.searcher.graph.phrases(query) if query.language != "ja" else [])
+
+    def plan(self, query: Query) -> tuple[str, np.ndarray | None, int, list[Community]] | None:
         """What a global answer reads: the topic ("" for the whole collection) and its vector, the
         level, and the communities to read, best first; None when the collection does not speak
         of the topic."""
-        topic = topic_of(query, self.analyzer, lang, self.searcher.query_phrases(query) if lang != "ja" else [])
+        lang, topic = query.language, self.topic(query)
         self.allowed = self.searcher.restrict(self.filters, self.embed_query(query), self.threshold)
         topic_vector, topic_rows = None, []
         if topic:
-            topic_vector = self.embed_query(topic)
-            hits = self.searcher.search(topic, topic_vector, "hybrid", 50, filters=self.filters,
+            self.about = about = query.derive(topic)
+            topic_vector = self.embed_query(about)
+            hits = self.searcher.search(about, topic_vector, "hybrid", 50, filters=self.filters,
                                         threshold=self.threshold).hits
             topic_rows = [self.searcher.row_of(h.text_unit_id) for h in hits]
             self.topic_rows = np.array(topic_rows, dtype=np.int64)
@@ -422,11 +430,13 @@ class ThemeFinder:
         level = self._level()
         return topic, topic_vector, level, self._candidates(level, topic_rows)
 
-    def answer(self, query: str, lang: str) -> ThemeAnswer:
+    def answer(self, query: Query) -> ThemeAnswer:
+        """The themes of the collection, or of the topic the question names, as an answer."""
+        lang = query.language
         total_docs = len(set(self.index.columns["document_id"]))
-        plan = self.plan(query, lang)
+        plan = self.plan(query)
         if plan is None:
-            topic = topic_of(query, self.analyzer, lang, self.searcher.query_phrases(query) if lang != "ja" else [])
+            topic = self.topic(query)
             return ThemeAnswer(_not_covered(topic, lang), topic=topic, total_documents=total_docs)
         topic, topic_vector, level, candidates = plan
         themes: list[Theme] = []
