@@ -88,6 +88,18 @@ def test_cached_vectors_come_back_in_order_across_lookup_chunks(tmp_path, monkey
     out = cached.embed_passages(texts)
     assert (cached.hits, cached.misses) == (2, 5)
     assert out.dtype == np.float32 and np.allclose(out, inner.embed_passages(texts), atol=1e-4)
+    # A question asked again is not embedded again (the recent ones stay in memory, never on disk).
+    asked: list[str] = []
+    embed_queries = inner.embed_queries
+    monkeypatch.setattr(inner, "embed_queries", lambda qs: asked.extend(qs) or embed_queries(qs))
+    monkeypatch.setattr(cache_module, "RECENT_QUERIES", 2)
+    first = cached.embed_queries([texts[1], texts[0]])
+    assert np.array_equal(cached.embed_queries([texts[1]])[0], first[0]) and asked == [texts[1], texts[0]]
+    cached.embed_queries([texts[2]])  # the oldest of three goes
+    cached.embed_queries([texts[0]])
+    assert asked == [texts[1], texts[0], texts[2], texts[0]]
+    assert np.allclose(first, inner.embed_queries([texts[1], texts[0]]), atol=1e-4)
+    assert not np.allclose(first[0], out[1], atol=1e-3)  # a question's vector is not its passage's
 
 
 def test_words_tokenized_apart_match_the_whole_text(engines):

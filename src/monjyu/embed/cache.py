@@ -1,8 +1,11 @@
-"""Vectors cached by content hash in SQLite, so re-indexing embeds only text it has not seen."""
+"""Vectors cached by content hash in SQLite, so re-indexing embeds only text it has not seen; the
+recent questions' vectors in memory."""
 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +18,7 @@ LOOKUP = 8192  # texts looked up in the cache at a time
 # the model's worker threads gets several padded batches (64 phrases made one batch, leaving a core
 # idle), few enough that a killed build keeps what it embedded and progress moves every few seconds.
 EMBED_CHUNK = 512
+RECENT_QUERIES = 256  # questions whose vectors a searching process keeps in memory
 
 
 class EmbeddingCache:
@@ -38,7 +42,10 @@ class EmbeddingCache:
 
 
 class CachedEmbedder:
-    """Wraps any Embedder; passages are looked up by hash first, new ones embedded in batches."""
+    """Wraps any Embedder; passages are looked up by hash first, new ones embedded in batches. The
+    last RECENT_QUERIES questions' vectors stay in memory, by content: a question asked again (in
+    another mode, say) is not embedded again, and the questions a search derives (lazy search's
+    bridges) cost no write to disk."""
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache, batch_size: int = EMBED_CHUNK):
         self.inner = inner
@@ -47,6 +54,8 @@ class CachedEmbedder:
         self.id = inner.id
         self.hits = 0
         self.misses = 0
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # question -> vector, oldest first
+        self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:
@@ -82,4 +91,14 @@ class CachedEmbedder:
         return np.vstack([found[k] for k in keys])
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        return self.inner.embed_queries(texts)
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._recent]
+        fresh = dict(zip(missing, self.inner.embed_queries(missing))) if missing else {}
+        with self._lock:
+            self._recent.update(fresh)
+            out = [self._recent[t] if t in self._recent else fresh[t] for t in texts]
+            for t in texts:
+                self._recent.move_to_end(t)
+            while len(self._recent) > RECENT_QUERIES:
+                self._recent.popitem(last=False)
+        return np.vstack(out) if out else np.zeros((0, self.dim), dtype=np.float32)

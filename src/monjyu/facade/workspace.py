@@ -2,8 +2,8 @@
 index generation.
 
 The workspace holds the settings, the index directory (and its store), and the models a search
-uses, each made once: the query embedder, the cached passage embedder, the LLM, the answer
-engine, the reranker and the level records. `current()` reads the manifest once and returns the
+uses, each made once: the embedder and its caches (passages on disk by content hash, recent
+questions in memory), the LLM, the answer engine, the reranker and the level records. `current()` reads the manifest once and returns the
 generation's context: the manifest, the loaded index and its searcher, the query's vector, Level
 3, and the three engines, built once per generation.
 """
@@ -57,7 +57,7 @@ class Workspace:
         self._lock = threading.Lock()
         self._context: IndexContext | None = None
         self._query_embedder: Embedder | None = None
-        self._passage_embedder: CachedEmbedder | None = None
+        self._cached_embedder: CachedEmbedder | None = None
         self._answers: AnswerEngine | None = None
         self._reranker: Reranker | None = None
         self._records: LevelRecords | None = None
@@ -135,18 +135,20 @@ class Workspace:
                 f"configured embedder is '{self._query_embedder.id}'; query with the same embedding settings{hint}, "
                 "or rebuild the index with `monjyu index`")
 
-    def passage_embedder(self) -> CachedEmbedder:
-        """Passages, sentences and phrases embedded at query time, cached by text."""
+    def cached_embedder(self) -> CachedEmbedder:
+        """The embedder with its caches: passages, sentences and phrases embedded at query time
+        kept on disk by content hash, the recent questions' vectors in memory (a question asked
+        again, in another mode, is not embedded again)."""
         with self._lock:
-            if self._passage_embedder is None:
+            if self._cached_embedder is None:
                 cache = EmbeddingCache(self.cache_dir() / "embeddings.sqlite")
-                self._passage_embedder = CachedEmbedder(self.embedder(), cache)
-            return self._passage_embedder
+                self._cached_embedder = CachedEmbedder(self.embedder(), cache)
+            return self._cached_embedder
 
     def answers(self) -> AnswerEngine:
         """The answer engine (the LLM's answers, or the offline reader's) and the LLM it writes with."""
         if self._answers is None:
-            scorer = LocalRelevanceScorer(self.passage_embedder().embed_passages)
+            scorer = LocalRelevanceScorer(self.cached_embedder().embed_passages)
             llm = create_llm(self.config.llm, self.cache_dir())
             self._answers = AnswerEngine(self.config.answer, llm, scorer, TokenCounter().count,
                                          term_weights=lambda terms: self.loaded().searcher.index.bm25.idf(terms))
@@ -222,13 +224,13 @@ class IndexContext:
         return query.view("vector", lambda: self._embed(query.text[:QUERY_TEXT_CHARS]))
 
     def _embed(self, text: str) -> np.ndarray:
-        vector = self.workspace.embedder().embed_queries([text])[0]
+        vector = self.workspace.cached_embedder().embed_queries([text])[0]
         vector.setflags(write=False)
         return vector
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         self.workspace.check_embedder(self.manifest)
-        return self.workspace.passage_embedder().embed_passages(texts)
+        return self.workspace.cached_embedder().embed_passages(texts)
 
     # ------------------------------------------------------------------ Level 3
     def level_three(self) -> EntityGraph | None:
