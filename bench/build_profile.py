@@ -18,13 +18,10 @@ import argparse
 import json
 import os
 import platform
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from worktree import ROOT, checkout, environment
+from worktree import ROOT, checkout, cold_build
 
 
 def cpu() -> str:
@@ -37,21 +34,6 @@ def cpu() -> str:
     flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
     wanted = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16") if f in flags]
     return f"{model}, {os.cpu_count()} logical cores, {' '.join(wanted) or 'no AVX2'}"
-
-
-def build(src: Path, docs: Path, work: Path, extra_env: dict[str, str]) -> dict:
-    """One cold build with the code under `src`: wall-clock seconds and the manifest's stages."""
-    index, cache = work / "index", work / "cache"
-    env = environment(src, MONJYU_CACHE_DIR=str(cache), **extra_env)
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "monjyu.cli", "index", str(docs), "--index", str(index)],
-                         env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
-    if not (index / "manifest.json").exists():  # exit 1 with an index is some files skipped, named
-        sys.exit(f"build with {src} failed:\n{out.stderr[-2000:]}")
-    manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
-    return {"seconds": seconds, "documents": manifest["counts"].get("documents"), "failed": len(manifest["failures"]),
-            "text_units": manifest["counts"].get("text_units"), "stages": manifest.get("build_seconds", {})}
 
 
 def table(runs: dict[str, dict]) -> str:
@@ -85,9 +67,11 @@ def main() -> None:
         if args.baseline:
             with checkout(args.baseline, tmp / "baseline") as src:
                 for v in chosen:
-                    runs[f"{args.baseline} sentences {v}"] = build(src, docs, tmp / f"before-{v}", variants[v])
+                    runs[f"{args.baseline} sentences {v}"] = cold_build(src, docs, tmp / f"before-{v}", variants[v],
+                                                                        skipped_ok=True)
         for v in chosen:
-            runs[f"this tree sentences {v}"] = build(ROOT / "src", docs, tmp / f"after-{v}", variants[v])
+            runs[f"this tree sentences {v}"] = cold_build(ROOT / "src", docs, tmp / f"after-{v}", variants[v],
+                                                          skipped_ok=True)
     if args.json:
         print(json.dumps({"cpu": cpu(), "runs": runs}, indent=1))
         return

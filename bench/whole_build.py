@@ -13,28 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from worktree import ROOT, checkout, environment
-
-
-def build(src: Path, docs: Path, work: Path, extra_env: dict[str, str]) -> dict:
-    """One cold build with the code under `src`; its manifest's counts and stage seconds."""
-    index, cache = work / "index", work / "cache"
-    env = environment(src, MONJYU_CACHE_DIR=str(cache), **extra_env)
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "monjyu.cli", "index", str(docs), "--index", str(index)],
-                         env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
-    if out.returncode != 0:
-        sys.exit(f"build with {src} failed:\n{out.stderr[-2000:]}")
-    manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
-    return {"seconds": seconds, "text_units": manifest["counts"].get("text_units"),
-            "embedder": manifest["embedder_id"], "stages": manifest.get("build_seconds", {})}
+from worktree import ROOT, checkout, cold_build
 
 
 def main() -> None:
@@ -47,8 +29,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="whole-build-") as tmp:
         tmp = Path(tmp)
         with checkout(args.baseline, tmp / "baseline") as src:
-            before = build(src, docs, tmp / "before", {})
-        after = build(ROOT / "src", docs, tmp / "after", {})
+            before = cold_build(src, docs, tmp / "before", {})
+        after = cold_build(ROOT / "src", docs, tmp / "after", {})
     result = {"baseline": args.baseline, "before": before, "after": after,
               "speedup": before["seconds"] / after["seconds"]}
     if args.json:

@@ -3,9 +3,10 @@ index generation.
 
 The workspace holds the settings, the index directory (and its store), and the models a search
 uses, each made once: the embedder and its caches (passages on disk by content hash, recent
-questions in memory), the LLM, the answer engine, the reranker and the level records. `current()` reads the manifest once and returns the
-generation's context: the manifest, the loaded index and its searcher, the query's vector, Level
-3, and the three engines, built once per generation.
+questions in memory), the LLM, the answer engine, the reranker and the level records.
+`current()` reads the manifest once and returns the generation's context: the manifest, the
+loaded index and its searcher, the query's vector, Level 3, and the three engines, built once
+per generation.
 """
 
 from __future__ import annotations

@@ -37,9 +37,8 @@ class Searcher:
         self.index = index
         self.config = config
         self.analyzer = analyzer or Analyzer()
-        # The index's embedder in the passage role, cached by text: query phrases that name no
-        # node, and the sentences the evidence rerank reads. None: both are left out.
-        self.embed_texts = embed_texts
+        # `embed_texts`: the index's embedder in the passage role, cached by text, for the query's
+        # phrases that name no node and the sentences the evidence rerank reads (None: both left out).
         self.evidence = EvidenceReranker(index, self.analyzer, embed_texts)
         self.vector = VectorRanker(index, config, self.row_of)
         self.keyword = KeywordRanker(index, self.analyzer)
