@@ -30,7 +30,7 @@ from monjyu import Monjyu
 from monjyu.engines.request import ALL_MODES, OPTION_MODES
 from monjyu.config import load_config
 from monjyu.errors import MonjyuError
-from monjyu.retrieval import SearchFilters
+from monjyu.retrieval.filters import parse_filters
 
 # Text users and clients send: any script, control characters, lone surrogates excluded (they
 # cannot reach Python code from a file, a terminal or JSON).
@@ -126,7 +126,7 @@ def api_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
     def filters(case: list[tuple[str, str]]) -> None:
         expressions = [f"{k}={v}" for k, v in case]
         classify(tally, "api", "filters", case,
-                 lambda: m.search("communities", "hybrid", answer=False, filters=SearchFilters.parse(expressions)),
+                 lambda: m.search("communities", "hybrid", answer=False, filters=parse_filters(expressions)),
                  ["filter"] + [k for k, _ in case])
 
     run(st.lists(st.tuples(FILTER_KEY, FILTER_VALUE), min_size=1, max_size=3), examples, filters, derandomize)

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from monjyu import Monjyu, MonjyuConfig
+from monjyu import Monjyu, MonjyuConfig, SearchFilters
 from monjyu.errors import MonjyuError
 from monjyu.ingest.bib import file_paths
-from monjyu.retrieval import SearchFilters
 from tests.conftest import REPO
 
 SAMPLES = REPO / "samples"

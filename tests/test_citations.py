@@ -134,17 +134,17 @@ def test_works_cited_by_several_papers_but_missing_and_bibtex(cited_papers):
 
 @pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid", "graph", "hybridrag", "lazy"])
 def test_cites_and_cited_by_filters_hold_in_every_mode(cited_papers, mode):
-    from monjyu.retrieval import SearchFilters
+    from monjyu.retrieval.filters import parse_filters
 
     options = {} if mode == "lazy" else {"top_k": 5}
     cites = cited_papers.ask("residual networks for image recognition", mode, **options,
-                             filters=SearchFilters.parse([f"cites={RESNET}"]))
+                             filters=parse_filters([f"cites={RESNET}"]))
     assert cites.hits and {h.document_id for h in cites.hits} <= {PONDER, VIT}
     cited = cited_papers.ask("residual networks for image recognition", mode, **options,
-                             filters=SearchFilters.parse([f"cited-by={PONDER}"]))
+                             filters=parse_filters([f"cited-by={PONDER}"]))
     assert cited.hits and {h.document_id for h in cited.hits} == {RESNET}
     with pytest.raises(MonjyuError, match="no document with id 'nope'"):
-        cited_papers.ask("x", mode, filters=SearchFilters.parse(["cites=nope"]))
+        cited_papers.ask("x", mode, filters=parse_filters(["cites=nope"]))
 
 
 def test_papers_on_the_command_line(cited_papers):

@@ -10,12 +10,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from monjyu import Monjyu
 from monjyu.engines.classify import rule_classify
 from monjyu.query import Query
 from monjyu.errors import MonjyuError
-from monjyu.retrieval import SearchFilters
+from monjyu import SearchFilters
 from monjyu.schemas import SearchOptions, SearchQuery, SearchResult
 from tests.llm_server import LLMTestServer, Scripted, llm_server  # noqa: F401  (fixture)
 
@@ -124,10 +125,11 @@ def test_request_schema_filters_and_options(sample_index):
                                         filters=SearchFilters(min_relevance=0.9))
     assert 1 <= len(strict.hits) < len(everything.hits)
     assert all(x.relevance.combined >= 0.9 for x in strict.response.results)
-    # A path glob has no field in the public request, and still filters (CLI --filter path=...)
+    # The path glob travels in the public request too, and is echoed in it
     md_only = sample_index.hybrid_search(q, top_k=5, answer=False, filters=SearchFilters(path_glob="*.md"))
     assert md_only.hits and all(h.document_id.endswith(".md") for h in md_only.hits)
-    with pytest.raises(MonjyuError, match="entity type"):
+    assert md_only.response.query.filters.path_glob == "*.md"
+    with pytest.raises(ValidationError, match="entity_types"):
         SearchFilters(entity_types=["wizard"])
 
 

@@ -17,6 +17,7 @@ from monjyu.errors import ConfigError, EmbedderMismatchError, MonjyuError
 from monjyu.index import builder
 from monjyu.index.manifest import read_manifest
 from monjyu.store.lancedb_store import TEXT_UNITS, LanceStore
+from monjyu.retrieval.filters import parse_filters
 
 from .conftest import SAMPLES
 
@@ -104,10 +105,10 @@ def test_hostile_filter_values_match_nothing_and_break_nothing(sample_index, hos
 
 
 def test_filter_parsing_errors():
-    assert SearchFilters.parse(["type=pdf", "doc=a", "doc=b=c", "from=2020-01-01"]).document_ids == ["a", "b=c"]
+    assert parse_filters(["type=pdf", "doc=a", "doc=b=c", "from=2020-01-01"]).document_ids == ["a", "b=c"]
     for bad in (["nokey"], ["color=red"], ["from=yesterday"], ["from=2021-01-01", "to=2020-01-01"]):
         with pytest.raises(ConfigError):
-            SearchFilters.parse(bad)
+            parse_filters(bad)
 
 
 def test_bad_queries(sample_index):

@@ -239,10 +239,10 @@ def test_global_questions_across_languages_are_decided_by_the_themes(tmp_path, m
 
 
 def test_global_questions_honour_filters(sample_index):
-    from monjyu.retrieval import SearchFilters
+    from monjyu.retrieval.filters import parse_filters
 
     r = sample_index.lazy_search("What are the main themes across these papers?",
-                                 filters=SearchFilters.parse(["type=md"]))
+                                 filters=parse_filters(["type=md"]))
     assert r.citations and all(c.source_path.endswith(".md") for c in r.citations)
 
 

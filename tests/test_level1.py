@@ -289,7 +289,7 @@ def test_named_entities_setting_through_the_index(tmp_path, make_config):
     queries are parsed alike; the default index refuses a filter on a label it cannot have."""
     from monjyu.config import GraphConfig as Graph
     from monjyu.errors import MonjyuError
-    from monjyu.retrieval import SearchFilters
+    from monjyu import SearchFilters
 
     folder = tmp_path / "docs"
     folder.mkdir()

@@ -19,6 +19,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from typer.testing import CliRunner
 
+from monjyu import SearchFilters
 from monjyu.api import ALL_MODES
 from monjyu.cli import app, serve_main
 
@@ -116,7 +117,7 @@ def test_every_tool_is_listed_with_its_input_schema(mcp):
     assert "maxLength" not in search["properties"]["query"] and search["properties"]["query"]["minLength"] == 1
     assert search["properties"]["limit"]["maximum"] == 100 and search["properties"]["limit"]["minimum"] == 1
     assert "hybridrag" in json.dumps(search["properties"]["mode"])
-    assert {"file_ids", "file_types", "date_range"} <= set(search["$defs"]["SearchFilters"]["properties"])
+    assert {"document_ids", "file_types", "date_from", "date_to"} <= set(search["$defs"]["SearchFilters"]["properties"])
     assert tools["get_document"].input_schema["required"] == ["document_id"]
     writes = {"converse", "index"}  # a kept conversation's turn; files added to the index
     for name, tool in tools.items():
@@ -169,9 +170,11 @@ def test_every_option_in_every_mode_is_applied_or_refused(mcp, mode):
         expect(mode, case, " ".join(result.content[0].text.split()) if result.is_error else result.structured_content)
 
 
-def test_search_filters(mcp):
+def test_search_filters(mcp, sample_index):
     pdf = mcp.ok("search", {"query": "communities", "answer": False, "filters": {"file_types": ["pdf"]}})
     assert pdf["hits"] and all(h["source_path"].endswith(".pdf") for h in pdf["hits"])
+    api = sample_index.search("communities", answer=False, filters=SearchFilters(file_types=["pdf"])).hits
+    assert [h["text_unit_id"] for h in pdf["hits"]] == [h.text_unit_id for h in api]  # one filter type: no relevance cut unasked
     one = mcp.ok("search", {"query": "ranking", "answer": False, "filters": {"fileIds": ["abs-bm25"]}})
     assert {h["document_id"] for h in one["hits"]} == {"abs-bm25"}
     spec_defaults = {"fileIds": None, "entityTypes": None, "dateRange": None, "minRelevance": 0.3}  # as Zod sends them
@@ -179,6 +182,8 @@ def test_search_filters(mcp):
     dated = mcp.ok("search", {"query": "ranking", "answer": False,
                               "filters": {"date_range": {"start": "2021-01-01", "end": "2021-12-31"}}})
     assert {h["document_id"] for h in dated["hits"]} == {"abs-bm25"}
+    own_names = {"document_ids": ["abs-bm25"], "date_from": "2021-01-01", "date_to": "2021-12-31"}
+    assert mcp.ok("search", {"query": "ranking", "answer": False, "filters": own_names})["hits"] == dated["hits"]
     by_author = mcp.ok("search", {"query": "ranking", "answer": False, "filters": {"authors": ["robertson"]}})
     assert {h["document_id"] for h in by_author["hits"]} == {"abs-bm25"}
     by_year = mcp.ok("search", {"query": "communities", "answer": False, "filters": {"year_range": {"start": 2019, "end": 2019}}})
@@ -200,7 +205,7 @@ def test_search_filters(mcp):
     ({"query": "q", "mode": "hybridrag", "weights": {"keyword": 0.5, "semantic": 0.5, "graph": 0.5}}, "weights must sum to 1.0"),
     ({"query": "q", "mode": "vector", "rerank": False}, "rerank does not apply to mode vector: it is taken by mode(s) hybridrag"),
     ({"query": "q", "mode": "auto", "budget": 5}, "budget does not apply to mode auto"),
-    ({"query": "q", "filters": {"entity_types": ["wizard"]}}, "entity type(s) WIZARD unknown"),
+    ({"query": "q", "filters": {"entity_types": ["wizard"]}}, "filters.entity_types.0: Input should be 'CONCEPT'"),
     ({"query": "q", "filters": {"minRelevance": 1.5}}, "filters.minRelevance: Input should be less than or equal to 1"),
 ])
 def test_bad_search_arguments_are_clear_messages(mcp, arguments, message):

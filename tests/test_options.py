@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from monjyu.engines.request import ALL_MODES, OPTION_MODES
 from monjyu.cli import app
 from monjyu.errors import MonjyuError
-from monjyu.retrieval import SearchFilters
+from monjyu.retrieval.filters import parse_filters
 
 QUERY = "Which algorithm detects communities in the concept graph?"
 
@@ -50,7 +50,7 @@ def _only_pdf(r: dict) -> bool:
 
 
 OPTION_CASES = [
-    Case("filters", {"filters": SearchFilters.parse(["type=pdf"])}, ["--filter", "type=pdf"],
+    Case("filters", {"filters": parse_filters(["type=pdf"])}, ["--filter", "type=pdf"],
          {"filters": {"file_types": ["pdf"]}}, _only_pdf),
     Case("top_k", {"top_k": 2}, ["--top-k", "2"], {"limit": 2}, lambda r: 0 < len(passages(r)) <= 2),
     Case("threshold", {"threshold": 0.99}, ["--threshold", "0.99"], {"threshold": 0.99},

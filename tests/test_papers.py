@@ -23,7 +23,7 @@ from monjyu.ingest.sentences import statement_spans
 from monjyu.errors import ConfigError, IngestError
 from monjyu.ingest import Chunker, load_file
 from monjyu.config import ChunkingConfig
-from monjyu.retrieval import SearchFilters
+from monjyu.retrieval.filters import parse_filters
 
 from .conftest import BENCH_DATA, REPO
 
@@ -421,7 +421,7 @@ def test_kinds_and_metadata_filters_through_the_index(tmp_path, make_config):
     default = m.search("Author1 Surname1 referenced work venue", mode="keyword", top_k=20, answer=False)
     assert all(h.kind in ("text", "caption") for h in default.hits)
     refs = m.search("Author1 Surname1 referenced work venue", mode="keyword", top_k=5, answer=False,
-                    filters=SearchFilters.parse(["kind=reference"]))
+                    filters=parse_filters(["kind=reference"]))
     assert refs.hits and all(h.kind == "reference" for h in refs.hits)
     # the build embeds the sentences default searches read, not the reference list's
     cache = EmbeddingCache(Path(make_config().cache_dir) / "embeddings.sqlite")
@@ -432,9 +432,9 @@ def test_kinds_and_metadata_filters_through_the_index(tmp_path, make_config):
     body = m.search("marker phrase zebras", mode="keyword", top_k=1, answer=False).hits
     assert cached(body[0]) and not cached(refs.hits[0])
     for mode in ("vector", "keyword", "hybrid", "graph"):
-        hits = m.search("marker phrase zebras", mode=mode, top_k=10, answer=False, filters=SearchFilters.parse(["author=lovelace"])).hits
+        hits = m.search("marker phrase zebras", mode=mode, top_k=10, answer=False, filters=parse_filters(["author=lovelace"])).hits
         assert hits and all("Ada Lovelace" in h.authors for h in hits), mode
-        hits = m.search("marker phrase zebras", mode=mode, top_k=10, answer=False, filters=SearchFilters.parse(["year=1990-2005"])).hits
+        hits = m.search("marker phrase zebras", mode=mode, top_k=10, answer=False, filters=parse_filters(["year=1990-2005"])).hits
         assert hits and all(h.year == 2001 for h in hits), mode
     cited = m.search("Which marker phrase ends section 3?", top_k=3)
     assert cited.citations and cited.citations[0].label.startswith("Lovelace et al.")
@@ -444,9 +444,9 @@ def test_kinds_and_metadata_filters_through_the_index(tmp_path, make_config):
 
 def test_bad_year_and_kind_filters_are_refused():
     with pytest.raises(ConfigError, match="year"):
-        SearchFilters.parse(["year=nineteen"])
+        parse_filters(["year=nineteen"])
     with pytest.raises(ConfigError, match="kind"):
-        SearchFilters.parse(["kind=footnote"])
+        parse_filters(["kind=footnote"])
 
 
 def test_evidence_rerank_puts_the_stating_passage_first(tmp_path, make_config):

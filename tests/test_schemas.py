@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from typing import get_args
 
 import pytest
 from pydantic import ValidationError
@@ -29,8 +30,10 @@ def full_result() -> SearchResult:
         text="関係は？ how are RRF and reranking related",
         type="relationship",
         embedding=[0.1, -0.25, 1e-7],
-        filters=SearchFilters(file_ids=["doc-1"], file_types=["pdf", "md"], entity_types=["method"],
-                              date_range=DateRange(start=date(2023, 1, 1), end=date(2024, 12, 31)), min_relevance=0.05),
+        filters=SearchFilters(document_ids=["doc-1"], file_types=["pdf", "md"], entity_types=["person"], path_glob="a/*.pdf",
+                              date_from=date(2023, 1, 1), date_to=date(2024, 12, 31), min_relevance=0.05, authors=["Ro"],
+                              year_from=2019, year_to=2020, kinds=["table"], cites=["c"], cited_by=["d"],
+                              collections=["Thesis/Ch 2"], tags=["t"], item_types=["book"]),
         options=SearchOptions(limit=100, offset=40, include_metadata=False, include_highlights=False, rerank_enabled=False,
                               crag_enabled=True, strategies=["keyword", "graph"],
                               weights=SearchWeights(keyword=0.2, semantic=0.2, graph=0.6)),
@@ -72,11 +75,23 @@ def test_camel_case_names_from_the_spec_are_accepted_and_written():
     q = SearchQuery.model_validate({"text": "q", "filters": {"fileIds": ["a"], "minRelevance": 0.5,
                                                              "dateRange": {"start": "2024-01-01", "end": None}},
                                     "options": {"rerankEnabled": False, "cragEnabled": True, "includeHighlights": False}})
-    assert q.filters.file_ids == ["a"] and q.filters.min_relevance == 0.5 and q.filters.date_range.start == date(2024, 1, 1)
+    assert q.filters.document_ids == ["a"] and q.filters.min_relevance == 0.5 and q.filters.date_from == date(2024, 1, 1)
+    assert q.filters.date_to is None
     assert not q.options.rerank_enabled and q.options.crag_enabled and not q.options.include_highlights
     dumped = q.model_dump(by_alias=True)
-    assert dumped["filters"]["fileIds"] == ["a"] and dumped["options"]["rerankEnabled"] is False
-    assert "file_ids" in q.model_dump()["filters"]  # Python callers see snake_case
+    assert dumped["filters"]["documentIds"] == ["a"] and dumped["options"]["rerankEnabled"] is False
+    assert "document_ids" in q.model_dump()["filters"]  # Python callers see snake_case
+
+
+def test_the_spec_filter_form_reads_into_the_one_filter_type():
+    """searchFiltersSchema's names and ranges, nulls as Zod sends them, give the same filter as
+    this type's own names (the API's, the CLI's, MCP's)."""
+    spec = SearchFilters.model_validate({"fileIds": ["a"], "entityTypes": None, "dateRange": {"from": "2024-01-01"},
+                                         "year_range": {"start": 2019, "end": 2020}, "minRelevance": 0.3})
+    own = SearchFilters(document_ids=["a"], date_from="2024-01-01", year_from=2019, year_to=2020, min_relevance=0.3)
+    assert spec == own
+    with pytest.raises(ValidationError, match="after end"):
+        SearchFilters.model_validate({"yearRange": {"start": 2020, "end": 2019}})
 
 
 def test_typescript_dates_and_conv07_from_to_names():
@@ -126,12 +141,20 @@ def test_query_defaults_and_types():
 # ------------------------------------------------------------------ filters and dates
 def test_filters_defaults_and_lists():
     f = SearchFilters()
-    assert f.file_ids is None and f.file_types is None and f.entity_types is None and f.date_range is None
-    assert f.min_relevance == 0.3
-    f = SearchFilters(file_ids=[], file_types=["pdf"], entity_types=["person"])
-    assert f.file_ids == [] and f.file_types == ["pdf"]
-    with pytest.raises(ValidationError):
-        SearchFilters(file_ids="doc-1")
+    assert f.document_ids == [] and f.file_types == [] and f.entity_types == [] and f.date_from is None
+    assert f.min_relevance == 0.0 and not f.active
+    f = SearchFilters(document_ids=[], file_types=[".PDF"], entity_types=["person"], kinds=["Table"])
+    assert f.file_types == ["pdf"] and f.entity_types == ["PERSON"] and f.kinds == ["table"] and f.active
+    for bad in ({"document_ids": "doc-1"}, {"entity_types": ["method"]}, {"kinds": ["chapter"]}, {"year_from": 19}):
+        with pytest.raises(ValidationError):
+            SearchFilters(**bad)
+
+
+def test_filter_vocabularies_match_the_index():
+    from monjyu.nlp.noun_phrases import CONCEPT, ENTITY_LABELS, MISC
+    from monjyu.schemas import ENTITY_TYPES, Kind
+    from monjyu.types import KINDS
+    assert set(get_args(Kind)) == set(KINDS) and set(ENTITY_TYPES) == ENTITY_LABELS | {CONCEPT, MISC}
 
 
 @pytest.mark.parametrize("value", [0.0, 0.3, 1.0])
@@ -157,6 +180,8 @@ def test_date_range_reversed_is_refused():
         DateRange(start=date(2024, 1, 2), end=date(2024, 1, 1))
     with pytest.raises(ValidationError, match="after end"):
         SearchFilters.model_validate({"dateRange": {"start": "2024-06-01", "end": "2024-01-01"}})
+    with pytest.raises(ValidationError, match="reversed"):
+        SearchFilters(date_from="2024-06-01", date_to="2024-01-01")
 
 
 def test_date_range_needs_dates():
@@ -341,4 +366,4 @@ def test_make_highlight():
 
 def test_json_schema_is_snake_case_for_mcp_clients():
     schema = json.dumps(SearchQuery.model_json_schema())
-    assert '"file_ids"' in schema and '"fileIds"' not in schema and '"minLength": 1' in schema
+    assert '"document_ids"' in schema and '"documentIds"' not in schema and '"minLength": 1' in schema

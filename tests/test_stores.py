@@ -21,7 +21,7 @@ from monjyu import Monjyu, MonjyuConfig
 from monjyu.config import SearchConfig, StoreConfig, load_config
 from monjyu.errors import ConfigError, MonjyuError
 from monjyu.index import builder
-from monjyu.retrieval.filters import SearchFilters
+from monjyu import SearchFilters
 from monjyu.store import azure_search, object_store, postgres_store
 from tests.azure_search_server import API_KEY, FakeSearchServer
 from tests.conftest import SAMPLES, _name

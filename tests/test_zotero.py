@@ -20,7 +20,8 @@ from monjyu import Monjyu, MonjyuConfig
 from monjyu.errors import MonjyuError
 from monjyu.api import ALL_MODES
 from monjyu.ingest.zotero import read_library
-from monjyu.retrieval import SearchFilters
+from monjyu import SearchFilters
+from monjyu.retrieval.filters import library_documents, parse_filters
 from tests.conftest import BENCH_DATA
 from tests.test_options import cited_paths, passages
 
@@ -372,7 +373,7 @@ def test_collection_tag_and_item_type_filters_in_every_mode(library, cache_dir, 
     for expression, test in LIBRARY_FILTERS:
         allowed = allowed_paths(library, test)
         assert allowed
-        api = m.ask("statistical learning and feedback control", mode, filters=SearchFilters.parse([expression]),
+        api = m.ask("statistical learning and feedback control", mode, filters=parse_filters([expression]),
                     top_k=5).to_dict()
         run = subprocess.run([sys.executable, "-m", "monjyu.cli", "search", "statistical learning and feedback control",
                               "--index", str(library["index"]), "--config", str(library["config"]), "--mode", mode,
@@ -413,10 +414,10 @@ def test_library_filters_through_mcp_and_the_web_app(library, cache_dir):
 def test_a_collection_filter_takes_its_subcollections():
     library = {"a": {"collections": ["Thesis"]}, "b": {"collections": ["Thesis/Chapter 2"]},
                "c": {"collections": ["Thesis 2"]}, "d": {"collections": ["Other/Thesis"]}, "e": {}}
-    assert SearchFilters.parse(["collection=thesis"]).library_documents(library) == {"a", "b"}
-    assert SearchFilters.parse(["collection=Thesis/Chapter 2"]).library_documents(library) == {"b"}
-    both = SearchFilters.parse(["collection=Thesis", "tag=x"])
-    assert both.library_documents({"a": {"collections": ["Thesis"], "tags": ["X"]}, "b": {"collections": ["Thesis"]}}) == {"a"}
+    assert library_documents(parse_filters(["collection=thesis"]), library) == {"a", "b"}
+    assert library_documents(parse_filters(["collection=Thesis/Chapter 2"]), library) == {"b"}
+    both = parse_filters(["collection=Thesis", "tag=x"])
+    assert library_documents(both, {"a": {"collections": ["Thesis"], "tags": ["X"]}, "b": {"collections": ["Thesis"]}}) == {"a"}
 
 
 def test_citation_keys_from_extra_and_better_bibtex(library, tmp_path):

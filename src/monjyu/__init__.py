@@ -13,11 +13,11 @@ if TYPE_CHECKING:
     from .api import Monjyu
     from .config import MonjyuConfig, load_config
     from .errors import MonjyuError
-    from .retrieval import SearchFilters
+    from .schemas import SearchFilters
     from .types import Document, SearchHit, SearchResults, TextUnit
 
 _EXPORTS = {"Monjyu": ".api", "MonjyuConfig": ".config", "load_config": ".config", "MonjyuError": ".errors",
-            "SearchFilters": ".retrieval", "Document": ".types", "SearchHit": ".types",
+            "SearchFilters": ".schemas", "Document": ".types", "SearchHit": ".types",
             "SearchResults": ".types", "TextUnit": ".types"}
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"

@@ -170,11 +170,11 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                                  "by the question's type); default: the configured mode")] = None,
         limit: Annotated[Limit, Field(description="passages to return, 1-100")] = 10,
         offset: Annotated[Offset, Field(description="skip this many passages (paging)")] = 0,
-        filters: Annotated[SearchFilters | None, Field(description="file_ids (document ids), file_types (pdf, md, "
-                                                       "...), entity_types (PERSON, ORG, GPE, ..., CONCEPT: "
-                                                       "passages naming such a phrase), date_range {start, "
-                                                       "end}, min_relevance (share of the best score, 0-1), "
-                                                       "authors (name parts), year_range {start, end}, kinds "
+        filters: Annotated[SearchFilters | None, Field(description="document_ids, file_types (pdf, md, ...), "
+                                                       "path_glob, entity_types (PERSON, ORG, GPE, ..., CONCEPT: "
+                                                       "passages naming such a phrase), date_from, date_to "
+                                                       "(YYYY-MM-DD), min_relevance (share of the best score, 0-1), "
+                                                       "authors (name parts), year_from, year_to, kinds "
                                                        "(text, caption, reference, front, figure, table, annotation; default "
                                                        "text, caption and annotation: the user's highlights and "
                                                        "notes), cites (only papers citing these document "

@@ -9,10 +9,10 @@ Rules cite the spec's Zod schema they come from.
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import (AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, StringConstraints,
-                      model_validator)
+from pydantic import (AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo,
+                      field_validator, model_validator)
 from pydantic.alias_generators import to_camel
 
 QueryType = Literal["local", "global", "relationship", "hybrid"]
@@ -28,6 +28,13 @@ Millis = Annotated[float, Field(ge=0.0)]
 QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Limit = Annotated[int, Field(ge=1, le=100)]  # results per page
 Offset = Annotated[int, Field(ge=0)]
+Year = Annotated[int, Field(ge=1000, le=9999)]
+Kind = Literal["text", "caption", "reference", "front", "figure", "table", "annotation"]  # types.KINDS
+# What a noun phrase of Level 1 is typed: spaCy's entity labels, MISC (a proper noun without
+# one) or CONCEPT (no named entity); Japanese proper nouns take the same labels.
+EntityType = Literal["CONCEPT", "EVENT", "FAC", "GPE", "LANGUAGE", "LAW", "LOC", "MISC", "NORP", "ORG", "PERSON",
+                     "PRODUCT", "WORK_OF_ART"]
+ENTITY_TYPES = get_args(EntityType)
 
 WEIGHT_TOLERANCE = 0.01  # weights must sum to 1 within this
 
@@ -59,8 +66,8 @@ class DateRange(Schema):
 class YearRange(Schema):
     """Inclusive publication years; either end may be open."""
 
-    start: int | None = Field(None, ge=1000, le=9999)
-    end: int | None = Field(None, ge=1000, le=9999)
+    start: Year | None = None
+    end: Year | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> YearRange:
@@ -70,21 +77,75 @@ class YearRange(Schema):
 
 
 class SearchFilters(Schema):
-    """Which results may be returned (searchFiltersSchema). None means no restriction."""
+    """Which units a search may return: the one filter type of the API, the CLI (`--filter
+    key=value`), MCP and HTTP. Empty lists and unset ends mean no restriction; every value is
+    compared as data, never spliced into a query. The spec's searchFiltersSchema form is read
+    too: `file_ids` for `document_ids`, `date_range` and `year_range` {start, end} for the ends."""
 
-    file_ids: list[str] | None = None
-    file_types: list[str] | None = None  # "pdf", "md", ... (CONV-07's fileTypes)
-    entity_types: list[str] | None = None
-    date_range: DateRange | None = None
-    min_relevance: Unit = 0.3
-    authors: list[str] | None = None  # any author whose name contains one of these
-    year_range: YearRange | None = None  # publication year (papers)
-    kinds: list[Literal["text", "caption", "reference", "front", "figure", "table", "annotation"]] | None = None  # default: text, caption, annotation
-    cites: list[str] | None = None  # only papers that cite these documents (the collection's citation graph)
-    cited_by: list[str] | None = None  # only papers these documents cite
-    collections: list[str] | None = None  # a reference manager's (Zotero's) collections, subcollections included
-    tags: list[str] | None = None  # its tags (any of them)
-    item_types: list[str] | None = None  # its item types (journalArticle, book, preprint, ...)
+    document_ids: list[str] = Field(default_factory=list)
+    file_types: list[str] = Field(default_factory=list)  # "pdf", "md", ... (a leading dot and case ignored)
+    path_glob: str = ""  # matched from the right: "papers/*.pdf" matches /any/where/papers/x.pdf
+    date_from: date | None = None  # the document's date, inclusive
+    date_to: date | None = None
+    entity_types: list[EntityType] = Field(default_factory=list)  # units naming a phrase of these types (Level 1)
+    min_relevance: Unit = 0.0  # drop results scoring below this share of the best result's score
+    authors: list[str] = Field(default_factory=list)  # any author whose name contains one of these (case ignored)
+    year_from: Year | None = None  # publication year (papers), inclusive
+    year_to: Year | None = None
+    kinds: list[Kind] = Field(default_factory=list)  # unit kinds; empty: text, caption and annotation
+    cites: list[str] = Field(default_factory=list)  # only papers citing each of these documents (citation graph)
+    cited_by: list[str] = Field(default_factory=list)  # only papers each of these documents cites
+    # A reference manager's (Zotero's): its collections (with their subcollections), tags and item
+    # types; any value of a list matches, ignoring case.
+    collections: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    item_types: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spec_form(cls, data: Any) -> Any:
+        """The spec's names and ranges read into this type's; a null means unset, as Zod sends it."""
+        if not isinstance(data, dict):
+            return data
+        data = {key: value for key, value in data.items() if value is not None}
+        for name in ("file_ids", "fileIds"):
+            if name in data:
+                data.setdefault("document_ids", data.pop(name))
+        for field, ends, model in (("date", ("date_from", "date_to"), DateRange),
+                                   ("year", ("year_from", "year_to"), YearRange)):
+            for name in (f"{field}_range", f"{field}Range"):
+                if name in data:
+                    span = model.model_validate(data.pop(name))
+                    data.update({end: value for end, value in zip(ends, (span.start, span.end)) if value is not None})
+        return data
+
+    @field_validator("file_types", "entity_types", "kinds", mode="before")
+    @classmethod
+    def _normalised(cls, values: Any, info: ValidationInfo) -> Any:
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return values
+        if info.field_name == "file_types":
+            return [v.lower().lstrip(".") for v in values]
+        return [v.upper() for v in values] if info.field_name == "entity_types" else [v.lower() for v in values]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SearchFilters:
+        for name, start, end in (("date", self.date_from, self.date_to), ("year", self.year_from, self.year_to)):
+            if start and end and start > end:
+                raise ValueError(f"filter {name} range is reversed: {start} > {end}; swap them")
+        return self
+
+    @property
+    def active(self) -> bool:
+        """Whether it restricts which units may be found (min_relevance only trims scores)."""
+        return bool(self.document_ids or self.file_types or self.path_glob or self.date_from or self.date_to
+                    or self.entity_types or self.authors or self.year_from or self.year_to or self.kinds
+                    or self.cites or self.cited_by or self.library_active)
+
+    @property
+    def library_active(self) -> bool:
+        """Whether it filters by a reference manager's collections, tags or item types."""
+        return bool(self.collections or self.tags or self.item_types)
 
 
 class SearchWeights(Schema):

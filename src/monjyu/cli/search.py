@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..api import DEFAULT_INDEX_DIR, Monjyu
 from ..errors import MonjyuError
-from ..retrieval import SearchFilters
+from ..retrieval.filters import parse_filters
 from ..types import ANNOTATION
 from .shell import app, out, IndexOpt, ConfigOpt, JsonOpt, _facade, _fail
 
@@ -58,7 +58,7 @@ def search(
     if query == "-":
         query = sys.stdin.read()
     try:
-        filters = SearchFilters.parse(filter_ or [])
+        filters = parse_filters(filter_ or [])
         m = _facade(index, config)
         if trace and (mode or m.config.search.mode) != "lazy":
             raise MonjyuError("--trace shows lazy search's path: it is taken by mode lazy")

@@ -16,7 +16,8 @@ from ..errors import MonjyuError
 from ..levels.entity_graph import EntityGraph
 from ..llm import UsageScope
 from ..query import Query
-from ..retrieval import SearchFilters, Searcher
+from ..retrieval import Searcher
+from ..schemas import SearchFilters
 from ..retrieval.fusion import weighted_rrf
 from ..retrieval.passages import join_adjacent
 from ..retrieval.searcher import WALK_HEADS

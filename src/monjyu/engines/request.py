@@ -13,9 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .. import schemas
 from ..errors import MonjyuError
-from ..retrieval.filters import SearchFilters
+from ..schemas import SearchFilters
 
 MODES = ("vector", "keyword", "hybrid", "graph")  # the retrieval modes of baseline RAG (`search`)
 ALL_MODES = MODES + ("hybridrag", "lazy", "auto")  # what `ask` runs (auto routes by the question's type)
@@ -39,8 +38,7 @@ class SearchRequest:
     mode: str | None = None  # one of ALL_MODES; None: search.mode
     top_k: int | None = _option(None, ALL_MODES, "how many units or passages; default search.top_k")
     offset: int = _option(0, ALL_MODES, "units or passages to skip (paging)")
-    filters: SearchFilters | None = _option(None, ALL_MODES, "metadata filters bounding every unit searched "
-                                            "(the public schemas.SearchFilters is taken too)")
+    filters: SearchFilters | None = _option(None, ALL_MODES, "metadata filters bounding every unit searched")
     threshold: float | None = _option(None, ALL_MODES, "keep only units whose cosine similarity to the query reaches it")
     answer: bool = _option(True, ALL_MODES, "False returns the ranked units only")
     expand: bool = _option(False, MODES, "also search LLM rewrites of the query (needs an LLM)")
@@ -55,10 +53,6 @@ class SearchRequest:
     on_phase: Callable[[str, dict], None] | None = _runtime(LAZY, "called as each phase runs")
     conversation: Any = _runtime(LAZY, "the LazyConversation a follow-up is asked in (the API's own object)")
     public: Any = _runtime(HYBRIDRAG, "the schemas.SearchQuery it came as (its type, embedding and echo)")
-
-    def __post_init__(self) -> None:
-        if isinstance(self.filters, schemas.SearchFilters):  # as the MCP tools and HTTP clients send them
-            object.__setattr__(self, "filters", SearchFilters.from_request(self.filters))
 
     def given(self) -> list[str]:
         """The options set to other than their defaults (what `check` holds against the mode)."""

@@ -24,6 +24,7 @@ from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 
 from ..runtime import WorkerLogs, forward_logs
+from ..schemas import ENTITY_TYPES
 from .analyzer import EN_STOPWORDS
 from .lang import detect_language
 
@@ -34,12 +35,11 @@ MAX_WORDS = 6
 MIN_TEXTS_PER_WORKER = 64  # smaller batches stay in this process: a worker's start costs ~2 s
 WORKER_CHUNK = 128  # texts per task: workers take the next one as they finish, never waiting for each other
 MAX_TOKEN_CHARS = 30
-ENTITY_LABELS = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
 CONCEPT = "CONCEPT"  # the type of a noun phrase that is not a named entity
+MISC = "MISC"  # a proper noun without a named-entity label (English by tags; Japanese of no subclass)
+ENTITY_LABELS = set(ENTITY_TYPES) - {CONCEPT, MISC}  # spaCy's entity labels kept as types
 # Sudachi's proper-noun subclasses, in spaCy's label names so one `entity_types` filter fits both languages.
 _JA_PROPER = {"人名": "PERSON", "地名": "GPE", "組織名": "ORG"}
-MISC = "MISC"  # a proper noun without a named-entity label (English by tags; Japanese of no subclass)
-ENTITY_TYPES = sorted(ENTITY_LABELS | {CONCEPT, MISC})
 _DROP_POS = {"DET", "PRON", "PUNCT", "SYM", "CCONJ", "PART", "NUM", "SPACE", "ADP"}
 # Generic phrases that connect everything and mean nothing in a concept graph.
 STOP_PHRASES = frozenset("""

@@ -1,8 +1,7 @@
 """Pure ranking over a loaded index generation: vector, keyword (BM25), fusion. No LLM."""
 
-from .filters import SearchFilters
 from .fusion import linear_fusion, weighted_rrf
 from .loaded import LoadedIndex
 from .searcher import Searcher
 
-__all__ = ["LoadedIndex", "SearchFilters", "Searcher", "linear_fusion", "weighted_rrf"]
+__all__ = ["LoadedIndex", "Searcher", "linear_fusion", "weighted_rrf"]

@@ -24,7 +24,8 @@ from ..store.lancedb_store import DOCUMENTS, TEXT_UNITS
 from ..store.unit_vectors import load_unit_vectors
 from ..types import DEFAULT_KINDS
 from .communities import CommunityIndex
-from .filters import SearchFilters
+from ..schemas import SearchFilters
+from .filters import library_documents, unit_mask
 from .graph import PhraseGraph
 
 META_COLUMNS = ["id", "document_id", "chunk_index", "text", "title", "source_path", "file_type",
@@ -176,7 +177,7 @@ class LoadedIndex:
         (reference lists and front matter only when asked for with kind=)."""
         if filters is None or not filters.active:
             if self._default_mask is None:
-                self._default_mask = SearchFilters().mask(self.columns)
+                self._default_mask = unit_mask(SearchFilters(), self.columns)
             if not self._default_mask.all():
                 return self._default_mask
             return None
@@ -195,9 +196,9 @@ class LoadedIndex:
             entity_units = self.graph.units_of_types(filters.entity_types)
         papers = self.citing_documents(filters)
         if filters.library_active:
-            in_library = filters.library_documents(self.library(filtering=True))
+            in_library = library_documents(filters, self.library(filtering=True))
             papers = in_library if papers is None else papers & in_library
-        return filters.mask(c, entity_units, papers)
+        return unit_mask(filters, c, entity_units, papers)
 
     def citing_documents(self, filters: SearchFilters) -> set[str] | None:
         """The papers that `cites=` and `cited-by=` leave (None when neither is set)."""

@@ -22,7 +22,8 @@ from ..query import Query
 from ..store.unit_vectors import scores_of_all
 from ..types import SearchHit, SearchResults
 from .evidence import EvidenceReranker, EvidenceWeights
-from .filters import SearchFilters
+from ..schemas import SearchFilters
+from .filters import trim
 from .fusion import linear_fusion, weighted_rrf
 from .loaded import LoadedIndex
 from .rankers import CommunityRanker, GraphRanker, KeywordRanker, VectorRanker
@@ -198,10 +199,9 @@ class Searcher:
             total = len(ranked)
         else:
             raise MonjyuError(f"unknown search mode '{mode}' (vector, keyword, hybrid, graph)")
-        if filters is not None:
-            kept = filters.trim(ranked)
-            if len(kept) < len(ranked):  # the rest scored below min_relevance: none of them is counted
-                ranked, total = kept, len(kept)
+        kept = trim(filters, ranked)
+        if len(kept) < len(ranked):  # the rest scored below min_relevance: none of them is counted
+            ranked, total = kept, len(kept)
         page = ranked[offset:need]
         hits = [self.hit(row, score, offset + i + 1, vec.get(row), kw.get(row)) for i, (row, score) in enumerate(page)]
         timings["search_ms"] = (time.perf_counter() - t0) * 1000

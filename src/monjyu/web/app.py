@@ -23,7 +23,7 @@ from ..access import LOOPBACK_NAMES, AccessGuard
 from ..api import Monjyu
 from ..config import LAZY_PRESETS
 from ..errors import IndexNotFoundError, MonjyuError
-from ..retrieval import SearchFilters
+from ..retrieval.filters import parse_filters
 from ..types import LazySearchResult
 
 STATIC = Path(__file__).parent / "static"
@@ -138,7 +138,7 @@ def search_options(body: dict[str, Any], max_query_chars: int) -> tuple[str, str
     expressions = [f"{k}={str(v).strip()}" for k, v in filters.items() if str(v or "").strip()]
     if expressions:
         try:
-            options["filters"] = SearchFilters.parse(expressions)
+            options["filters"] = parse_filters(expressions)
         except MonjyuError as exc:
             raise BadParameter(f"'filters': {exc}") from None
     preset = body.get("preset")

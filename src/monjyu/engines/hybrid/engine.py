@@ -16,7 +16,9 @@ from ...config import HybridConfig, RerankConfig, SearchConfig
 from ...levels.entity_graph import EntityGraph
 from ...errors import MonjyuError, ServiceError
 from ...query import Query
-from ...retrieval import SearchFilters, Searcher
+from ...retrieval import Searcher
+from ...retrieval.filters import trim
+from ...schemas import SearchFilters
 from ...retrieval.rankers import QUERY_TEXT_CHARS
 from ...retrieval.rounds import feedback_round, sentence_naming
 from ...retrieval.searcher import WALK_HEADS
@@ -245,8 +247,7 @@ class HybridRAGEngine:
             fused, per, metrics, level3 = await self._deepen(asked, vector, n, mask, cls, w, found, fused, per, metrics)
             timings["level3_ms"] = (time.perf_counter() - t3) * 1000
         best = {k: max(scores.values()) for k, scores in per.items() if scores}
-        if filters is not None:
-            fused = filters.trim(fused)
+        fused = trim(filters, fused)
         timings["search_ms"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()

@@ -16,9 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...errors import MonjyuError
-from ... import schemas
-from ...retrieval import SearchFilters, Searcher
-from ...schemas import (CRAGScore, Highlight, HighlightOffset, RelevanceScore, ResultMetadata, SearchOptions, SearchQuery,
+from ...retrieval import Searcher
+from ...schemas import (CRAGScore, Highlight, HighlightOffset, RelevanceScore, ResultMetadata, SearchFilters, SearchOptions, SearchQuery,
                         SearchResult, SearchResultContent, SearchResultItem, SearchResultSources, SearchStrategyMetrics,
                         StrategyMetric)
 from ...types import HybridItem, HybridSearchResult
@@ -148,7 +147,7 @@ def public_request(text: str, top_k: int, offset: int, filters: SearchFilters | 
         options["weights"] = weights
     try:
         return SearchQuery(text=text, options=SearchOptions(**options),
-                           filters=filters.to_request() if filters else schemas.SearchFilters(min_relevance=0.0))
+                           filters=filters or SearchFilters())
     except ValidationError as exc:
         err = exc.errors()[0]
         # The request's names, spelt as the arguments (limit is top_k, *_enabled the flags).

@@ -15,7 +15,8 @@ from ...config import LazyConfig
 from ...levels.reports import community_key
 from ...llm import LLM, UsageScope
 from ...query import Query
-from ...retrieval import SearchFilters, Searcher
+from ...retrieval import Searcher
+from ...schemas import SearchFilters
 from ...retrieval.communities import Community
 from ...types import Claim, LazySearchResult
 from ..relevance import LocalRelevanceScorer

@@ -35,7 +35,8 @@ from ...levels.entity_graph import EntityGraph
 from ...llm import LLM, UsageScope
 from ...llm.replies import structured_reply
 from ...query import Query
-from ...retrieval import SearchFilters, Searcher
+from ...retrieval import Searcher
+from ...schemas import SearchFilters
 from ...retrieval.communities import Community
 from ...retrieval.fusion import weighted_rrf
 from ...types import LazySearchResult, RelevantSentence

@@ -38,7 +38,8 @@ from ...nlp.analyzer import Analyzer
 from ...nlp.lang import detect_language
 from ...nlp.spelling import spellings, written_form
 from ...query import Query
-from ...retrieval import SearchFilters, Searcher
+from ...retrieval import Searcher
+from ...schemas import SearchFilters
 from ...retrieval.communities import Community
 from ...types import Answer, Citation
 from ..citations import citation_for
