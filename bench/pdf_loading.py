@@ -14,12 +14,18 @@ import argparse
 import io
 import json
 import logging
+import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
 import unicodedata
 import warnings
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from worktree import checkout, environment  # noqa: E402
 
 LIGATURES = re.compile("[\ufb00-\ufb06]")
 
@@ -42,16 +48,29 @@ def plumber_text(data: bytes) -> tuple[int, str]:
         return len(pdf.pages), "\n".join(p.extract_text() or "" for p in pdf.pages)
 
 
+def _pages(path: Path) -> int:
+    """One file loaded as the build loads it (in a worker process): its page count."""
+    from monjyu.config import IngestConfig
+    from monjyu.index.distributed import run_all
+    from monjyu.ingest import load_file
+
+    return sum(doc.metadata.get("pages", 0) for doc in load_file(path, path.name, IngestConfig()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dir", type=Path, default=Path("../shared/bench-data/papers-pdf"))
     parser.add_argument("--gold", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/papers_pdf_gold.json")
     parser.add_argument("--no-plumber", action="store_true", help="skip pdfplumber (slow)")
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="worker processes of the build's loading")
+    parser.add_argument("--baseline", help="an earlier commit whose loader is timed too, same run")
+    parser.add_argument("--monjyu-only", action="store_true", help=argparse.SUPPRESS)  # a baseline's run
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # pypdf's warnings are not what is measured
     warnings.simplefilter("ignore")
     from monjyu.config import IngestConfig
+    from monjyu.index.distributed import run_all
     from monjyu.ingest import load_file
 
     files = sorted(args.dir.glob("*.pdf"))
@@ -77,6 +96,19 @@ def main() -> None:
         return doc.metadata.get("pages", 0), doc.text
 
     run("monjyu (pypdfium2 layout)", monjyu)
+    t0 = time.perf_counter()
+    pages = sum(run_all(None, _pages, [(f,) for f in files], lambda n: None, processes=args.processes))
+    seconds = time.perf_counter() - t0
+    results[f"monjyu, {args.processes} processes"] = {"pages": pages, "seconds": round(seconds, 2),
+                                                      "pages_per_s": round(pages / seconds, 1)}
+    if args.monjyu_only:
+        print(json.dumps({name: {k: v for k, v in r.items()} for name, r in results.items()}))
+        return
+    if args.baseline:
+        with tempfile.TemporaryDirectory() as tmp, checkout(args.baseline, Path(tmp) / "baseline") as src:
+            out = subprocess.run([sys.executable, __file__, "--dir", str(args.dir), "--processes", str(args.processes),
+                                  "--monjyu-only"], env=environment(src), capture_output=True, text=True, check=True)
+        results.update({f"{name} @ {args.baseline}": r for name, r in json.loads(out.stdout.splitlines()[-1]).items()})
     run("pypdf", lambda f: pypdf_text(blobs[f]))
     if not args.no_plumber:
         run("pdfplumber", lambda f: plumber_text(blobs[f]))

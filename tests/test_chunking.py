@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from monjyu.config import ChunkingConfig
 from monjyu.ingest import Chunker
 from monjyu.ingest.sentences import split_sentences
@@ -16,6 +18,26 @@ def test_english_sentences_respect_abbreviations():
     text = "Dr. Smith met Prof. Lee at 3 p.m. on Jan. 5. They discussed BM25. It went well!"
     spans = [text[s:e] for s, e in split_sentences(text)]
     assert spans == ["Dr. Smith met Prof. Lee at 3 p.m. on Jan. 5.", "They discussed BM25.", "It went well!"]
+
+
+@pytest.mark.parametrize("text", [
+    "Yes. Yes. Yes. No.", "aa. aa. aa.", "It rose.\u00a0\u2003It fell.  It rose.\u3000", "A (i) b. A (i) b.\n",
+    "Dr. Smith met Prof. Lee at 3 p.m. on Jan. 5. They discussed BM25. It went well!",
+    "検索拡張生成は有効である。グラフも使える！本当か？はい。はい。",
+])
+def test_sentences_are_found_back_as_pysbd_finds_them(text):
+    """The segmenter finds each sentence back with str.find: the same spans as pysbd's own regex
+    search, repeated sentences and Unicode spaces included."""
+    import pysbd
+
+    from monjyu.ingest.sentences import _segmenter
+    for lang in ("en", "ja"):
+        ours = _segmenter(lang)
+        theirs = pysbd.Segmenter(language=lang, clean=False, char_span=False)
+        assert ours.segment(text) == theirs.segment(text)
+        ours.segment(text)
+        assert [(s.sent, s.start, s.end) for s in ours.sentences_with_char_spans(ours.processor(text).process())] == \
+            [(s.sent, s.start, s.end) for s in theirs.sentences_with_char_spans(theirs.processor(text).process())]
 
 
 def test_japanese_sentences():

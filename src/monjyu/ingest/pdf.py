@@ -27,6 +27,8 @@ from .references import DOI
 from .structure import Block, heading_level, is_caption, is_references_heading, line_separator, normalize
 
 _SOFT_HYPHENS = {0x02, 0xFFFE, 0xAD}
+_NO_SOFT_HYPHENS = dict.fromkeys(_SOFT_HYPHENS)  # str.translate: drop them
+_BREAKS = _SOFT_HYPHENS | {0x0D, 0x0A}  # where a line may end
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?:um)?\b|-medi|cmbx|cmb10|\.b$|,bold", re.IGNORECASE)
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–—(\[]?\s*(?:\d{1,4}|[ivxlc]{1,6})\s*[-–—)\]]?(?:\s*(?:of|/)\s*\d{1,4})?$",
                           re.IGNORECASE)
@@ -97,20 +99,48 @@ def _font(raw, textpage, index: int, buf) -> tuple[float, bool]:
     return size, bold
 
 
-def page_lines(page, number: int, split_gaps: bool = False, gap: float = 1.5) -> list[Line]:
-    """The page's lines as PDFium breaks them, each with its box and the font of three sampled
-    characters (first, middle, last: a line is bold only if all three are). With `split_gaps`
-    (page 1: author grids) a line is also cut where its characters leave a horizontal gap wider
-    than `gap` font sizes. Pieces PDFium gives as lines of their own on one baseline (some
-    producers break after every word) are joined again."""
+def _char(code: int) -> str:
+    """The character of a code point, a space for a code that is none."""
+    return chr(code) if code < 0x110000 and not 0xD800 <= code < 0xE000 else " "
+
+
+def _char_codes(raw, textpage, n: int) -> tuple[list[int], str]:
+    """Each character's code point, as FPDFText_GetUnicode gives it, and the page's characters as
+    a string, one per code point. One FPDFText_GetText call (UTF-16) reads them all where each is
+    one code unit; those it writes as U+FFFE (GetUnicode's 0 and 2, or U+FFFE itself) are asked
+    again one by one, and a page with characters beyond the BMP is read one at a time."""
+    buf = (ctypes.c_ushort * (n + 1))()
+    if n and raw.FPDFText_GetText(textpage, 0, n, buf) == n + 1:
+        try:
+            text = bytes(buf)[:2 * n].decode("utf-16-le")
+        except UnicodeDecodeError:  # a lone surrogate
+            text = ""
+        if len(text) == n:  # no surrogate pairs: one code unit per character
+            codes, chars = list(map(ord, text)), list(text)
+            i = text.find("\ufffe")
+            while i >= 0:
+                codes[i] = raw.FPDFText_GetUnicode(textpage, i)
+                chars[i] = _char(codes[i])
+                i = text.find("\ufffe", i + 1)
+            return codes, "".join(chars)
+    codes = [raw.FPDFText_GetUnicode(textpage, i) for i in range(n)]
+    return codes, "".join(map(_char, codes))
+
+
+def page_lines(page, number: int, split_at: tuple[float | None, ...] = (None,)) -> list[list[Line]]:
+    """The page's lines, once for each entry of `split_at`, from one read of its characters: None,
+    as PDFium breaks them; a number (page 1: author grids), also cut where the characters leave a
+    horizontal gap wider than that many font sizes. Each line has its box and the font of three
+    sampled characters (first, middle, last: a line is bold only if all three are). Pieces PDFium
+    gives as lines of their own on one baseline (some producers break after every word) are
+    joined again."""
     import pypdfium2.raw as raw
 
     textpage = page.get_textpage()
     try:
         h = textpage.raw
         n = raw.FPDFText_CountChars(h)
-        codes = [raw.FPDFText_GetUnicode(h, i) for i in range(n)]
-        lines: list[Line] = []
+        codes, chars = _char_codes(raw, h, n)
         left, right, bottom, top = (ctypes.c_double() for _ in range(4))
         buf = ctypes.create_string_buffer(128)
 
@@ -122,31 +152,40 @@ def page_lines(page, number: int, split_gaps: bool = False, gap: float = 1.5) ->
             """A soft hyphen ends a row without a line break of its own: the next character is lower."""
             return codes[i] in _SOFT_HYPHENS and 0 < i < n - 1 and box(i + 1)[3] < box(i - 1)[1]
 
-        start = 0
-        for i in range(n + 1):
-            if i < n and codes[i] not in (0x0D, 0x0A) and not wraps_after(i):
-                continue
-            pieces = [[j for j in range(start, i) if codes[j] > 0x20 and codes[j] not in _SOFT_HYPHENS]]
-            if split_gaps and pieces[0]:
-                pieces = _split_at_gaps(pieces[0], box, _font(raw, h, pieces[0][0], buf)[0], gap)
-            for k, idx in enumerate(pieces):
-                if not idx:
-                    continue
-                lo, hi = (idx[0], idx[-1] + 1) if len(pieces) > 1 else (start, i)
-                text = "".join(chr(c) if c < 0x110000 and not 0xD800 <= c < 0xE000 else " "
-                               for c in codes[lo:hi] if c not in _SOFT_HYPHENS)
-                hyphen = k == len(pieces) - 1 and any(codes[j] in _SOFT_HYPHENS for j in range(idx[-1] + 1, min(i + 1, n)))
-                fonts = [_font(raw, h, j, buf) for j in (idx[0], idx[len(idx) // 2], idx[-1])]
-                (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = box(idx[0]), box(idx[-1])
-                rotated = abs(raw.FPDFText_GetCharAngle(h, idx[len(idx) // 2])) > 0.1
-                raw.FPDFText_GetCharOrigin(h, idx[0], ctypes.byref(left), ctypes.byref(bottom))
-                lines.append(Line(number, text, min(ax0, bx0), min(ay0, by0), max(ax1, bx1), max(ay1, by1),
-                                  statistics.median(f[0] for f in fonts), all(f[1] for f in fonts), rotated, hyphen,
-                                  bottom.value))
-            start = i + 1
-        return _join_fragments(lines, gap if split_gaps else 1.5)
+        ends = [i for i, c in enumerate(codes) if c in _BREAKS and (c in (0x0D, 0x0A) or wraps_after(i))] + [n]
+        return [_join_fragments(_lines(raw, h, number, codes, chars, ends, box, buf, gap), gap or 1.5)
+                for gap in split_at]
     finally:
         textpage.close()
+
+
+def _lines(raw, h, number: int, codes: list[int], chars: str, ends: list[int], box, buf,
+           gap: float | None) -> list[Line]:
+    """The lines of a page's characters ending at `ends` (breaks and wrapping soft hyphens),
+    each cut at gaps wider than `gap` font sizes when it is given."""
+    n = len(codes)
+    left, bottom = ctypes.c_double(), ctypes.c_double()
+    lines: list[Line] = []
+    start = 0
+    for i in ends:
+        pieces = [[j for j in range(start, i) if codes[j] > 0x20 and codes[j] not in _SOFT_HYPHENS]]
+        if gap is not None and pieces[0]:
+            pieces = _split_at_gaps(pieces[0], box, _font(raw, h, pieces[0][0], buf)[0], gap)
+        for k, idx in enumerate(pieces):
+            if not idx:
+                continue
+            lo, hi = (idx[0], idx[-1] + 1) if len(pieces) > 1 else (start, i)
+            text = chars[lo:hi].translate(_NO_SOFT_HYPHENS)
+            hyphen = k == len(pieces) - 1 and any(codes[j] in _SOFT_HYPHENS for j in range(idx[-1] + 1, min(i + 1, n)))
+            fonts = [_font(raw, h, j, buf) for j in (idx[0], idx[len(idx) // 2], idx[-1])]
+            (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = box(idx[0]), box(idx[-1])
+            rotated = abs(raw.FPDFText_GetCharAngle(h, idx[len(idx) // 2])) > 0.1
+            raw.FPDFText_GetCharOrigin(h, idx[0], ctypes.byref(left), ctypes.byref(bottom))
+            lines.append(Line(number, text, min(ax0, bx0), min(ay0, by0), max(ax1, bx1), max(ay1, by1),
+                              statistics.median(f[0] for f in fonts), all(f[1] for f in fonts), rotated, hyphen,
+                              bottom.value))
+        start = i + 1
+    return lines
 
 
 def _join_fragments(lines: list[Line], gap: float) -> list[Line]:
@@ -595,9 +634,10 @@ def read_pdf(name: str, data: bytes) -> PdfPaper:
             page = pdf[number - 1]
             try:
                 w, h = page.get_size()
-                lines = page_lines(page, number, split_gaps=number == 1)
                 if number == 1:  # names one space-and-a-bit apart: cut finer for the byline
-                    byline = page_lines(page, number, split_gaps=True, gap=0.8)
+                    lines, byline = page_lines(page, number, (1.5, 0.8))
+                else:
+                    [lines] = page_lines(page, number)
             finally:
                 page.close()
             if not any(ln.text.strip() for ln in lines):

@@ -7,6 +7,7 @@ import unicodedata
 from functools import lru_cache
 
 import pysbd
+from pysbd.utils import TextSpan
 
 from ..nlp.lang import detect_language
 from .structure import heading_level
@@ -15,9 +16,32 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 _WRAPPED = re.compile(r"\n(?=[a-z(])")  # a hard line wrap inside a sentence: the next line goes on in lower case
 
 
+class _Segmenter(pysbd.Segmenter):
+    """pysbd's segmenter, finding each sentence back in the text with `str.find` where pysbd
+    compiles a pattern of the sentence itself (`re.escape(sentence)` and trailing whitespace),
+    which no cache can keep: the same spans, found as its `finditer` finds them."""
+
+    def sentences_with_char_spans(self, sentences):
+        text, spans, prior_end = self.original_text, [], 0
+        for sent in sentences:
+            if not sent:
+                return super().sentences_with_char_spans(sentences)
+            pos = 0
+            while (start := text.find(sent, pos)) >= 0:
+                end = start + len(sent)
+                while end < len(text) and text[end].isspace():  # what `\s*` takes
+                    end += 1
+                if end > prior_end:
+                    spans.append(TextSpan(text[start:end], start, end))
+                    prior_end = end
+                    break
+                pos = end  # finditer goes on after the match: matches never overlap
+        return spans
+
+
 @lru_cache(maxsize=4)
 def _segmenter(lang: str) -> pysbd.Segmenter:
-    return pysbd.Segmenter(language=lang, clean=False, char_span=False)
+    return _Segmenter(language=lang, clean=False, char_span=False)
 
 
 def split_sentences(text: str, lang: str | None = None) -> list[tuple[int, int]]:

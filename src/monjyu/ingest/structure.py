@@ -25,14 +25,15 @@ _SPACING_ACCENTS = {"`": "\u0300", "´": "\u0301", "¨": "\u0308", "ˇ": "\u030c
                     "¯": "\u0304", "˘": "\u0306", "˙": "\u0307", "˚": "\u030a", "¸": "\u0327"}
 _LATEX_ACCENT = re.compile(r"(?<=[A-Za-z])([`´¨ˇ˜ˆ¯˘˙˚¸])(?=[A-Za-zı])|(?:(?<=\s)|^)([\u0300-\u036f])(?=[A-Za-zı])")
 _TRAILING_ACCENT = re.compile(r"(?<=[A-Za-z])([`´¨ˇ˜ˆ¯˘˙˚¸])(?=[\s\d,.;:)]|$)")
+_ACCENT_MARK = re.compile(r"[`´¨ˇ˜ˆ¯˘˙˚¸\u0300-\u036f]")
 
 
 def _mend_accents(text: str) -> str:
     """TeX draws an accent before its letter ("Adri`a", "K ̈oster", "Mart´ın"): put it after, as a
     combining mark, so NFKC composes "Adrià", "Köster", "Martín"; an accent ending a word belongs
     to the letter before it ("Kocon´" -> "Kocoń")."""
-    if not (_LATEX_ACCENT.search(text) or _TRAILING_ACCENT.search(text)):
-        return text
+    if not _ACCENT_MARK.search(text) or not (_LATEX_ACCENT.search(text) or _TRAILING_ACCENT.search(text)):
+        return text  # (the first scan, for what both patterns need, is the fast one)
     text = _TRAILING_ACCENT.sub(lambda m: _SPACING_ACCENTS[m.group(1)], text)
     text = _LATEX_ACCENT.sub(lambda m: "\x00" + (_SPACING_ACCENTS.get(m.group(1)) if m.group(1) else m.group(2)), text)
     text = re.sub(r"\s?\x00([\u0300-\u036f])([A-Za-zı])", r"\2\1", text)
@@ -43,7 +44,9 @@ def normalize(text: str) -> str:
     """NFKC (ligatures, full-width forms, compatibility characters), TeX accents mended, single
     spaces, no control characters."""
     text = unicodedata.normalize("NFKC", _mend_accents(text))
-    text = "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+    if not text.isprintable():  # only categories C* and Z* are not: drop C* but tab and newline
+        invisible = {ord(c): None for c in set(text) if c not in "\n\t" and unicodedata.category(c)[0] == "C"}
+        text = text.translate(invisible)
     return _SPACES.sub(" ", text).strip()
 
 
