@@ -97,7 +97,8 @@ def main() -> None:
 
     run("monjyu (pypdfium2 layout)", monjyu)
     t0 = time.perf_counter()
-    pages = sum(run_all(None, _pages, [(f,) for f in files], lambda n: None, processes=args.processes))
+    pages = sum(run_all(None, _pages, [(f,) for f in files], lambda n: None, processes=args.processes,
+                        sizes=[len(blobs[f]) for f in files]))
     seconds = time.perf_counter() - t0
     results[f"monjyu, {args.processes} processes"] = {"pages": pages, "seconds": round(seconds, 2),
                                                       "pages_per_s": round(pages / seconds, 1)}

@@ -108,9 +108,9 @@ def test_a_build_loading_in_worker_processes_equals_one_loading_in_the_build_pro
                                                                                     monkeypatch):
     used = []
 
-    def run_all(*args, processes=1):
+    def run_all(*args, processes=1, sizes=None):
         used.append(processes)
-        return distributed.run_all(*args, processes=processes)
+        return distributed.run_all(*args, processes=processes, sizes=sizes)
 
     monkeypatch.setattr(builder, "run_all", run_all)
     monkeypatch.setattr(builder, "LOAD_WORKERS_MIN_BYTES", 0)  # the samples are far below 1 MB

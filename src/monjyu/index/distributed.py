@@ -187,10 +187,11 @@ class ClusterPhraseExtractor:
 
 
 def run_all(executor: RayExecutor | None, fn: Callable, calls: list[tuple], progress: Callable[[int], None],
-            processes: int = 1) -> list[Any]:
+            processes: int = 1, sizes: list[int] | None = None) -> list[Any]:
     """fn(*args) for each call, results in call order: on the cluster at once, in `processes`
     spawned worker processes on this machine, or in this process one after another;
-    progress(1) as each one finishes."""
+    progress(1) as each one finishes. Given each call's size, the workers take the largest
+    first, so that no large file is left to one worker at the end."""
     if executor is not None:
         return executor.map(fn, calls, progress)
     out: list[Any] = [None] * len(calls)
@@ -202,7 +203,8 @@ def run_all(executor: RayExecutor | None, fn: Callable, calls: list[tuple], prog
         try:
             with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context, initializer=forward_logs,
                                      initargs=logs.initargs) as pool:
-                futures = {pool.submit(fn, *args): i for i, args in enumerate(calls)}
+                order = sorted(range(len(calls)), key=lambda i: -sizes[i]) if sizes else range(len(calls))
+                futures = {pool.submit(fn, *calls[i]): i for i in order}
                 for future in as_completed(futures):
                     i = futures[future]
                     out[i], done[i] = future.result(), True
