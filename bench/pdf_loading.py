@@ -1,16 +1,22 @@
 """PDF loading: MONJYU's PDFium layout loader against plain pypdf and pdfplumber text, same run.
 
     python bench/pdf_loading.py [--dir ../shared/bench-data/papers-pdf] [--gold tests/data/papers_pdf_gold.json]
-                                [--no-plumber] [--json]
+                                [--no-plumber] [--processes N] [--baseline COMMIT] [--json]
 
 Per library: pages/s, ligature code points left in the text, and (for MONJYU, against the gold
 file) titles, first authors and section headings found. pypdf and pdfplumber give raw page text
-only; they are the speed reference the papers issue asks for.
+only; they are the speed reference the papers issue asks for. A file without a text layer counts
+no pages (MONJYU reads those only with ingest.ocr), nor does one a library cannot read.
+
+MONJYU is timed twice: in one process, and as a build loads a folder (files spread over N worker
+processes, largest first, their start included; default one per core). `--baseline` times an
+earlier commit's loader both ways in the same run (its rows marked with the commit).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import io
 import json
 import logging
@@ -41,6 +47,14 @@ def pypdf_text(data: bytes) -> tuple[int, str]:
     return len(reader.pages), "\n".join(p.extract_text() or "" for p in reader.pages)
 
 
+def _or_nothing(read, data: bytes) -> tuple[int, str]:
+    """A reference library's pages and text, none for a file it cannot read (papers-odd has some)."""
+    try:
+        return read(data)
+    except Exception:  # noqa: BLE001 - any of its own errors: the file counts no pages for it
+        return 0, ""
+
+
 def plumber_text(data: bytes) -> tuple[int, str]:
     import pdfplumber
 
@@ -51,10 +65,16 @@ def plumber_text(data: bytes) -> tuple[int, str]:
 def _pages(path: Path) -> int:
     """One file loaded as the build loads it (in a worker process): its page count."""
     from monjyu.config import IngestConfig
+    from monjyu.errors import IngestError
     from monjyu.index.distributed import run_all
     from monjyu.ingest import load_file
 
-    return sum(doc.metadata.get("pages", 0) for doc in load_file(path, path.name, IngestConfig()))
+    from monjyu.errors import IngestError
+
+    try:
+        return sum(doc.metadata.get("pages", 0) for doc in load_file(path, path.name, IngestConfig()))
+    except IngestError:  # as the one-process run counts it: no text pages
+        return 0
 
 
 def main() -> None:
@@ -70,6 +90,7 @@ def main() -> None:
     logging.disable(logging.WARNING)  # pypdf's warnings are not what is measured
     warnings.simplefilter("ignore")
     from monjyu.config import IngestConfig
+    from monjyu.errors import IngestError
     from monjyu.index.distributed import run_all
     from monjyu.ingest import load_file
 
@@ -91,14 +112,17 @@ def main() -> None:
     docs = {}
 
     def monjyu(f: Path) -> tuple[int, str]:
-        [doc] = load_file(f, f.name, IngestConfig())
+        try:
+            [doc] = load_file(f, f.name, IngestConfig())
+        except IngestError:  # no text layer (scanned, read with ingest.ocr) or unreadable: no text pages
+            return 0, ""
         docs[f.name] = doc
         return doc.metadata.get("pages", 0), doc.text
 
     run("monjyu (pypdfium2 layout)", monjyu)
     t0 = time.perf_counter()
-    pages = sum(run_all(None, _pages, [(f,) for f in files], lambda n: None, processes=args.processes,
-                        sizes=[len(blobs[f]) for f in files]))
+    largest_first = {"sizes": [len(blobs[f]) for f in files]} if "sizes" in inspect.signature(run_all).parameters else {}
+    pages = sum(run_all(None, _pages, [(f,) for f in files], lambda n: None, processes=args.processes, **largest_first))
     seconds = time.perf_counter() - t0
     results[f"monjyu, {args.processes} processes"] = {"pages": pages, "seconds": round(seconds, 2),
                                                       "pages_per_s": round(pages / seconds, 1)}
@@ -110,9 +134,9 @@ def main() -> None:
             out = subprocess.run([sys.executable, __file__, "--dir", str(args.dir), "--processes", str(args.processes),
                                   "--monjyu-only"], env=environment(src), capture_output=True, text=True, check=True)
         results.update({f"{name} @ {args.baseline}": r for name, r in json.loads(out.stdout.splitlines()[-1]).items()})
-    run("pypdf", lambda f: pypdf_text(blobs[f]))
+    run("pypdf", lambda f: _or_nothing(pypdf_text, blobs[f]))
     if not args.no_plumber:
-        run("pdfplumber", lambda f: plumber_text(blobs[f]))
+        run("pdfplumber", lambda f: _or_nothing(plumber_text, blobs[f]))
 
     if args.gold.exists():
         gold = json.loads(args.gold.read_text(encoding="utf-8"))
