@@ -76,6 +76,10 @@ class YearRange(Schema):
         return self
 
 
+# How a filter's list values are written whatever case or dot they come with.
+_SPELLINGS = {"file_types": lambda v: v.lower().lstrip("."), "entity_types": str.upper, "kinds": str.lower}
+
+
 class SearchFilters(Schema):
     """Which units a search may return: the one filter type of the API, the CLI (`--filter
     key=value`), MCP and HTTP. Empty lists and unset ends mean no restriction; every value is
@@ -119,14 +123,12 @@ class SearchFilters(Schema):
                     data.update({end: value for end, value in zip(ends, (span.start, span.end)) if value is not None})
         return data
 
-    @field_validator("file_types", "entity_types", "kinds", mode="before")
+    @field_validator(*_SPELLINGS, mode="before")
     @classmethod
     def _normalised(cls, values: Any, info: ValidationInfo) -> Any:
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            return values
-        if info.field_name == "file_types":
-            return [v.lower().lstrip(".") for v in values]
-        return [v.upper() for v in values] if info.field_name == "entity_types" else [v.lower() for v in values]
+            return values  # the field's own check names what is wrong
+        return [_SPELLINGS[info.field_name](v) for v in values]
 
     @model_validator(mode="after")
     def _ordered(self) -> SearchFilters:

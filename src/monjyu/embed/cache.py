@@ -91,14 +91,15 @@ class CachedEmbedder:
         return np.vstack([found[k] for k in keys])
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
+        with self._lock:  # what is known now: another thread may push it out before we are done
+            known = {t: self._recent[t] for t in texts if t in self._recent}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:
+            known.update(zip(missing, self.inner.embed_queries(missing)))
         with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._recent]
-        fresh = dict(zip(missing, self.inner.embed_queries(missing))) if missing else {}
-        with self._lock:
-            self._recent.update(fresh)
-            out = [self._recent[t] if t in self._recent else fresh[t] for t in texts]
             for t in texts:
+                self._recent[t] = known[t]
                 self._recent.move_to_end(t)
             while len(self._recent) > RECENT_QUERIES:
                 self._recent.popitem(last=False)
-        return np.vstack(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+        return np.vstack([known[t] for t in texts]) if texts else np.zeros((0, self.dim), dtype=np.float32)

@@ -368,11 +368,10 @@ class IndexBuilder:
         kept_doc_ids = {d for rec in run.sources.values() for d in rec.documents}
         self.progress("load", 0, len(to_load))
         entries = run.catalog.entries if run.catalog else {}
+        sizes = [seen[key][2] for key in to_load]
         loaded = run_all(self.executor, load_source,
                          [(seen[key][0], seen[key][3], self.config, entries.get(key)) for key in to_load],
-                         lambda n: self.progress("load", n, None),
-                         processes=self._load_processes([seen[key][2] for key in to_load]),
-                         sizes=[seen[key][2] for key in to_load])
+                         lambda n: self.progress("load", n, None), processes=self._load_processes(sizes), sizes=sizes)
         for i, key in enumerate(to_load):
             result, loaded[i] = loaded[i], None  # each file's objects freed once in tables
             path, sha, size, doc_id, mtime_ns = seen[key]
