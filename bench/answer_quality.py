@@ -114,7 +114,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     by_id = {q["id"]: q for q in questions}
     rows, off_kind, off_lang, lines_total = [], 0, 0, 0
     cites_gold: list[float] = []
-    both_found, both_answered, both_each = 0, 0, 0  # choice questions whose two sides are in the top 5
+    both_found, both_answered, both_each, both_spoken = 0, 0, 0, 0  # choice questions whose two sides are in the top 5
     refused = 0
     for rec in records:
         q = by_id[rec["id"]]
@@ -125,6 +125,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
             both_found += found
             both_answered += found and rec["answer_kind"] != "insufficient"
             both_each += found and each
+            both_spoken += found and each_side_in_top5(q, rec, quoted=True)[1]
         text = " ".join(rec["top_passage"].split()[:REFERENCE_WORDS]) if use_reference_passage else rec["answer"]
         # A question in a language the papers lack is answered by quotes in theirs: its reference
         # in that language (reference_en) is what the quotes are compared with.
@@ -161,6 +162,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
         out["both_top5"] = both_found
         out["answered_both_top5"] = both_answered / both_found
         out["each_quoted_both_top5"] = both_each / both_found
+        out["each_named_or_quoted_both_top5"] = both_spoken / both_found
     if not use_reference_passage:
         out["insufficient"] = refused / n
     if not use_reference_passage and records and "seconds" in records[0]:
@@ -178,11 +180,12 @@ def _squash(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def each_side_in_top5(q: dict, rec: dict) -> tuple[bool, bool] | None:
+def each_side_in_top5(q: dict, rec: dict, quoted: bool = False) -> tuple[bool, bool] | None:
     """For a question about two things (a BEIR single-hop comparison with its two gold passages, or
     a yes/no or comparison question of bench/data/yesno_comparison_qa.jsonl with its two sides):
     are both in the top 5 passages, and does the answer speak to each (cites each gold passage; or
-    names each side)? None for other questions."""
+    names each side; with `quoted`, names it or quotes its evidence sentence)? None for other
+    questions."""
     top = rec.get("top5", [])
     if "gold" in q and len(q["gold"]) == 2 and q.get("kind") == "single-hop":
         found = set(q["gold"]) <= {h["document_id"] for h in top}
@@ -191,7 +194,13 @@ def each_side_in_top5(q: dict, rec: dict) -> tuple[bool, bool] | None:
         texts = [_squash(h["text"]) for h in top]
         found = all(any(_squash(side["evidence"])[:80] in t for t in texts) for side in q["sides"])
         answer = _squash(rec["answer"])
-        return found, all(_squash(side["name"]) in answer for side in q["sides"])
+        named = all(_squash(side["name"]) in answer for side in q["sides"])
+        if quoted:  # named, or its evidence sentence quoted (a name may be the file's label for it)
+            from monjyu.engines.reader import clean_quote
+
+            return found, all(_squash(side["name"]) in answer or _squash(clean_quote(side["evidence"]))[:60] in answer
+                              for side in q["sides"])
+        return found, named
     return None
 
 
@@ -211,6 +220,8 @@ def run_baseline(revision: str, args: argparse.Namespace, jobs: list[dict]) -> d
             todo.append(job)
     if not todo:
         return out
+    if args.baseline_dir:
+        args.baseline_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, checkout(revision, Path(tmp) / "tree") as src:
         for job in todo:
             stem = job["name"].replace(" ", "-")
@@ -313,8 +324,6 @@ def main() -> None:
     if args.baseline_only and not args.baseline:
         ap.error("--baseline-only needs --baseline")
     if args.baseline_only:
-        if args.baseline_dir:
-            args.baseline_dir.mkdir(parents=True, exist_ok=True)
         run_baseline(args.baseline, args, jobs)
         return
     built = {job["name"]: collect(job["index"], job["docs"], job["questions"], args.mode, args.config)

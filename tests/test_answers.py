@@ -86,6 +86,29 @@ def test_question_kinds_from_their_wording():
     assert question_asks("このワクチンは有効ですか？") == "choice"
 
 
+def test_the_things_a_question_weighs_from_the_words_that_join_them():
+    from monjyu.engines.reader import question_sides
+
+    assert question_sides("Which film was released first, Aas Ka Panchhi or Phoolwari?") == ["Aas Ka Panchhi", "Phoolwari"]
+    assert question_sides("Which gene had the higher identity: the E gene or the orf1ab gene?") == \
+        ["the E gene", "the orf1ab gene"]
+    assert question_sides("Where was mortality lower: among the patients in Shenzhen, or in the reports from Wuhan?") == \
+        ["among the patients in Shenzhen", "in the reports from Wuhan"]
+    assert question_sides("Which works better: squared ReLU or the convolution after the Q, K and V projections?") == \
+        ["squared ReLU", "the convolution after the Q, K and V projections"]
+    assert question_sides("Are Christopher Nolan and Sathish Kalathil both film directors?") == \
+        ["Christopher Nolan", "Sathish Kalathil"]
+    assert question_sides("Are both magazines, the Woman's Viewpoint and Pick Me Up, British publications?") == \
+        ["magazines, the Woman's Viewpoint", "Pick Me Up"]
+    assert question_sides("Who was born first out of Aivar Kuusmaa and Andy Summers?") == ["Aivar Kuusmaa", "Andy Summers"]
+    assert question_sides("What is the difference between SARS and MERS?") == ["SARS", "MERS"]
+    assert question_sides("For inputs longer than 1K tokens, is FlashAttention faster than every approximate method?") == \
+        ["is FlashAttention faster", "every approximate method"]
+    assert question_sides("BERTとGPTのどちらが大きいですか？") == ["BERT", "GPT"]
+    assert question_sides("What does RRF do?") == []
+    assert question_sides("Does FlashAttention reduce the number of HBM accesses?") == []
+
+
 def test_figure_table_and_reference_text_is_never_quoted():
     from monjyu.engines.context import Source
     from monjyu.engines.reader import clean_quote, quotable
@@ -156,6 +179,17 @@ def test_every_name_the_question_asks_about_is_quoted(sample_index):
     assert len(lines) == 2
     assert lines[0].startswith("Corrective RAG grades each retrieved passage")
     assert "Reciprocal rank fusion (RRF) combines ranked lists" in lines[1]
+
+
+def test_each_side_of_an_a_or_b_question_gets_a_sentence(sample_index):
+    """Sides that are no capitalised names ("keyword search", "dense retrieval"): the answer
+    quotes a sentence about each, not only the best-scored one."""
+    answer = sample_index.search("Which finds rare acronyms better, keyword search or dense retrieval with "
+                                 "sentence embeddings?", top_k=5).answer
+    lines = answer.text.splitlines()
+    assert answer.kind == "extractive" and len(lines) == 2
+    assert any(line.startswith("Dense retrieval with sentence embeddings") for line in lines)
+    assert any(line.startswith("Keyword search with BM25") for line in lines)
 
 
 # ---------------------------------------------------------------- the trained model as the reader (answer.reader: model)

@@ -113,6 +113,48 @@ def question_asks(query: str) -> str:
     return ""
 
 
+# The two things a question sets side by side, by the words that join them.
+_PAIRED = [re.compile(p, re.I) for p in (
+    r"(?:^|[、，,\s])([^、，,]+?)と([^、，,]+?)(?:の|では|で)?(?:どちら|どっち)",  # AとBのどちら
+    r"\bbetween\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
+    r"\b(?:out of|which of)\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
+    r"\bboth\s+(.+?)\s+and\s+(.+?)(?=[,;]|$|\s(?:are|were|is|was|have|had|do|did)\b)",
+    r"^(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+([^,;]+?)\s+both\b",
+    r"^(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+(.+?)(?=[,;]|$)",
+    r"([^,;:]+?)\s+(?:versus|vs\.?)\s+(.+?)(?=[,;]|$)")]
+_ALTERNATIVE = re.compile(r"\s*,?\s+\bor\b\s+", re.I)
+_CLAUSE_START = re.compile(r"[,;:](?!\s*or\b)", re.I)  # a comma that does not open ", or B"
+
+
+def question_sides(query: str) -> list[str]:
+    """The things a yes/no, choice or comparison question names to be weighed against each other,
+    each of which its answer should speak to: the alternatives of "..., A or B?" and "...: A or
+    B?", "both A and B", "Are A and B ...?", "between A and B", "A versus B", "Is A ... than B?",
+    "AとBのどちら"; [] when it names no two things. What follows a colon is read first (the
+    alternatives of "...: A or B?"), then the whole question (a title may hold a colon)."""
+    q = query.strip().rstrip("?？。 ")
+    after_colon = q.rpartition(":")[2].strip()
+    for text in dict.fromkeys((after_colon, q)):
+        for pattern in _PAIRED:
+            if m := pattern.search(text):
+                return [m.group(1).strip(), m.group(2).strip()]
+        if first_or := re.search(r"\bor\b", text, re.I):  # from the last comma before it
+            clause = text[max((m.end() for m in _CLAUSE_START.finditer(text) if m.start() < first_or.start()),
+                             default=0):]
+            parts = [p.strip() for p in _ALTERNATIVE.split(clause) if p.strip()]
+            if len(parts) >= 2:
+                return parts
+    thans = list(re.finditer(r"\bthan\b", q, re.I))
+    if thans:
+        than = thans[-1]  # the last "than": the comparison of the main clause
+        before = q[:than.start()]
+        before = before[max((m.end() for m in _CLAUSE_START.finditer(before)), default=0):].strip()
+        after = re.split(r"[,;]", q[than.end():])[0].strip()
+        if before and after:
+            return [before, after]
+    return []
+
+
 # ---------------------------------------------------------------------------- quotable sentences
 
 _WORD = re.compile(r"[^\W_]+")
@@ -217,6 +259,7 @@ class Candidate:
     features: np.ndarray = field(default_factory=lambda: np.zeros(len(FEATURES), dtype=np.float32))
     relevance: float = 0.0  # the local scorer's 0-10 relevance (the gate)
     terms: frozenset[str] = frozenset()  # its index terms
+    titled: frozenset[str] = frozenset()  # the terms of its document's title (what "it" may stand for)
     score: float = 0.0  # the model's log-odds that the sentence holds the answer (relative to the others)
     answers: float | None = None  # the trained model's own log-odds (answer.reader: model; model_column)
 
@@ -275,6 +318,7 @@ class Reader:
         focus = max(q_terms, key=lambda t: ((weights or {}).get(t, 0.0), t)) if q_terms else ""
         lexical = np.array([scorer.term_share(q_terms, terms_of[id(s)], weights) for s, _ in kept], dtype=np.float32)
         relevance = scorer.combine(semantic, lexical)  # the gate: the local scorer's 0-10 relevance
+        titles = {n: frozenset(analyzer.terms(ss[0].source.hit.document_title)) for n, ss in by_source.items()}
         out = []
         for i, (s, pos) in enumerate(kept):
             own = terms_of[id(s)]
@@ -299,7 +343,8 @@ class Reader:
                 1.0 if focus in listed[:max(3, len(listed) // 3)] else 0.0,
                 scorer.term_share(q_terms, own),
             ], dtype=np.float32)
-            out.append(Candidate(s, pos, detect_language(quote), f, float(relevance[i]), frozenset(own)))
+            out.append(Candidate(s, pos, detect_language(quote), f, float(relevance[i]), frozenset(own),
+                                 titles[s.source.number]))
         scores = np.array([c.features for c in out]) @ WEIGHTS
         for c, z in zip(out, scores):
             c.score = float(z)
@@ -325,6 +370,23 @@ class Reader:
         capitalised = set(self.scorer.analyzer.terms(" ".join(_CAPITALISED.findall(query.text))))
         return sorted((t for t in terms & capitalised if top and weights.get(t, 0.0) >= 0.5 * top),
                       key=lambda t: (-weights[t], t))
+
+    def _sides(self, query: Query, paired: list[str]) -> list[tuple[dict[str, float], str]]:
+        """For each thing the question weighs (`paired`, from question_sides): the terms it is
+        known by that the other sides lack, with their IDF, and its key, the rarest of them that
+        is written capitalised ("Shenzhen" in "the patients managed by the Shenzhen team"), else
+        the rarest."""
+        terms = self.scorer.analyzer.terms
+        sides = [set(terms(side)) for side in paired]
+        own = [side.difference(*(other for other in sides if other is not side)) for side in sides]
+        weights = (self.term_weights(set().union(*own)) if self.term_weights else None) or {}
+        out = []
+        for side, text in zip(own, paired):
+            if side:
+                named = side & set(terms(" ".join(_CAPITALISED.findall(" " + text))))
+                out.append(({t: weights.get(t, 1.0) for t in side},
+                            max(named or side, key=lambda t: (weights.get(t, 1.0), t))))
+        return out
 
     def pick(self, query: Query, candidates: list[Candidate], min_relevance: float) -> tuple[list[list[Candidate]], str]:
         """The quotes (runs of adjacent sentences of one passage), best first, and a notice for
@@ -352,7 +414,10 @@ class Reader:
                     "no sentence in English answers this in the indexed documents, so the quotes are in another language")
         pool = sorted(same or gate, key=lambda c: -c.score)
         asks = question_asks(text)
-        extent = _EXTENT[asks]
+        paired = question_sides(text)
+        # a question that weighs two things is answered by a sentence about each, whatever it asks
+        choice = asks == "choice" or (bool(paired) and asks not in ("compare", "list"))
+        extent = _EXTENT["choice" if choice else asks]
         lead = pool[0]
         picked: list[Candidate] = [lead]
         words = len(lead.quote.split())
@@ -373,26 +438,43 @@ class Reader:
 
         most = min(extent.sentences, self.max_sentences)
 
-        def name_each() -> None:
-            """A name of the question no quote holds yet ("... first, A or B?") is answered by the
-            best sentence that holds it, however it scores beside the lead."""
-            for name in self._names(query):
-                if len(picked) >= most or any(name in c.terms for c in picked):
+        def speaks_of(held: frozenset[str], side: tuple[dict[str, float], str]) -> bool:
+            """`held` (a sentence's terms) has the side's key or a third of its weight."""
+            weights, key = side
+            return key in held or sum(w for t, w in weights.items() if t in held) >= sum(weights.values()) / 3
+
+        def speak_to(sides: list[tuple[dict[str, float], str]], among: list[Candidate], titled: bool) -> None:
+            """A side no quote speaks of yet is answered by the best sentence of `among` that does,
+            however it scores beside the lead; with `titled`, failing one, by the best sentence of
+            a document whose title names it ("It was released in 1961.")."""
+            for side in sides:
+                if len(picked) >= most or any(speaks_of(c.terms, side) for c in picked):
                     continue
-                holder = next((c for c in pool if name in c.terms and c not in picked and fits(c)), None)
+                free = [c for c in among if c not in picked and fits(c)]
+                holder = next((c for c in free if speaks_of(c.terms, side)), None)
+                if holder is None and titled:
+                    holder = next((c for c in free if speaks_of(c.titled, side)), None)
                 if holder is not None:
                     take(holder)
 
-        choice = asks == "choice"
+        def speak_to_each() -> None:
+            """Each thing the question weighs ("... first, A or B?"), from any sentence in the
+            question's language (one about a side may share no word with the question but its
+            name, under the relevance gate); then each rare name it asks about, from the gated pool."""
+            if paired:
+                speak_to(self._sides(query, paired),
+                         sorted((c for c in candidates if c.language == lead.language), key=lambda c: -c.score), True)
+            speak_to([({name: 1.0}, name) for name in self._names(query)], pool, False)
+
         if choice:  # yes or no, A or B: a sentence about each thing named comes before more of the best
-            name_each()
+            speak_to_each()
         for c in pool[1:]:
             if len(picked) >= most or c.score < lead.score - extent.margin:
                 break
             if c not in picked and fits(c):
                 take(c)
         if not choice:
-            name_each()
+            speak_to_each()
         # Adjacent sentences of one passage become one quote, in the passage's order, where the
         # first of them was picked.
         quotes: list[list[Candidate]] = []
