@@ -221,7 +221,7 @@ class AnswerConfig(Section):
     reader: Literal["features", "model"] = Field(
         "features", description="how an extractive answer picks its sentences: features = the reader's features; "
         "model = the project's trained cross-encoder (engines/cross_encoder.py) read with them")
-    reader_candidates: int = Field(20, ge=1, le=500, description="reader: model — the sentences with the best "
+    reader_candidates: int = Field(10, ge=1, le=500, description="reader: model — the sentences with the best "
                                    "feature scores that the model reads (the rest keep their feature score)")
     expansions: int = Field(3, ge=1, le=10, description="LLM rewrites of the query for expanded search")
     verify: bool = Field(True, description="check each sentence of an LLM answer against the passages: re-cite or "
