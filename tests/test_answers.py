@@ -211,3 +211,26 @@ def test_the_model_reader_quotes_the_answer_and_cites_it(model_reader):
 def test_the_model_reader_refuses_what_the_passages_do_not_answer(model_reader):
     answer = model_reader.search("What is the boiling point of mercury in kelvin?", top_k=5).answer
     assert answer.kind == "insufficient" and "reader model's threshold" in answer.note
+
+
+def test_keywords_are_answered_by_relevance_not_by_the_model(model_reader):
+    """Keywords ask no question, so the model's threshold (learnt on questions) does not refuse them."""
+    answer = model_reader.search("noun phrase graph without an LLM", top_k=5).answer
+    assert answer.kind == "extractive" and answer.citations
+
+
+@pytest.fixture(scope="module")
+def features_reader(sample_index) -> Monjyu:
+    """The sample index read with answer.reader: features (the hand-built features alone, as the
+    default reads it)."""
+    config = sample_index.config.model_copy(deep=True)
+    config.answer.reader = "features"
+    return Monjyu(sample_index.index_dir, config)
+
+
+def test_the_features_reader_answers_and_refuses_without_the_model(features_reader):
+    answer = features_reader.search("Which algorithm detects hierarchical communities?", top_k=5).answer
+    assert answer.kind == "extractive" and "Leiden" in answer.text.splitlines()[0]
+    assert features_reader.workspace.answers().reader.model is None
+    refused = features_reader.search("What is the boiling point of mercury in kelvin?", top_k=5).answer
+    assert refused.kind == "insufficient" and "for relevance" in refused.note

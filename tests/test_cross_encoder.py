@@ -75,4 +75,4 @@ def test_a_model_setting_without_the_model_reader_is_refused():
 
     assert AnswerConfig(reader="model", reader_candidates=24).reader_candidates == 24
     with pytest.raises(ValidationError, match="applies to answer.reader: model only"):
-        AnswerConfig(reader_candidates=24)
+        AnswerConfig(reader="features", reader_candidates=24)

@@ -217,7 +217,7 @@ class AnswerConfig(Section):
     extractive_sentences: int = Field(5, ge=1, le=50, description="most sentences an extractive answer quotes; "
                                       "the question's kind usually stops it sooner (2 for a fact, 4 for a list)")
     min_sentence_score: float = Field(3.0, ge=0.0, le=10.0, description="local relevance (0-10) a sentence needs "
-                                      "(reader: features; the model reader has its own trained threshold)")
+                                      "(reader: features; with the model, for yes/no, A-or-B and keyword queries, the model deciding the rest)")
     reader: Literal["features", "model"] = Field(
         "features", description="how an extractive answer picks its sentences: features = the reader's features; "
         "model = the project's trained cross-encoder (engines/cross_encoder.py) read with them")

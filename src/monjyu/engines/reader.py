@@ -105,6 +105,13 @@ _EXTENT = {"number": Extent(2, 70, 0.75), "date": Extent(2, 70, 0.75), "person":
            "list": Extent(5, 140, 2.5), "compare": Extent(5, 140, 2.5), "choice": Extent(3, 100, 1.5)}
 
 
+# A question, as opposed to keywords or a request: a question mark, a question word first, or a
+# Japanese question's ending or question word.
+_QUESTION = re.compile(r"[?？]\s*$|^\s*(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|"
+                       r"can|could|has|have|had|will|would|should|in what|to what|at what|on what)\b|"
+                       r"[かの][。？?]?\s*$|何|なぜ|どう|いつ|どこ|誰|だれ|どれ|どの|いくつ", re.I)
+
+
 def question_asks(query: str) -> str:
     """The first kind of answer the question's wording asks for, or "" (a plain fact)."""
     for name, pattern in _ASKS:
@@ -392,11 +399,12 @@ class Reader:
         """The quotes (runs of adjacent sentences of one passage), best first, and a notice for
         the reader when they are in another language than the question's."""
         text, lang = query.text, query.language
-        if self.model is None or _CHOICE.search(text):
+        if self.model is None or _CHOICE.search(text) or not _QUESTION.search(text):
             # A yes/no or A-or-B question ("Who lived longer, A or B?" too, which asks for a person
             # first): the model learnt from answers that are spans of a sentence (SQuAD, JaQuAD,
             # COVID-QA), none a yes or a no or a pick between two, so its score does not tell
-            # whether such a question is answered; the features' relevance gate decides.
+            # whether such a question is answered; nor for keywords or a request ("noun phrase
+            # graph without an LLM"), which ask no question. The features' relevance gate decides.
             gate = [c for c in candidates if c.relevance >= min_relevance]
         else:  # the model decides whether the passages answer at all
             gate = candidates if max(c.answers for c in candidates) >= self.model.threshold else []
