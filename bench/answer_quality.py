@@ -193,14 +193,14 @@ def each_side_in_top5(q: dict, rec: dict, quoted: bool = False) -> tuple[bool, b
     if "sides" in q:
         texts = [_squash(h["text"]) for h in top]
         found = all(any(_squash(side["evidence"])[:80] in t for t in texts) for side in q["sides"])
-        answer = _squash(rec["answer"])
-        named = all(_squash(side["name"]) in answer for side in q["sides"])
-        if quoted:  # named, or its evidence sentence quoted (a name may be the file's label for it)
-            from monjyu.engines.reader import clean_quote
+        from monjyu.engines.reader import clean_quote
 
-            return found, all(_squash(side["name"]) in answer or _squash(clean_quote(side["evidence"]))[:60] in answer
-                              for side in q["sides"])
-        return found, named
+        answer = _squash(rec["answer"])
+
+        def spoken(side: dict) -> bool:  # its evidence counts with `quoted`: a name may be the file's label
+            return _squash(side["name"]) in answer or (quoted and _squash(clean_quote(side["evidence"]))[:60] in answer)
+
+        return found, all(map(spoken, q["sides"]))
     return None
 
 
