@@ -194,12 +194,17 @@ def test_each_side_of_an_a_or_b_question_gets_a_sentence(sample_index):
 
 # ---------------------------------------------------------------- the trained model as the reader (answer.reader: model)
 
+def _read_with(sample_index: Monjyu, reader: str) -> Monjyu:
+    """The sample index, its answers read with `answer.reader` set to `reader`."""
+    config = sample_index.config.model_copy(deep=True)
+    config.answer.reader = reader
+    return Monjyu(sample_index.index_dir, config)
+
+
 @pytest.fixture(scope="module")
 def model_reader(sample_index) -> Monjyu:
     """The sample index read with answer.reader: model (the shipped cross-encoder)."""
-    config = sample_index.config.model_copy(deep=True)
-    config.answer.reader = "model"
-    return Monjyu(sample_index.index_dir, config)
+    return _read_with(sample_index, "model")
 
 
 def test_the_model_reader_quotes_the_answer_and_cites_it(model_reader):
@@ -223,9 +228,7 @@ def test_keywords_are_answered_by_relevance_not_by_the_model(model_reader):
 def features_reader(sample_index) -> Monjyu:
     """The sample index read with answer.reader: features (the hand-built features alone, as the
     default reads it)."""
-    config = sample_index.config.model_copy(deep=True)
-    config.answer.reader = "features"
-    return Monjyu(sample_index.index_dir, config)
+    return _read_with(sample_index, "features")
 
 
 def test_the_features_reader_answers_and_refuses_without_the_model(features_reader):
