@@ -22,9 +22,26 @@ import time
 import numpy as np
 
 from monjyu.engines.cross_encoder import (model_dir, pad_batch, pair_ids, question_ids, reference_logits,
-                                          scores_in_batches, shared_reader_model)
+                                          shared_reader_model)
 from monjyu.engines.reader import FEATURES, WEIGHTS
 from monjyu.runtime import cpu_cores
+
+BATCH_PAIRS = 32
+
+
+def scores_in_batches(tok, question: str, sentences: list[str], logits) -> np.ndarray:
+    """Each (question, sentence) pair's log-odds from `logits(ids, mask)`, in batches of up to
+    BATCH_PAIRS pairs of similar length, returned in the sentences' order (how the reader ran the
+    model until 2026-11-29; it now infers each pair alone)."""
+    q = question_ids(tok, question)
+    rows = [pair_ids(tok, q, s) for s in sentences]
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    out = np.empty(len(rows), dtype=np.float32)
+    for a in range(0, len(order), BATCH_PAIRS):
+        part = order[a:a + BATCH_PAIRS]
+        ids, mask = pad_batch([rows[i] for i in part], tok.eos)
+        out[part] = logits(ids, mask)
+    return out
 
 
 def onnxruntime_scorer(model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from monjyu import Monjyu
+from monjyu import Monjyu, SearchFilters
 from monjyu.engines.citations import resolve_citations
 from monjyu.engines.context import Source, select_sources
 from monjyu.query import Query
@@ -218,6 +218,20 @@ def test_the_model_reader_refuses_what_the_passages_do_not_answer(model_reader):
     assert answer.kind == "insufficient" and "reader model's threshold" in answer.note
 
 
+def test_a_sentence_the_relevance_scale_is_sure_of_is_not_refused_by_the_model(model_reader):
+    """The model finds no answer span it recognises in the sentence that answers (its best score is
+    below its threshold), but the relevance scale grades it "correct": the question is answered."""
+    reader = model_reader.workspace.answers().reader
+    asked = {"query": "How are communities of phrases detected?", "mode": "hybrid", "top_k": 5,
+             "filters": SearchFilters(file_types=["pdf"])}  # the sample PDF's passages alone
+    answer = model_reader.search(**asked).answer
+    assert answer.kind == "extractive" and "communities" in answer.text
+    config = model_reader.config.model_copy(deep=True)
+    config.answer.sure_sentence_score = 10.0
+    refused = Monjyu(model_reader.index_dir, config).search(**asked).answer
+    assert refused.kind == "insufficient" and f"threshold ({reader.model.threshold:g})" in refused.note
+
+
 def test_keywords_are_answered_by_relevance_not_by_the_model(model_reader):
     """Keywords ask no question, so the model's threshold (learnt on questions) does not refuse them."""
     answer = model_reader.search("noun phrase graph without an LLM", top_k=5).answer
@@ -226,8 +240,7 @@ def test_keywords_are_answered_by_relevance_not_by_the_model(model_reader):
 
 @pytest.fixture(scope="module")
 def features_reader(sample_index) -> Monjyu:
-    """The sample index read with answer.reader: features (the hand-built features alone, as the
-    default reads it)."""
+    """The sample index read with answer.reader: features (the hand-built features alone)."""
     return _read_with(sample_index, "features")
 
 

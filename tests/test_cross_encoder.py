@@ -74,5 +74,6 @@ def test_a_model_setting_without_the_model_reader_is_refused():
     from monjyu.config import AnswerConfig
 
     assert AnswerConfig(reader="model", reader_candidates=24).reader_candidates == 24
-    with pytest.raises(ValidationError, match="applies to answer.reader: model only"):
-        AnswerConfig(reader="features", reader_candidates=24)
+    for setting in ({"reader_candidates": 24}, {"sure_sentence_score": 5.0}):
+        with pytest.raises(ValidationError, match="applies to answer.reader: model only"):
+            AnswerConfig(reader="features", **setting)

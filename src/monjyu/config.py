@@ -219,10 +219,13 @@ class AnswerConfig(Section):
     min_sentence_score: float = Field(3.0, ge=0.0, le=10.0, description="local relevance (0-10) a sentence needs "
                                       "(reader: features; with the model, for yes/no, A-or-B and keyword queries, the model deciding the rest)")
     reader: Literal["features", "model"] = Field(
-        "features", description="how an extractive answer picks its sentences: features = the reader's features; "
+        "model", description="how an extractive answer picks its sentences: features = the reader's features; "
         "model = the project's trained cross-encoder (engines/cross_encoder.py) read with them")
     reader_candidates: int = Field(10, ge=1, le=500, description="reader: model — the sentences with the best "
                                    "feature scores that the model reads (the rest keep their feature score)")
+    sure_sentence_score: float = Field(6.0, ge=0.0, le=10.0, description="reader: model — local relevance (0-10) "
+                                       "at which a sentence answers whatever the model's score (the scale's 'correct' "
+                                       "grade, as hybrid.crag_correct): the model alone refuses only passages less sure")
     expansions: int = Field(3, ge=1, le=10, description="LLM rewrites of the query for expanded search")
     verify: bool = Field(True, description="check each sentence of an LLM answer against the passages: re-cite or "
                          "drop what its citation does not support, and say so when nothing is supported")
@@ -231,9 +234,10 @@ class AnswerConfig(Section):
 
     @model_validator(mode="after")
     def _fits_reader(self) -> "AnswerConfig":
-        if "reader_candidates" in self.model_fields_set and self.reader != "model":
-            raise ValueError("answer.reader_candidates is the number of sentences the trained model reads: it applies "
-                             "to answer.reader: model only; remove it or set reader: model")
+        for name in ("reader_candidates", "sure_sentence_score"):
+            if name in self.model_fields_set and self.reader != "model":
+                raise ValueError(f"answer.{name} applies to answer.reader: model only (the trained model's reading); "
+                                 "remove it or set reader: model")
         return self
 
 

@@ -51,7 +51,7 @@ class AnswerEngine:
         self.count_tokens = count_tokens
         model = shared_reader_model() if config.reader == "model" else None
         self.reader = Reader(scorer, term_weights, max_sentences=config.extractive_sentences, model=model,
-                             model_candidates=config.reader_candidates)
+                             model_candidates=config.reader_candidates, sure_relevance=config.sure_sentence_score)
         self.verifier = AnswerVerifier(scorer, config.min_support, term_weights)
 
     def language(self, query: Query) -> str:

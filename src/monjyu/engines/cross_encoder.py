@@ -29,7 +29,6 @@ from ..runtime import cpu_cores
 
 QUESTION_TOKENS = 40
 PAIR_TOKENS = 128
-BATCH_PAIRS = 32
 
 
 def model_dir() -> Path:
@@ -138,6 +137,10 @@ class ReaderModel:
     bf16 elsewhere where the CPU has it): `scores(question, sentences)` -> log-odds. The word rows,
     the embedding LayerNorm and the two-matrix head are computed here in numpy.
 
+    Each pair is inferred alone, on one of `threads` streams of one thread each, several in flight:
+    a question's few pairs differ in length, and a padded batch of them on threads that share each
+    product spent half its time on padding and waiting (about twice as slow on 2 cores).
+
     Why not onnxruntime, which reads the file as it is, about as fast: its int8 products quantize
     each batch's activations to one uint8 range, and its best sentence is the float model's far
     less often (benchmarks page, "On OpenVINO, closer to the model it is")."""
@@ -158,39 +161,35 @@ class ReaderModel:
         except Exception as exc:  # noqa: BLE001 - a truncated or foreign file fails in onnx or json
             raise ConfigError(f"the reader model {onnx_file} cannot be loaded ({type(exc).__name__}: {exc}); "
                               "reinstall monjyu, or set answer.reader: features") from None
-        self._compiled = compile_for_cpu(encoder_model(self.weights), 1, threads)
-        self._requests = threading.local()
+        self._compiled = compile_for_cpu(encoder_model(self.weights), threads, threads)
+        self._in_flight = 2 * threads  # pairs queued: a stream never waits for the next one's input
+        self._queues = threading.local()
         self.words = E5Weights(default_model_path())  # the frozen word rows
         self.tok = shared_tokenizer(default_model_path())
         self.threshold = float(self.meta["threshold"])
 
     def scores(self, question: str, sentences: Sequence[str]) -> np.ndarray:
         """Log-odds that each sentence holds the answer to `question` (float32, one per sentence)."""
-        return scores_in_batches(self.tok, question, sentences, self._logits)
+        out = np.empty(len(sentences), dtype=np.float32)
+        if not sentences:
+            return out
+        queue = getattr(self._queues, "queue", None)
+        if queue is None:  # a queue's requests are not shared between threads
+            from ..embed.e5_openvino import import_openvino
 
-    def _logits(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        request = getattr(self._requests, "request", None)
-        if request is None:  # a request is not shared between threads
-            request = self._requests.request = self._compiled.create_infer_request()
-        x = self.weights.embedded(self.words, ids)
-        hidden = request.infer({"x": x, "mask": ((1.0 - mask) * -1e4)[:, None, None, :]})[0]
-        return self.weights.head(hidden[:, 0])
+            queue = self._queues.queue = import_openvino().AsyncInferQueue(self._compiled, self._in_flight)
 
+        def done(request, i: int) -> None:
+            out[i] = self.weights.head(request.get_output_tensor(0).data[:, 0])[0]
 
-def scores_in_batches(tok, question: str, sentences: Sequence[str], logits) -> np.ndarray:
-    """Each (question, sentence) pair's log-odds from `logits(ids, mask)`, in batches of up to
-    BATCH_PAIRS pairs of similar length (less padding), returned in the sentences' order."""
-    if not sentences:
-        return np.zeros(0, dtype=np.float32)
-    q = question_ids(tok, question)
-    rows = [pair_ids(tok, q, s) for s in sentences]
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-    out = np.empty(len(rows), dtype=np.float32)
-    for a in range(0, len(order), BATCH_PAIRS):
-        part = order[a:a + BATCH_PAIRS]
-        ids, mask = pad_batch([rows[i] for i in part], tok.eos)
-        out[part] = logits(ids, mask)
-    return out
+        queue.set_callback(done)
+        q = question_ids(self.tok, question)
+        for i, sentence in enumerate(sentences):
+            ids = np.array([pair_ids(self.tok, q, sentence)], dtype=np.int64)
+            queue.start_async({"x": self.weights.embedded(self.words, ids),
+                               "mask": np.zeros((1, 1, 1, ids.shape[1]), dtype=np.float32)}, i)
+        queue.wait_all()
+        return out
 
 
 def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:

@@ -42,8 +42,9 @@ def extractive_answer(query: Query, query_vector: np.ndarray, sources: Sequence[
         return insufficient(language, "no quotable sentence in the retrieved passages")
     quotes, notice = reader.pick(query, candidates, min_score)
     if not quotes:
-        if reader.model is not None:
-            return insufficient(language, f"no sentence reached the reader model's threshold ({reader.model.threshold:g})")
+        if reader.model_decides(query.text):
+            return insufficient(language, f"no sentence reached the reader model's threshold ({reader.model.threshold:g}) "
+                                          f"nor scored >= {reader.sure_relevance:g} for relevance")
         return insufficient(language, f"no sentence scored >= {min_score} for relevance")
     lines, citations, cited = [], [], set()
     for quote in quotes:

@@ -281,16 +281,18 @@ class Reader:
     def __init__(self, scorer: LocalRelevanceScorer,
                  term_weights: Callable[[set[str]], dict[str, float]] | None = None,
                  max_sources: int = 10, max_sentences: int = 5, model: ReaderModel | None = None,
-                 model_candidates: int = 40):
+                 model_candidates: int = 40, sure_relevance: float = 6.0):
         """`max_sentences` caps every answer (answer.extractive_sentences); the question's kind
         usually stops it sooner. `model`: the trained cross-encoder, which reads the
-        `model_candidates` sentences the features rank best (answer.reader: model)."""
+        `model_candidates` sentences the features rank best (answer.reader: model) and refuses
+        passages whose best sentence's relevance stays under `sure_relevance`."""
         self.scorer = scorer
         self.term_weights = term_weights
         self.max_sources = max_sources
         self.max_sentences = max_sentences
         self.model = model
         self.model_candidates = model_candidates
+        self.sure_relevance = sure_relevance
 
     def candidates(self, query: Query, query_vector: np.ndarray, sources: Sequence[Source]) -> list[Candidate]:
         """Every quotable sentence of the first `max_sources` passages, with its features."""
@@ -395,17 +397,26 @@ class Reader:
                             max(named or side, key=lambda t: (weights.get(t, 1.0), t))))
         return out
 
+    def model_decides(self, text: str) -> bool:
+        """Whether the model (with the relevance scale's sure grade) decides if the passages answer
+        `text`. Not for a yes/no or A-or-B question ("Who lived longer, A or B?" too, which asks
+        for a person first): the model learnt from answers that are spans of a sentence (SQuAD,
+        JaQuAD, COVID-QA), none a yes or a no or a pick between two, so its score does not tell
+        whether such a question is answered; nor for keywords or a request ("noun phrase graph
+        without an LLM"), which ask no question. The features' relevance gate decides those."""
+        return self.model is not None and not _CHOICE.search(text) and bool(_QUESTION.search(text))
+
     def pick(self, query: Query, candidates: list[Candidate], min_relevance: float) -> tuple[list[list[Candidate]], str]:
         """The quotes (runs of adjacent sentences of one passage), best first, and a notice for
         the reader when they are in another language than the question's."""
         text, lang = query.text, query.language
-        if self.model is None or _CHOICE.search(text) or not _QUESTION.search(text):
-            # A yes/no or A-or-B question ("Who lived longer, A or B?" too, which asks for a person
-            # first): the model learnt from answers that are spans of a sentence (SQuAD, JaQuAD,
-            # COVID-QA), none a yes or a no or a pick between two, so its score does not tell
-            # whether such a question is answered; nor for keywords or a request ("noun phrase
-            # graph without an LLM"), which ask no question. The features' relevance gate decides.
+        if not self.model_decides(text):
             gate = [c for c in candidates if c.relevance >= min_relevance]
+        elif max(c.relevance for c in candidates) >= self.sure_relevance:
+            # A sentence the relevance scale grades "correct" (as Corrective RAG does) is on the
+            # question: the model, which finds no span it recognises in some answering sentences
+            # ("How are communities of phrases detected?"), ranks them but does not refuse.
+            gate = candidates
         else:  # the model decides whether the passages answer at all
             gate = candidates if max(c.answers for c in candidates) >= self.model.threshold else []
         if not gate:
