@@ -50,6 +50,23 @@ def test_openvino_runs_the_model_the_file_holds():
     assert list(np.argsort(-run)[:2]) == list(np.argsort(-exact)[:2])
 
 
+def test_threads_reading_at_once_get_what_one_reading_alone_gets():
+    """Each pair is queued on the model's streams; the web app's and MCP server's threads each
+    get their own queue, so concurrent searches neither mix nor lose their scores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = shared_reader_model()
+    asked = [(f"What did study {i} find about transmission?",
+              [f"Study {i} found that transmission happened in households {j} times." for j in range(12)])
+             for i in range(4)]
+    alone = [model.scores(q, s) for q, s in asked]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda qs: model.scores(*qs), asked * 3))
+    for i, scores in enumerate(together):
+        assert np.allclose(scores, alone[i % 4], atol=1e-5)
+    assert model.scores("Why?", []).shape == (0,)
+
+
 def test_long_sentences_are_cut_to_the_trained_length():
     tok = shared_reader_model().tok
     ids = pair_ids(tok, question_ids(tok, "why " * 100), "word " * 500)
