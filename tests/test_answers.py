@@ -3,9 +3,11 @@ are made of (sources within a budget, citation markers)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from monjyu import Monjyu, SearchFilters
+from monjyu import Monjyu, MonjyuConfig, SearchFilters
 from monjyu.engines.citations import resolve_citations
 from monjyu.engines.context import Source, select_sources
 from monjyu.query import Query
@@ -190,6 +192,34 @@ def test_each_side_of_an_a_or_b_question_gets_a_sentence(sample_index):
     assert answer.kind == "extractive" and len(lines) == 2
     assert any(line.startswith("Dense retrieval with sentence embeddings") for line in lines)
     assert any(line.startswith("Keyword search with BM25") for line in lines)
+
+
+NAMESAKES = {  # two people of one name, their pages titled apart as an encyclopedia titles them
+    "ada-marsh-botanist.md": "# Ada Marsh (botanist)\n\nAda Marsh described forty species of fern in the cloud forests "
+                             "of Peru. She was born in Cardiff, Wales, in 1871 and worked at Kew for most of her life.\n",
+    "ada-marsh.md": "# Ada Marsh\n\nAda Marsh is a Canadian actor and stage director. She led the Shaw Festival for two "
+                    "decades and was born in Toronto in 1936.\n",
+    "rolf-dahl.md": "# Rolf Dahl\n\nRolf Dahl was a Norwegian chemist who studied the decay of peat bogs. He was born in "
+                    "Bergen in 1880.\n",
+    "peat.md": "# Peat\n\nPeat forms where waterlogged plant matter decays slowly. Bogs in Norway and Wales hold deep "
+               "layers of it.\n",
+}
+
+
+def test_a_side_named_by_a_page_title_is_quoted_from_that_page_not_a_namesakes(tmp_path, cache_dir):
+    """"Ada Marsh (botanist)" is the title of one page: the actor's page names Ada Marsh too, but
+    only the botanist's page speaks of the side the question weighs."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in NAMESAKES.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    m = Monjyu(tmp_path / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
+    m.index([docs])
+    for question in ("Are Ada Marsh (botanist) and Rolf Dahl of the same nationality?",
+                     "Who was born first, Ada Marsh (botanist) or Rolf Dahl?"):
+        result = m.search(question, top_k=5)
+        cited = {Path(c.source_path).name for c in result.citations}
+        assert {"ada-marsh-botanist.md", "rolf-dahl.md"} <= cited, (question, result.answer.text)
 
 
 # ---------------------------------------------------------------- the trained model as the reader (answer.reader: model)

@@ -462,15 +462,31 @@ class Reader:
             weights, key = side
             return key in held or sum(w for t, w in weights.items() if t in held) >= sum(weights.values()) / 3
 
+        def named_document(side: tuple[dict[str, float], str], among: list[Candidate]) -> str | None:
+            """The one document of `among` whose title holds every word of the side (where several
+            do, the one whose title is nothing more): the side is that document's subject, and a
+            namesake's sentence does not speak of it ("Christopher Newton (Criminal)" beside the
+            director's and the sculptor's pages). None when no one document is."""
+            words = set(side[0])
+            titles = {c.sentence.source.hit.document_id: c.titled for c in among if words <= c.titled}
+            exact = [d for d, t in titles.items() if t == words] or list(titles)
+            return exact[0] if len(exact) == 1 else None
+
         def speak_to(sides: list[tuple[dict[str, float], str]], among: list[Candidate], titled: bool) -> None:
             """A side no quote speaks of yet is answered by the best sentence of `among` that does,
             however it scores beside the lead; with `titled`, failing one, by the best sentence of
-            a document whose title names it ("It was released in 1961.")."""
+            a document whose title names it ("It was released in 1961."). A side that is the
+            title of one document among them is spoken of by that document alone."""
             for side in sides:
-                if len(picked) >= most or any(speaks_of(c.terms, side) for c in picked):
+                own = named_document(side, among) if titled else None
+                if own is None:
+                    speaks = lambda c: speaks_of(c.terms, side)  # noqa: E731
+                else:
+                    speaks = lambda c: c.sentence.source.hit.document_id == own  # noqa: E731
+                if len(picked) >= most or any(speaks(c) for c in picked):
                     continue
                 free = [c for c in among if c not in picked and fits(c)]
-                holder = next((c for c in free if speaks_of(c.terms, side)), None)
+                holder = next((c for c in free if speaks(c)), None)
                 if holder is None and titled:
                     holder = next((c for c in free if speaks_of(c.titled, side)), None)
                 if holder is not None:
