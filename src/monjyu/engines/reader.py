@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -258,6 +259,13 @@ def model_column(model: ReaderModel, query: str, quotes: list[str], feature_scor
     return column
 
 
+class Side(NamedTuple):
+    """A thing a question weighs ("..., A or B?")."""
+
+    weights: dict[str, float]  # the terms it is known by that the other sides lack, with their IDF
+    key: str  # the term that names it most surely
+
+
 @dataclass
 class Candidate:
     sentence: Sentence
@@ -380,7 +388,7 @@ class Reader:
         return sorted((t for t in terms & capitalised if top and weights.get(t, 0.0) >= 0.5 * top),
                       key=lambda t: (-weights[t], t))
 
-    def _sides(self, query: Query, paired: list[str]) -> list[tuple[dict[str, float], str]]:
+    def _sides(self, query: Query, paired: list[str]) -> list[Side]:
         """For each thing the question weighs (`paired`, from question_sides): the terms it is
         known by that the other sides lack, with their IDF, and its key, the rarest of them that
         is written capitalised ("Shenzhen" in "the patients managed by the Shenzhen team"), else
@@ -393,8 +401,8 @@ class Reader:
         for side, text in zip(own, paired):
             if side:
                 named = side & set(terms(" ".join(_CAPITALISED.findall(" " + text))))
-                out.append(({t: weights.get(t, 1.0) for t in side},
-                            max(named or side, key=lambda t: (weights.get(t, 1.0), t))))
+                out.append(Side({t: weights.get(t, 1.0) for t in side},
+                                max(named or side, key=lambda t: (weights.get(t, 1.0), t))))
         return out
 
     def model_decides(self, text: str) -> bool:
@@ -457,22 +465,25 @@ class Reader:
 
         most = min(extent.sentences, self.max_sentences)
 
-        def speaks_of(held: frozenset[str], side: tuple[dict[str, float], str]) -> bool:
+        def speaks_of(held: frozenset[str], side: Side) -> bool:
             """`held` (a sentence's terms) has the side's key or a third of its weight."""
-            weights, key = side
-            return key in held or sum(w for t, w in weights.items() if t in held) >= sum(weights.values()) / 3
+            return side.key in held or sum(w for t, w in side.weights.items() if t in held) >= sum(side.weights.values()) / 3
 
-        def named_document(side: tuple[dict[str, float], str], among: list[Candidate]) -> str | None:
-            """The one document of `among` whose title holds every word of the side (where several
-            do, the one whose title is nothing more): the side is that document's subject, and a
-            namesake's sentence does not speak of it ("Christopher Newton (Criminal)" beside the
-            director's and the sculptor's pages). None when no one document is."""
-            words = set(side[0])
+        def named_document(side: Side, among: list[Candidate]) -> str | None:
+            """The one document of `among` whose title holds the side's key and every other word
+            of it that some title holds (where several do, the one whose title is nothing more):
+            the side is that document's subject, and a namesake's sentence does not speak of it
+            ("Christopher Newton (Criminal)" beside the director's and the sculptor's pages; "the
+            movies Wizards of the Lost Kingdom" beside "... II"). None when no one document is."""
+            in_titles = frozenset().union(*(c.titled for c in among))
+            words = {t for t in side.weights if t in in_titles}
+            if side.key not in words:
+                return None
             titles = {c.sentence.source.hit.document_id: c.titled for c in among if words <= c.titled}
             exact = [d for d, t in titles.items() if t == words] or list(titles)
             return exact[0] if len(exact) == 1 else None
 
-        def speak_to(sides: list[tuple[dict[str, float], str]], among: list[Candidate], titled: bool) -> None:
+        def speak_to(sides: list[Side], among: list[Candidate], titled: bool) -> None:
             """A side no quote speaks of yet is answered by the best sentence of `among` that does,
             however it scores beside the lead; with `titled`, failing one, by the best sentence of
             a document whose title names it ("It was released in 1961."). A side that is the
@@ -499,7 +510,7 @@ class Reader:
             if paired:
                 speak_to(self._sides(query, paired),
                          sorted((c for c in candidates if c.language == lead.language), key=lambda c: -c.score), True)
-            speak_to([({name: 1.0}, name) for name in self._names(query)], pool, False)
+            speak_to([Side({name: 1.0}, name) for name in self._names(query)], pool, False)
 
         if choice:  # yes or no, A or B: a sentence about each thing named comes before more of the best
             speak_to_each()
