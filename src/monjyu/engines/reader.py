@@ -292,8 +292,8 @@ class Reader:
                  model_candidates: int = 40, sure_relevance: float = 6.0):
         """`max_sentences` caps every answer (answer.extractive_sentences); the question's kind
         usually stops it sooner. `model`: the trained cross-encoder, which reads the
-        `model_candidates` sentences the features rank best (answer.reader: model) and refuses
-        passages whose best sentence's relevance stays under `sure_relevance`."""
+        `model_candidates` sentences the features rank best (answer.reader: model) and may refuse
+        passages only where no sentence's relevance reaches `sure_relevance`."""
         self.scorer = scorer
         self.term_weights = term_weights
         self.max_sources = max_sources
@@ -467,7 +467,8 @@ class Reader:
 
         def speaks_of(held: frozenset[str], side: Side) -> bool:
             """`held` (a sentence's terms) has the side's key or a third of its weight."""
-            return side.key in held or sum(w for t, w in side.weights.items() if t in held) >= sum(side.weights.values()) / 3
+            weight = sum(w for t, w in side.weights.items() if t in held)
+            return side.key in held or weight >= sum(side.weights.values()) / 3
 
         def named_document(side: Side, among: list[Candidate]) -> str | None:
             """The one document of `among` whose title holds the side's key and every other word
