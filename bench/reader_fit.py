@@ -93,6 +93,21 @@ def listwise_loss(w: np.ndarray, rows: list[dict], l2: float) -> tuple[float, np
     return loss / max(n, 1), grad / max(n, 1)
 
 
+def fit_features(rows: list[dict], l2: float) -> np.ndarray:
+    """Every column's weight (features, and the model's where `rows` hold it) by the listwise loss."""
+    return minimize(listwise_loss, np.zeros(rows[0]["X"].shape[1]), args=(rows, l2), jac=True, method="L-BFGS-B").x
+
+
+def fit_model_scale(weights: np.ndarray, rows: list[dict], l2: float) -> float:
+    """The model column's one weight beside fixed feature `weights` (the rows' last column)."""
+
+    def loss(a: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = listwise_loss(np.append(weights, a), rows, 0.0)
+        return value + l2 * float(a @ a), grad[-1:] + 2 * l2 * a
+
+    return float(minimize(loss, np.zeros(1), jac=True, method="L-BFGS-B").x[0])
+
+
 def first_holds(w: np.ndarray, rows: list[dict], n_questions: int, k: int = 1) -> float:
     """Share of questions whose k best sentences hold the gold span."""
     return sum(bool(r["holds"][np.argsort(-(r["X"] @ w), kind="stable")[:k]].any()) for r in rows) / max(n_questions, 1)
@@ -145,14 +160,9 @@ def main() -> None:
         rows["held"] = [r for r in rows["fit"] if r["doc"] in held]
     width = len(FEATURES) + int(args.model)
     if args.model and args.model_scale_only:  # the features keep reader.py's WEIGHTS; one number is fitted
-
-        def scale_loss(a: np.ndarray) -> tuple[float, np.ndarray]:
-            loss, grad = listwise_loss(np.append(WEIGHTS, a), rows[args.fit_on], 0.0)
-            return loss + args.l2 * float(a @ a), grad[-1:] + 2 * args.l2 * a
-
-        w = np.append(WEIGHTS, minimize(scale_loss, np.zeros(1), jac=True, method="L-BFGS-B").x)
+        w = np.append(WEIGHTS, fit_model_scale(WEIGHTS, rows[args.fit_on], args.l2))
     else:
-        w = minimize(listwise_loss, np.zeros(width), args=(rows[args.fit_on], args.l2), jac=True, method="L-BFGS-B").x
+        w = fit_features(rows[args.fit_on], args.l2)
     names = list(FEATURES) + (["model"] if args.model else [])
     print(json.dumps({"features": names, "weights": [round(float(x), 3) for x in w]}))
     today = np.append(WEIGHTS, np.zeros(width - len(FEATURES)))

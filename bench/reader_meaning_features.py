@@ -19,12 +19,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "reader"))
 from data import covidqa_validation  # noqa: E402
-from reader_fit import first_holds, listwise_loss  # noqa: E402
+from reader_fit import first_holds, fit_features, fit_model_scale  # noqa: E402
 
 from monjyu.engines.cross_encoder import shared_reader_model  # noqa: E402
 from monjyu.engines.reader import FEATURES, WEIGHTS, model_column  # noqa: E402
@@ -55,19 +54,13 @@ def main() -> None:
                 x = r["X"][:, :width] * mask
                 column = model_column(model, r["question"], r["quotes"], x @ weights, args.candidates)
                 halves[half].append(dict(r, X=np.hstack([x, column[:, None]])))
-
-        def scale_loss(a: np.ndarray) -> tuple[float, np.ndarray]:
-            loss, grad = listwise_loss(np.append(weights, a), halves["held"], 0.0)
-            return loss + args.l2 * float(a @ a), grad[-1:] + 2 * args.l2 * a
-
-        scale = minimize(scale_loss, np.zeros(1), jac=True, method="L-BFGS-B").x
+        scale = fit_model_scale(weights, halves["held"], args.l2)
         both, alone = np.append(weights, scale), np.append(weights, 0.0)
-        return float(scale[0]), {h: (first_holds(alone, rs, len(rs)), first_holds(both, rs, len(rs)))
+        return scale, {h: (first_holds(alone, rs, len(rs)), first_holds(both, rs, len(rs)))
                                  for h, rs in halves.items()}
 
     def refit(mask: np.ndarray) -> np.ndarray:
-        fit = [dict(r, X=r["X"][:, :width] * mask) for r in rows["fit"]]
-        return minimize(listwise_loss, np.zeros(width), args=(fit, args.l2), jac=True, method="L-BFGS-B").x
+        return fit_features([dict(r, X=r["X"][:, :width] * mask) for r in rows["fit"]], args.l2)
 
     every = np.ones(width)
     without = np.array([0.0 if name in MEANING else 1.0 for name in FEATURES])
