@@ -237,15 +237,15 @@ def model_reader(sample_index) -> Monjyu:
     return _read_with(sample_index, "model")
 
 
-def test_the_model_reader_quotes_the_answer_and_cites_it(model_reader):
-    answer = model_reader.search("Which algorithm detects hierarchical communities?", top_k=5).answer
+@pytest.mark.parametrize("reader, refused_for", [("model", "reader model's threshold"), ("features", "for relevance")])
+def test_each_reader_answers_and_refuses_what_the_passages_do_not_answer(sample_index, reader, refused_for):
+    """The trained model with the features, and the hand-built features alone."""
+    m = _read_with(sample_index, reader)
+    answer = m.search("Which algorithm detects hierarchical communities?", top_k=5).answer
     assert answer.kind == "extractive" and "Leiden" in answer.text.splitlines()[0]
-    assert model_reader.workspace.answers().reader.model is not None
-
-
-def test_the_model_reader_refuses_what_the_passages_do_not_answer(model_reader):
-    answer = model_reader.search("What is the boiling point of mercury in kelvin?", top_k=5).answer
-    assert answer.kind == "insufficient" and "reader model's threshold" in answer.note
+    assert (m.workspace.answers().reader.model is not None) == (reader == "model")
+    refused = m.search("What is the boiling point of mercury in kelvin?", top_k=5).answer
+    assert refused.kind == "insufficient" and refused_for in refused.note
 
 
 def test_a_sentence_the_relevance_scale_is_sure_of_is_not_refused_by_the_model(model_reader):
@@ -267,16 +267,3 @@ def test_keywords_are_answered_by_relevance_not_by_the_model(model_reader):
     answer = model_reader.search("noun phrase graph without an LLM", top_k=5).answer
     assert answer.kind == "extractive" and answer.citations
 
-
-@pytest.fixture(scope="module")
-def features_reader(sample_index) -> Monjyu:
-    """The sample index read with answer.reader: features (the hand-built features alone)."""
-    return _read_with(sample_index, "features")
-
-
-def test_the_features_reader_answers_and_refuses_without_the_model(features_reader):
-    answer = features_reader.search("Which algorithm detects hierarchical communities?", top_k=5).answer
-    assert answer.kind == "extractive" and "Leiden" in answer.text.splitlines()[0]
-    assert features_reader.workspace.answers().reader.model is None
-    refused = features_reader.search("What is the boiling point of mercury in kelvin?", top_k=5).answer
-    assert refused.kind == "insufficient" and "for relevance" in refused.note
