@@ -222,6 +222,31 @@ def test_a_side_named_by_a_page_title_is_quoted_from_that_page_not_a_namesakes(t
         assert {"ada-marsh-botanist.md", "rolf-dahl.md"} <= cited, (question, result.answer.text)
 
 
+LETTER_GENES = {  # two genes named by one letter each, described in parallel words
+    "genome-report.md": "# A bovine coronavirus genome from Normandy\n\nWe sequenced the whole genome of a bovine "
+                        "coronavirus from a calf with diarrhoea. The N gene is closely related to the Ohio strain "
+                        "OH-440, with a nucleotide identity of 98.2%. The spike protein holds most of the "
+                        "differences from earlier strains. The E gene is closely related to the Quebec strain "
+                        "QC-17, with a nucleotide identity of 100%.\n",
+    "calf-care.md": "# Calf care\n\nCalves with diarrhoea are given fluids and kept warm. Most recover within a "
+                    "week.\n",
+}
+
+
+def test_sides_named_by_one_letter_are_each_quoted(tmp_path, cache_dir):
+    """"The E gene or the N gene?": the analyzer drops lone letters, so the two sides differ only by
+    their letter names; each side's sentence is quoted although the two say it in the same words."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in LETTER_GENES.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    m = Monjyu(tmp_path / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
+    m.index([docs])
+    answer = m.search("Which gene is closer to its nearest strain: the E gene or the N gene?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert "98.2%" in answer.text and "100%" in answer.text, answer.text
+
+
 # ---------------------------------------------------------------- the trained model as the reader (answer.reader: model)
 
 def _read_with(sample_index: Monjyu, reader: str) -> Monjyu:

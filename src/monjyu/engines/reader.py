@@ -167,6 +167,10 @@ def question_sides(query: str) -> list[str]:
 
 _WORD = re.compile(r"[^\W_]+")
 _CAPITALISED = re.compile(r"(?<=\s)[A-Z][\w'-]*")  # a capitalised word that does not open the text
+# A one-letter name and the word it names ("the E gene", "hepatitis B", "vitamin D"): the analyzer
+# drops lone letters, which would leave "the E gene or the N gene" two sides with the same terms.
+_LETTER_FIRST = re.compile(r"\b([A-Z])\s+(?=([a-z][a-z-]+)\b)")
+_LETTER_AFTER = re.compile(r"\b(?=([a-z][a-z-]+)\s+([A-Z])\b)")
 _FIGURE_TEXT = re.compile(r"^\s*(\(?[a-h]\)\s*)?(Figure|Fig\.?|Table|Tab\.|Algorithm|Listing|Eq\.|Equation|図|表)"
                           r"\s*[A-Z0-9IVX]+[.:：|]?", re.I)
 # A caption a PDF's text flow put inside a body sentence ("... absolute position of the Table 1: Maximum
@@ -184,6 +188,17 @@ _STOP_THEN_SPACE = re.compile(r"(?<=[.!?])\s+")
 # In-text citations and figure pointers a quote drops: "[12]", "[3-5, 7]", "(Fig. 2b)", "(see Table 1)".
 _INLINE_POINTER = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]|\s*\((?:see |cf\. )?(?:Fig(?:ure)?s?\.?|Tables?|Eqs?\.?|"
                              r"Sections?|Sec\.|§)\s*[\w.,\s–-]{1,20}\)", re.I)
+
+
+def letter_names(analyzer, text: str) -> set[str]:
+    """The one-letter names of `text` as terms: "e gene" for "the E gene", "hepatitis b"."""
+    out = set()
+    for pattern, letter_first in ((_LETTER_FIRST, True), (_LETTER_AFTER, False)):
+        for m in pattern.finditer(text):
+            letter, word = (m.group(1), m.group(2)) if letter_first else (m.group(2), m.group(1))
+            if stem := analyzer.terms(word):
+                out.add(f"{letter.lower()} {stem[0]}" if letter_first else f"{stem[0]} {letter.lower()}")
+    return out
 
 
 def clean_quote(text: str) -> str:
@@ -335,7 +350,8 @@ class Reader:
         focus = max(q_terms, key=lambda t: ((weights or {}).get(t, 0.0), t)) if q_terms else ""
         lexical = np.array([scorer.term_share(q_terms, terms_of[id(s)], weights) for s, _ in kept], dtype=np.float32)
         relevance = scorer.combine(semantic, lexical)  # the gate: the local scorer's 0-10 relevance
-        titles = {n: frozenset(analyzer.terms(ss[0].source.hit.document_title)) for n, ss in by_source.items()}
+        titles = {n: frozenset(analyzer.terms(t := ss[0].source.hit.document_title)) | letter_names(analyzer, t)
+                  for n, ss in by_source.items()}
         out = []
         for i, (s, pos) in enumerate(kept):
             own = terms_of[id(s)]
@@ -360,7 +376,8 @@ class Reader:
                 1.0 if focus in listed[:max(3, len(listed) // 3)] else 0.0,
                 scorer.term_share(q_terms, own),
             ], dtype=np.float32)
-            out.append(Candidate(s, pos, detect_language(quote), f, float(relevance[i]), frozenset(own),
+            out.append(Candidate(s, pos, detect_language(quote), f, float(relevance[i]),
+                                 frozenset(own | letter_names(analyzer, s.text)),
                                  titles[s.source.number]))
         scores = np.array([c.features for c in out]) @ WEIGHTS
         for c, z in zip(out, scores):
@@ -394,7 +411,7 @@ class Reader:
         is written capitalised ("Shenzhen" in "the patients managed by the Shenzhen team"), else
         the rarest."""
         terms = self.scorer.analyzer.terms
-        sides = [set(terms(side)) for side in paired]
+        sides = [set(terms(side)) | letter_names(self.scorer.analyzer, side) for side in paired]
         own = [side.difference(*(other for other in sides if other is not side)) for side in sides]
         weights = (self.term_weights(set().union(*own)) if self.term_weights else None) or {}
         out = []
@@ -450,10 +467,13 @@ class Reader:
         words = len(lead.quote.split())
         seen = set(_WORD.findall(lead.quote.lower()))
 
-        def fits(c: Candidate) -> bool:
+        def fits(c: Candidate, parallel: bool = False) -> bool:
+            """Within the answer's words, not the sentence before the lead, and saying something not
+            quoted already; `parallel`: a sentence about another side may say it in the words
+            quoted of the first ("The E gene ... with a nucleotide identity of 100%")."""
             vocab = set(_WORD.findall(c.quote.lower()))
             return (words + len(c.quote.split()) <= extent.words
-                    and len(vocab & seen) <= 0.6 * len(vocab)  # says something not quoted already
+                    and (parallel or len(vocab & seen) <= 0.6 * len(vocab))
                     # the sentence before the lead would push the lead off the answer's first place
                     and not (c.sentence.source is lead.sentence.source and c.position == lead.position - 1))
 
@@ -484,22 +504,23 @@ class Reader:
             exact = [d for d, t in titles.items() if t == words] or list(titles)
             return exact[0] if len(exact) == 1 else None
 
-        def speak_to(sides: list[Side], among: list[Candidate], titled: bool) -> None:
+        def speak_to(sides: list[Side], among: list[Candidate], weighed: bool) -> None:
             """A side no quote speaks of yet is answered by the best sentence of `among` that does,
-            however it scores beside the lead; with `titled`, failing one, by the best sentence of
-            a document whose title names it ("It was released in 1961."). A side that is the
-            title of one document among them is spoken of by that document alone."""
+            however it scores beside the lead; with `weighed` (the things the question weighs),
+            failing one, by the best sentence of a document whose title names it ("It was released
+            in 1961."), and in words parallel to a quote's if need be. A side that is the title of
+            one document among them is spoken of by that document alone."""
             for side in sides:
-                own = named_document(side, among) if titled else None
+                own = named_document(side, among) if weighed else None
                 if own is None:
                     speaks = lambda c: speaks_of(c.terms, side)  # noqa: E731
                 else:
                     speaks = lambda c: c.sentence.source.hit.document_id == own  # noqa: E731
                 if len(picked) >= most or any(speaks(c) for c in picked):
                     continue
-                free = [c for c in among if c not in picked and fits(c)]
+                free = [c for c in among if c not in picked and fits(c, parallel=weighed)]
                 holder = next((c for c in free if speaks(c)), None)
-                if holder is None and titled:
+                if holder is None and weighed:
                     holder = next((c for c in free if speaks_of(c.titled, side)), None)
                 if holder is not None:
                     take(holder)
