@@ -20,6 +20,9 @@ import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
 
 from ..errors import IngestError, MonjyuError
 from ..types import FIGURE, FRONT, REFERENCE, TABLE, TEXT
@@ -29,6 +32,7 @@ from .structure import Block, heading_level, is_caption, is_references_heading, 
 _SOFT_HYPHENS = {0x02, 0xFFFE, 0xAD}
 _NO_SOFT_HYPHENS = dict.fromkeys(_SOFT_HYPHENS)  # str.translate: drop them
 _BREAKS = _SOFT_HYPHENS | {0x0D, 0x0A}  # where a line may end
+_SOFT_HYPHEN_CODES, _BREAK_CODES = sorted(_SOFT_HYPHENS), sorted(_BREAKS)  # for numpy's isin
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?:um)?\b|-medi|cmbx|cmb10|\.b$|,bold", re.IGNORECASE)
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–—(\[]?\s*(?:\d{1,4}|[ivxlc]{1,6})\s*[-–—)\]]?(?:\s*(?:of|/)\s*\d{1,4})?$",
                           re.IGNORECASE)
@@ -83,20 +87,25 @@ class PdfPaper:
 
 
 # ----------------------------------------------------------------------------- characters -> lines
-def _font(raw, textpage, index: int, buf) -> tuple[float, bool]:
+def _font(raw, textpage, index: int, buf, flags) -> tuple[float, bool]:
     """Size (as printed: the font size times the text matrix's scale, which some producers use
-    instead of the size) and boldness of one character."""
-    flags = ctypes.c_int()
+    instead of the size) and boldness of one character. `buf` and `flags`: the page's buffers
+    for the font's name and flags."""
     n = raw.FPDFText_GetFontInfo(textpage, index, buf, len(buf), ctypes.byref(flags))
-    name = buf.value.decode("latin-1", "replace") if n else ""
     weight = raw.FPDFText_GetFontWeight(textpage, index)
-    bold = bool(_BOLD_NAME.search(name)) or (weight is not None and weight >= 600) or bool(flags.value & (1 << 18))
+    bold = _bold_name(buf.value if n else b"") or (weight is not None and weight >= 600) or bool(flags.value & (1 << 18))
     size = float(raw.FPDFText_GetFontSize(textpage, index))
     if size < 2:  # set at size 1 and scaled by the text matrix
         matrix = raw.FS_MATRIX()
         if raw.FPDFText_GetMatrix(textpage, index, ctypes.byref(matrix)):
             size *= abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5 or 1.0
     return size, bold
+
+
+@lru_cache(maxsize=4096)
+def _bold_name(name: bytes) -> bool:
+    """Whether a font's name says it is bold (a page has a few fonts, read for every line)."""
+    return bool(_BOLD_NAME.search(name.decode("latin-1", "replace")))
 
 
 def _char(code: int) -> str:
@@ -142,48 +151,55 @@ def page_lines(page, number: int, split_at: tuple[float | None, ...] = (None,)) 
         n = raw.FPDFText_CountChars(h)
         codes, chars = _char_codes(raw, h, n)
         left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+        refs = tuple(map(ctypes.byref, (left, right, bottom, top)))  # made once: a box is read per line and more
         buf = ctypes.create_string_buffer(128)
 
         def box(i: int) -> tuple[float, float, float, float]:
-            raw.FPDFText_GetCharBox(h, i, ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top))
+            raw.FPDFText_GetCharBox(h, i, *refs)
             return left.value, bottom.value, right.value, top.value
 
         def wraps_after(i: int) -> bool:
             """A soft hyphen ends a row without a line break of its own: the next character is lower."""
             return codes[i] in _SOFT_HYPHENS and 0 < i < n - 1 and box(i + 1)[3] < box(i - 1)[1]
 
-        ends = [i for i, c in enumerate(codes) if c in _BREAKS and (c in (0x0D, 0x0A) or wraps_after(i))] + [n]
-        return [_join_fragments(_lines(raw, h, number, codes, chars, ends, box, buf, gap), gap or 1.5)
+        array = np.array(codes, dtype=np.int64)
+        breaks = np.flatnonzero(np.isin(array, _BREAK_CODES)).tolist()
+        ends = [i for i in breaks if codes[i] in (0x0D, 0x0A) or wraps_after(i)] + [n]
+        printed = np.flatnonzero((array > 0x20) & ~np.isin(array, _SOFT_HYPHEN_CODES))
+        return [_join_fragments(_lines(raw, h, number, codes, chars, ends, printed, box, buf, gap), gap or 1.5)
                 for gap in split_at]
     finally:
         textpage.close()
 
 
-def _lines(raw, h, number: int, codes: list[int], chars: str, ends: list[int], box, buf,
+def _lines(raw, h, number: int, codes: list[int], chars: str, ends: list[int], printed: np.ndarray, box, buf,
            gap: float | None) -> list[Line]:
     """The lines of a page's characters ending at `ends` (breaks and wrapping soft hyphens),
-    each cut at gaps wider than `gap` font sizes when it is given."""
+    each cut at gaps wider than `gap` font sizes when it is given. `printed`: the indices of the
+    characters that print (not spaces, controls or soft hyphens), in order."""
     n = len(codes)
-    left, bottom = ctypes.c_double(), ctypes.c_double()
+    left, bottom, flags = ctypes.c_double(), ctypes.c_double(), ctypes.c_int()
     lines: list[Line] = []
     start = 0
-    for i in ends:
-        pieces = [[j for j in range(start, i) if codes[j] > 0x20 and codes[j] not in _SOFT_HYPHENS]]
+    first = 0  # the line's first printed character in `printed` (a line end never prints)
+    for i, last in zip(ends, np.searchsorted(printed, ends).tolist()):
+        pieces = [printed[first:last].tolist()]
+        first = last
         if gap is not None and pieces[0]:
-            pieces = _split_at_gaps(pieces[0], box, _font(raw, h, pieces[0][0], buf)[0], gap)
+            pieces = _split_at_gaps(pieces[0], box, _font(raw, h, pieces[0][0], buf, flags)[0], gap)
         for k, idx in enumerate(pieces):
             if not idx:
                 continue
             lo, hi = (idx[0], idx[-1] + 1) if len(pieces) > 1 else (start, i)
             text = chars[lo:hi].translate(_NO_SOFT_HYPHENS)
             hyphen = k == len(pieces) - 1 and any(codes[j] in _SOFT_HYPHENS for j in range(idx[-1] + 1, min(i + 1, n)))
-            fonts = [_font(raw, h, j, buf) for j in (idx[0], idx[len(idx) // 2], idx[-1])]
+            fonts = [_font(raw, h, j, buf, flags) for j in (idx[0], idx[len(idx) // 2], idx[-1])]
             (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = box(idx[0]), box(idx[-1])
             rotated = abs(raw.FPDFText_GetCharAngle(h, idx[len(idx) // 2])) > 0.1
             raw.FPDFText_GetCharOrigin(h, idx[0], ctypes.byref(left), ctypes.byref(bottom))
+            size = sorted(f[0] for f in fonts)[1]  # the median of the three
             lines.append(Line(number, text, min(ax0, bx0), min(ay0, by0), max(ax1, bx1), max(ay1, by1),
-                              statistics.median(f[0] for f in fonts), all(f[1] for f in fonts), rotated, hyphen,
-                              bottom.value))
+                              size, all(f[1] for f in fonts), rotated, hyphen, bottom.value))
         start = i + 1
     return lines
 
@@ -761,7 +777,7 @@ _WORD_RUN = re.compile(r"[^\W\d_]{3}")
 def _numberish(token: str) -> bool:
     """A number as tables and plots print them: digits, maybe with a unit or label ("17.3K",
     "8b", "64-d", "0.2e-4", "(R50x1)", "S5"), and no word in it."""
-    return any(c.isdigit() for c in token) and not _WORD_RUN.search(token)
+    return any(map(str.isdigit, token)) and not _WORD_RUN.search(token)
 _CJK_TEXT = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 
@@ -774,8 +790,10 @@ def is_figure_text(text: str, lines: list[Line]) -> bool:
         return False
     words = [t.strip(".,;:()[]\"'") for t in tokens]
     function = sum(w.lower() in _FUNCTION_WORDS and not (w.isupper() and len(w) > 1) for w in words) / len(tokens)
+    if function >= 0.25:  # prose (most text): no need to count its numbers
+        return False
     numeric = sum(map(_numberish, tokens)) / len(tokens)
-    if numeric >= 0.5 and function < 0.25:  # a row of numbers with its label ("Number of Shots 0% 20% ...")
+    if numeric >= 0.5:  # a row of numbers with its label ("Number of Shots 0% 20% ...")
         return True
     if function >= 0.1:
         return False

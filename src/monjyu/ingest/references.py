@@ -154,8 +154,8 @@ def _not_a_citation(raw: str) -> bool:
     flat = " ".join(raw.split())
     if re.match(r"^(?:table|figure|fig\.)\s*\d", flat, re.IGNORECASE):
         return True
-    letters = sum(c.isalpha() for c in flat)
-    return letters < 0.45 * len(flat.replace(" ", "")) or sum(c.isdigit() for c in flat) > letters
+    letters = sum(map(str.isalpha, flat))
+    return letters < 0.45 * len(flat.replace(" ", "")) or sum(map(str.isdigit, flat)) > letters
 
 
 def looks_like_reference(raw: str) -> bool:
