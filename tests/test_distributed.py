@@ -135,6 +135,18 @@ def test_calls_whose_worker_process_died_run_in_the_build_process():
     assert results == [0, 1, 4, 9, 16] and len(finished) == 5
 
 
+def _in_the_build_process(_: int) -> bool:
+    return multiprocessing.parent_process() is None
+
+
+def test_the_build_process_loads_beside_its_worker_processes():
+    """With two processes, one worker is spawned and the build process runs calls too (while the
+    worker starts and after): the first call goes to the worker, the next to the build process."""
+    finished = []
+    assert distributed.run_all(None, _in_the_build_process, [(0,), (1,)], finished.append, processes=2) == [False, True]
+    assert len(finished) == 2
+
+
 def _warn_in_a_worker(x: int) -> int:
     import logging
     import warnings

@@ -80,9 +80,9 @@ class IngestConfig(Section):
                               "cited as the user's own ('Your highlight on p. 4')")
     ocr: bool = Field(False, description="read PDF pages that have no text layer with tesseract (Debian: tesseract-ocr)")
     ocr_languages: str = Field("eng+jpn", description="tesseract language models, e.g. eng, jpn, eng+jpn")
-    processes: int = Field(0, ge=0, le=64, description="files are loaded and chunked in this many spawned worker "
-                           "processes when a build has at least 4 of them and 1 MB in all; 0: one per core; "
-                           "1: in the build process")
+    processes: int = Field(0, ge=0, le=64, description="files are loaded and chunked in this many processes (the "
+                           "build process and the others spawned workers) when a build has at least 4 of them "
+                           "and 1 MB in all; 0: one per core; 1: in the build process alone")
     # Directory walk: files whose suffix is not listed are ignored (not reported as errors).
     suffixes: list[str] = [".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx", ".json", ".jsonl"]
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import queue
+import threading
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -188,34 +191,84 @@ class ClusterPhraseExtractor:
 
 def run_all(executor: RayExecutor | None, fn: Callable, calls: list[tuple], progress: Callable[[int], None],
             processes: int = 1, sizes: list[int] | None = None) -> list[Any]:
-    """fn(*args) for each call, results in call order: on the cluster at once, in `processes`
-    spawned worker processes on this machine, or in this process one after another;
-    progress(1) as each one finishes. Given each call's size, the workers take the largest
-    first, so that no large file is left to one worker at the end."""
+    """fn(*args) for each call, results in call order: on the cluster at once, in this process
+    beside `processes` - 1 spawned worker processes on this machine (this process runs calls too,
+    while the workers start and after), or in this process one after another; progress(1) as each
+    one finishes. Given each call's size, the largest are taken first, so that no large file is
+    left to one process at the end."""
     if executor is not None:
         return executor.map(fn, calls, progress)
     out: list[Any] = [None] * len(calls)
     done = [False] * len(calls)
     if processes > 1 and len(calls) > 1:
-        # Spawned, never forked: a fork would copy the locks of LanceDB's and the embedder's threads.
-        context = multiprocessing.get_context("spawn")
-        logs = WorkerLogs(context)
+        order = sorted(range(len(calls)), key=lambda i: -sizes[i]) if sizes else list(range(len(calls)))
         try:
-            with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context, initializer=forward_logs,
-                                     initargs=logs.initargs) as pool:
-                order = sorted(range(len(calls)), key=lambda i: -sizes[i]) if sizes else range(len(calls))
-                futures = {pool.submit(fn, *calls[i]): i for i in order}
-                for future in as_completed(futures):
-                    i = futures[future]
-                    out[i], done[i] = future.result(), True
-                    progress(1)
+            _run_beside_workers(fn, calls, progress, min(processes - 1, len(calls) - 1), order, out, done)
         except BrokenProcessPool:  # workers could not start (a script without a __main__ guard) or died
             log.warning("build worker processes stopped; the remaining %d calls run in this process",
                         done.count(False))
-        finally:
-            logs.close()
     for i, args in enumerate(calls):
         if not done[i]:
             out[i] = fn(*args)
             progress(1)
     return out
+
+
+def _run_beside_workers(fn: Callable, calls: list[tuple], progress: Callable[[int], None], workers: int,
+                        order: list[int], out: list[Any], done: list[bool]) -> None:
+    """Calls in `order`, each taken by whichever is free first: one of `workers` spawned processes
+    (never forked: a fork would copy the locks of LanceDB's and the embedder's threads) or this
+    process. Results and progress are handled here, between this process's own calls; a call
+    that could not be sent to a worker is left undone (run_all runs it here)."""
+    pending = deque(order)
+    lock = threading.Lock()
+    finished: queue.SimpleQueue = queue.SimpleQueue()  # (call, future) as workers finish them
+    in_flight = 0
+
+    def take() -> int | None:
+        with lock:
+            return pending.popleft() if pending else None
+
+    def collect(wait: bool) -> None:
+        """The workers' results that are in (with `wait`, at least one)."""
+        nonlocal in_flight
+        while True:
+            try:
+                i, future = finished.get(block=wait)
+            except queue.Empty:
+                return
+            with lock:
+                in_flight -= 1
+            out[i], done[i] = future.result(), True  # a worker's exception is raised here
+            progress(1)
+            wait = False
+
+    context = multiprocessing.get_context("spawn")
+    logs = WorkerLogs(context)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=forward_logs,
+                                 initargs=logs.initargs) as pool:
+            def feed(_: object = None) -> None:
+                """The next call to a worker (at the start, and as each worker finishes one)."""
+                nonlocal in_flight
+                i = take()
+                if i is None:
+                    return
+                try:
+                    future = pool.submit(fn, *calls[i])
+                except (BrokenProcessPool, RuntimeError):  # the pool broke or is shutting down
+                    return
+                with lock:
+                    in_flight += 1
+                future.add_done_callback(lambda f, i=i: (finished.put((i, f)), feed()))
+
+            for _ in range(workers):
+                feed()
+            while (i := take()) is not None:
+                out[i], done[i] = fn(*calls[i]), True
+                progress(1)
+                collect(wait=False)
+            while in_flight:  # nothing is left to take: only the workers' last calls
+                collect(wait=True)
+    finally:
+        logs.close()
