@@ -247,6 +247,31 @@ def test_sides_named_by_one_letter_are_each_quoted(tmp_path, cache_dir):
     assert "98.2%" in answer.text and "100%" in answer.text, answer.text
 
 
+VALLEY_VIRUS = {  # a sentence that names the question's subject at length, and a later one that answers
+    "valley-virus.md": "# Equine encephalitis in the valley outbreak\n\nValley equine encephalitis virus (VaEEV) is "
+                       "an arthropod-borne alphavirus responsible for acute and fatal encephalitis in horses and in "
+                       "human hosts across the southern valley region.\n\nIn humans, the virus causes a febrile "
+                       "illness with headache and vomiting. Among cases with neurological symptoms the mortality "
+                       "rate reached 28% in children and 6% in adults during the outbreak.\n\nHorses are "
+                       "vaccinated with a live attenuated strain every spring.\n",
+    "mosquito-control.md": "# Mosquito control\n\nMosquito control programmes spray larvicide in standing water "
+                           "during the wet season. Traps are checked weekly by field teams.\n",
+}
+
+
+def test_the_lead_is_a_sentence_the_model_reads_as_an_answer(tmp_path, cache_dir):
+    """The features prefer the sentence that names the virus at length; the model reads it as no
+    answer (below its threshold) and the mortality sentence as one: the answer leads with that."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in VALLEY_VIRUS.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    m = Monjyu(tmp_path / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
+    m.index([docs])
+    answer = m.search("What is the mortality rate of Valley equine encephalitis virus in children?", top_k=5).answer
+    assert answer.kind == "extractive" and "28%" in answer.text.splitlines()[0], answer.text
+
+
 # ---------------------------------------------------------------- the trained model as the reader (answer.reader: model)
 
 def _read_with(sample_index: Monjyu, reader: str) -> Monjyu:

@@ -457,6 +457,15 @@ class Reader:
             note = ("日本語で答える文が索引された文書に見つからないため、英語の文を引用しています" if lang == "ja" else
                     "no sentence in English answers this in the indexed documents, so the quotes are in another language")
         pool = sorted(same or gate, key=lambda c: -c.score)
+        if self.model_decides(text):
+            # The lead is a sentence the model reads as an answer (at or above the threshold it
+            # refuses under), where one is: the features alone may prefer a sentence that names the
+            # question's subject at length and answers nothing ("VEEV is an arthropod-borne virus
+            # ..." for its mortality rate).
+            accepted = next((c for c in pool if c.answers >= self.model.threshold), None)
+            if accepted is not None and accepted is not pool[0]:
+                pool.remove(accepted)
+                pool.insert(0, accepted)
         asks = question_asks(text)
         paired = question_sides(text)
         # a question that weighs two things is answered by a sentence about each, whatever it asks
