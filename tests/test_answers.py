@@ -194,6 +194,17 @@ def test_each_side_of_an_a_or_b_question_gets_a_sentence(sample_index):
     assert any(line.startswith("Keyword search with BM25") for line in lines)
 
 
+def _indexed(tmp_path: Path, cache_dir: Path, pages: dict[str, str]) -> Monjyu:
+    """An index of `pages` (file name -> Markdown) written to a folder of their own."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in pages.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    m = Monjyu(tmp_path / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
+    m.index([docs])
+    return m
+
+
 NAMESAKES = {  # two people of one name, their pages titled apart as an encyclopedia titles them
     "ada-marsh-botanist.md": "# Ada Marsh (botanist)\n\nAda Marsh described forty species of fern in the cloud forests "
                              "of Peru. She was born in Cardiff, Wales, in 1871 and worked at Kew for most of her life.\n",
@@ -209,12 +220,7 @@ NAMESAKES = {  # two people of one name, their pages titled apart as an encyclop
 def test_a_side_named_by_a_page_title_is_quoted_from_that_page_not_a_namesakes(tmp_path, cache_dir):
     """"Ada Marsh (botanist)" is the title of one page: the actor's page names Ada Marsh too, but
     only the botanist's page speaks of the side the question weighs."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name, text in NAMESAKES.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    m = Monjyu(tmp_path / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
-    m.index([docs])
+    m = _indexed(tmp_path, cache_dir, NAMESAKES)
     for question in ("Are Ada Marsh (botanist) and Rolf Dahl of the same nationality?",
                      "Who was born first, Ada Marsh (botanist) or Rolf Dahl?"):
         result = m.search(question, top_k=5)
@@ -236,12 +242,7 @@ LETTER_GENES = {  # two genes named by one letter each, described in parallel wo
 def test_sides_named_by_one_letter_are_each_quoted(tmp_path, cache_dir):
     """"The E gene or the N gene?": the analyzer drops lone letters, so the two sides differ only by
     their letter names; each side's sentence is quoted although the two say it in the same words."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name, text in LETTER_GENES.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    m = Monjyu(tmp_path / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
-    m.index([docs])
+    m = _indexed(tmp_path, cache_dir, LETTER_GENES)
     answer = m.search("Which gene is closer to its nearest strain: the E gene or the N gene?", top_k=5).answer
     assert answer.kind == "extractive"
     assert "98.2%" in answer.text and "100%" in answer.text, answer.text
@@ -262,12 +263,7 @@ VALLEY_VIRUS = {  # a sentence that names the question's subject at length, and 
 def test_the_lead_is_a_sentence_the_model_reads_as_an_answer(tmp_path, cache_dir):
     """The features prefer the sentence that names the virus at length; the model reads it as no
     answer (below its threshold) and the mortality sentence as one: the answer leads with that."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name, text in VALLEY_VIRUS.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    m = Monjyu(tmp_path / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
-    m.index([docs])
+    m = _indexed(tmp_path, cache_dir, VALLEY_VIRUS)
     answer = m.search("What is the mortality rate of Valley equine encephalitis virus in children?", top_k=5).answer
     assert answer.kind == "extractive" and "28%" in answer.text.splitlines()[0], answer.text
 
