@@ -410,8 +410,9 @@ class Reader:
         known by that the other sides lack, with their IDF, and its key, the rarest of them that
         is written capitalised ("Shenzhen" in "the patients managed by the Shenzhen team"), else
         the rarest."""
-        terms = self.scorer.analyzer.terms
-        sides = [set(terms(side)) | letter_names(self.scorer.analyzer, side) for side in paired]
+        analyzer = self.scorer.analyzer
+        terms = analyzer.terms
+        sides = [set(terms(side)) | letter_names(analyzer, side) for side in paired]
         own = [side.difference(*(other for other in sides if other is not side)) for side in sides]
         weights = (self.term_weights(set().union(*own)) if self.term_weights else None) or {}
         out = []
@@ -435,7 +436,8 @@ class Reader:
         """The quotes (runs of adjacent sentences of one passage), best first, and a notice for
         the reader when they are in another language than the question's."""
         text, lang = query.text, query.language
-        if not self.model_decides(text):
+        decides = self.model_decides(text)
+        if not decides:
             gate = [c for c in candidates if c.relevance >= min_relevance]
         elif max(c.relevance for c in candidates) >= self.sure_relevance:
             # A sentence the relevance scale grades "correct" (as Corrective RAG does) is on the
@@ -457,7 +459,7 @@ class Reader:
             note = ("日本語で答える文が索引された文書に見つからないため、英語の文を引用しています" if lang == "ja" else
                     "no sentence in English answers this in the indexed documents, so the quotes are in another language")
         pool = sorted(same or gate, key=lambda c: -c.score)
-        if self.model_decides(text):
+        if decides:
             # The lead is a sentence the model reads as an answer (at or above the threshold it
             # refuses under), where one is: the features alone may prefer a sentence that names the
             # question's subject at length and answers nothing ("VEEV is an arthropod-borne virus
