@@ -248,6 +248,29 @@ def test_sides_named_by_one_letter_are_each_quoted(tmp_path, cache_dir):
     assert "98.2%" in answer.text and "100%" in answer.text, answer.text
 
 
+
+RESERVOIRS = {  # one reservoir's page says much that scores well; the other's says its one thing once
+    "alder.md": "# The Alder reservoir\n\nDifferences in water level at the Alder reservoir reach 14 metres over a year. "
+                "Differences in water level at the Alder reservoir follow snowmelt from three glacier streams each May. "
+                "Differences in water level at the Alder reservoir grow when turbines run at full winter load. "
+                "Differences in water level at the Alder reservoir are logged hourly by radar gauges on its dam. "
+                "Differences in water level at the Alder reservoir were largest during the drought summer of 1976. "
+                "Differences in water level at the Alder reservoir shrink before spring thaw, when inflow nearly stops.\n",
+    "birch.md": "# The Birch reservoir\n\nThe Birch reservoir supplies drinking water to three towns. Its dam was finished "
+                "in 1961. At the Birch reservoir the water level varies by no more than 3 metres over a year.\n",
+    "canals.md": "# Canals\n\nCanals carry water between reservoirs and rivers. Locks raise boats between levels.\n",
+}
+
+
+def test_a_comparison_quotes_each_side_before_more_of_the_best(tmp_path, cache_dir):
+    """"Is A larger than B?" asks for a comparison: the sentence about B comes before more of A's,
+    which would otherwise fill the answer."""
+    m = _indexed(tmp_path, cache_dir, RESERVOIRS)
+    answer = m.search("Are the differences in water level larger at the Alder reservoir than at the Birch "
+                      "reservoir?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert answer.text.splitlines()[1].startswith("At the Birch reservoir the water level varies"), answer.text
+
 VALLEY_VIRUS = {  # a sentence that names the question's subject at length, and a later one that answers
     "valley-virus.md": "# Equine encephalitis in the valley outbreak\n\nValley equine encephalitis virus (VaEEV) is "
                        "an arthropod-borne alphavirus responsible for acute and fatal encephalitis in horses and in "

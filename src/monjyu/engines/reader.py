@@ -545,14 +545,16 @@ class Reader:
                          sorted((c for c in candidates if c.language == lead.language), key=lambda c: -c.score), True)
             speak_to([Side({name: 1.0}, name) for name in self._names(query)], pool, False)
 
-        if choice:  # yes or no, A or B: a sentence about each thing named comes before more of the best
+        if choice or paired:
+            # yes or no, A or B, "Is A ... than B?": a sentence about each thing named comes before
+            # more of the best, which could fill the answer (a comparison's five sentences of A)
             speak_to_each()
         for c in pool[1:]:
             if len(picked) >= most or c.score < lead.score - extent.margin:
                 break
             if c not in picked and fits(c):
                 take(c)
-        if not choice:
+        if not (choice or paired):
             speak_to_each()
         # Adjacent sentences of one passage become one quote, in the passage's order, where the
         # first of them was picked.
