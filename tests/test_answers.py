@@ -86,6 +86,9 @@ def test_question_kinds_from_their_wording():
     assert question_asks("Which has more parameters, PaLM or OPT-175B?") == "choice"
     assert question_asks("Does FlashAttention reduce the number of HBM accesses?") == "choice"
     assert question_asks("このワクチンは有効ですか？") == "choice"
+    # a Japanese question with no question word is a yes/no question, whatever nouns it holds
+    assert question_asks("FlashAttentionは近似attention手法より速いのですか？") == "choice"
+    assert question_asks("どんな方法で学習しましたか？") == "method"
 
 
 def test_the_things_a_question_weighs_from_the_words_that_join_them():
@@ -107,6 +110,14 @@ def test_the_things_a_question_weighs_from_the_words_that_join_them():
     assert question_sides("For inputs longer than 1K tokens, is FlashAttention faster than every approximate method?") == \
         ["is FlashAttention faster", "every approximate method"]
     assert question_sides("BERTとGPTのどちらが大きいですか？") == ["BERT", "GPT"]
+    assert question_sides("CNNとRNNでは、長い系列に強いのはどちらですか？") == ["CNN", "RNN"]
+    assert question_sides("精度が高かったのは、BERTを使ったモデルと、GPTを使ったモデルのどちらですか？") == \
+        ["BERTを使ったモデル", "GPTを使ったモデル"]
+    assert question_sides("勝ったのはCNNですか、それともRNNですか？") == ["CNN", "RNN"]
+    assert question_sides("LeNetとAlexNetは同じ研究室で作られましたか？") == ["LeNet", "AlexNet"]
+    assert question_sides("テキストよりも画像の方が多いのですか？") == ["画像", "テキスト"]
+    assert question_sides("FlashAttentionは近似attention手法より速いのですか？") == \
+        ["FlashAttention 速いのですか", "近似attention手法"]
     assert question_sides("What does RRF do?") == []
     assert question_sides("Does FlashAttention reduce the number of HBM accesses?") == []
 
@@ -222,7 +233,10 @@ def test_a_side_named_by_a_page_title_is_quoted_from_that_page_not_a_namesakes(t
     only the botanist's page speaks of the side the question weighs."""
     m = _indexed(tmp_path, cache_dir, NAMESAKES)
     for question in ("Are Ada Marsh (botanist) and Rolf Dahl of the same nationality?",
-                     "Who was born first, Ada Marsh (botanist) or Rolf Dahl?"):
+                     "Who was born first, Ada Marsh (botanist) or Rolf Dahl?",
+                     # in Japanese, over the same English pages: the sides are read as in English
+                     "Rolf DahlとAda Marsh (botanist)では、どちらが先に生まれましたか？",
+                     "Ada Marsh (botanist)はRolf Dahlより先に生まれたのですか？"):
         result = m.search(question, top_k=5)
         cited = {Path(c.source_path).name for c in result.citations}
         assert {"ada-marsh-botanist.md", "rolf-dahl.md"} <= cited, (question, result.answer.text)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..ingest.sentences import is_debris, is_title_line
 from ..nlp.analyzer import EN_STOPWORDS
+from ..nlp.glossary import with_english_glosses
 from ..nlp.lang import detect_language
 from ..query import Query
 from ..types import ANNOTATION, TEXT
@@ -38,8 +39,11 @@ from .relevance import LocalRelevanceScorer, Sentence, sentences_of
 
 # What a question asks for, from its wording (English and Japanese); "" = a fact of no marked type.
 # A choice: yes or no, or one of the things it names ("Which came first, A or B?").
+# A Japanese yes/no question: a question ending ("...ですか", "...ましたか") and no question word.
+_JA_YES_NO = re.compile(r"^(?!.*(?:何|どこ|どちら|どっち|どれ|どの|どう|どんな|いつ|誰|だれ|なぜ|いくつ|いくら))"
+                        r".*[ぁ-ん]か[。？?]?\s*$")
 _CHOICE = re.compile(r"^\s*(which|who|what)\b[^?]*\bor\b[^?]*\?\s*$|^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b.+\?\s*$|"
-                     r"\b(or|and)\b.+\b(both|either)\b|\bboth\b.+\b(and)\b|ですか[。？?]?\s*$|ますか[。？?]?\s*$", re.I)
+                     r"\b(or|and)\b.+\b(both|either)\b|\bboth\b.+\b(and)\b|どちら|どっち|それとも|" + _JA_YES_NO.pattern, re.I)
 _ASKS = [
     ("number", re.compile(r"\bhow (many|much|long|often|large|big|old|far|fast|high|low|small)\b|"
                           r"\bwhat (percentage|proportion|fraction|number|rate|ratio|size|amount|dose)\b|"
@@ -114,7 +118,12 @@ _QUESTION = re.compile(r"[?？]\s*$|^\s*(what|which|who|whom|whose|when|where|wh
 
 
 def question_asks(query: str) -> str:
-    """The first kind of answer the question's wording asks for, or "" (a plain fact)."""
+    """The first kind of answer the question's wording asks for, or "" (a plain fact). A Japanese
+    question with no question word is a yes/no question whatever nouns it holds ("...手法より速いの
+    ですか" asks no method): the English patterns are anchored on question words, the Japanese
+    ones on nouns."""
+    if _JA_YES_NO.search(query):
+        return "choice"
     for name, pattern in _ASKS:
         if pattern.search(query):
             return name
@@ -123,7 +132,11 @@ def question_asks(query: str) -> str:
 
 # The two things a question sets side by side, by the words that join them.
 _PAIRED = [re.compile(p, re.I) for p in (
-    r"(?:^|[、，,\s])([^、，,]+?)と([^、，,]+?)(?:の|では|で)?(?:どちら|どっち)",  # AとBのどちら
+    # AとBのどちら, AとBでは、…どちら, AとBのうち: a side runs from a comma or a topic's は
+    r"(?:^|[、，,\s]|は)([^、，,は]+?)と[、，,]?\s*([^、，,は]+?)(?:とでは|では|のうち|の中では?|の|で)(?:[、，,][^、，,]*?)?"
+    r"(?:どちら|どっち)",
+    r"(?:^|[、，,\s]|は)([^、，,は]+?)(?:ですか|でしょうか|か)[、，,]\s*それとも\s*([^、，,]+?)(?:ですか|でしょうか|か)?$",  # Aですか、それともBですか
+    r"^([^、，,は]+?)と[、，,]?\s*([^、，,は]+?)(?:は|では|が)",  # AとBは…ですか (Are A and B ...?)
     r"\bbetween\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
     r"\b(?:out of|which of)\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
     r"\bboth\s+(.+?)\s+and\s+(.+?)(?=[,;]|$|\s(?:are|were|is|was|have|had|do|did)\b)",
@@ -138,7 +151,8 @@ def question_sides(query: str) -> list[str]:
     """The things a yes/no, choice or comparison question names to be weighed against each other,
     each of which its answer should speak to: the alternatives of "..., A or B?" and "...: A or
     B?", "both A and B", "Are A and B ...?", "between A and B", "A versus B", "Is A ... than B?",
-    "AとBのどちら"; [] when it names no two things. What follows a colon is read first (the
+    and their Japanese counterparts ("AとBのどちら", "AとBでは、…どちら", "Aですか、それともBですか",
+    "AとBは…ですか", "AはBより…", "BよりAの方が…"); [] when it names no two things. What follows a colon is read first (the
     alternatives of "...: A or B?"), then the whole question (a title may hold a colon)."""
     q = query.strip().rstrip("?？。 ")
     after_colon = q.rpartition(":")[2].strip()
@@ -152,6 +166,8 @@ def question_sides(query: str) -> list[str]:
             parts = [p.strip() for p in _ALTERNATIVE.split(clause) if p.strip()]
             if len(parts) >= 2:
                 return parts
+    if m := _japanese_than(q):
+        return m
     thans = list(re.finditer(r"\bthan\b", q, re.I))
     if thans:
         than = thans[-1]  # the last "than": the comparison of the main clause
@@ -163,10 +179,31 @@ def question_sides(query: str) -> list[str]:
     return []
 
 
+def _japanese_than(q: str) -> list[str] | None:
+    """"AはBより…" and "BよりAの方が…": B is the phrase before the last より (the main clause's);
+    A, the phrase before の方が, else the topic before は with what the clause says after より
+    ("ウマコロナウイルスは、ウマの糞便よりも呼吸器の分泌物から…": the topic alone may not be the other
+    side), else that clause alone."""
+    found = list(re.finditer(r"([^、，,は]+?)よりも?", q))
+    if not found:
+        return None
+    than = found[-1]
+    after = re.split(r"[、，,]", q[than.end():].lstrip("、，, "))[0]
+    if preferred := re.search(r"(.+?)(?:の方|のほう)が", after):
+        return [preferred.group(1).strip(), than.group(1).strip()]
+    before = q[:than.start()].rstrip("、，, ")
+    topic = re.split(r"[、，,]", before[:-1])[-1] if before.endswith("は") else ""
+    side = f"{topic} {after}".strip()
+    return [side, than.group(1).strip()] if side else None
+
+
 # ---------------------------------------------------------------------------- quotable sentences
 
 _WORD = re.compile(r"[^\W_]+")
-_CAPITALISED = re.compile(r"(?<=\s)[A-Z][\w'-]*")  # a capitalised word that does not open the text
+# A capitalised word that does not open the text; in Japanese text, a Latin word written after kana
+# or kanji ("Marjatta RaitaとBruce Coulter"), which no sentence rule capitalises.
+_CJK = "\u3000-\u30ff\u3400-\u9fff\uff00-\uffef"
+_CAPITALISED = re.compile(rf"(?:(?<=\s)|(?<=[{_CJK}]))[A-Z](?:[^\W{_CJK}]|['-])*")
 # A one-letter name and the word it names ("the E gene", "hepatitis B", "vitamin D"): the analyzer
 # drops lone letters, which would leave "the E gene or the N gene" two sides with the same terms.
 _LETTER_FIRST = re.compile(r"\b([A-Z])\s+(?=([a-z][a-z-]+)\b)")
@@ -401,7 +438,9 @@ class Reader:
         terms = self.scorer.query_terms(query)
         weights = (self.term_weights(set(terms)) if self.term_weights else None) or {}
         top = max(weights.values(), default=0.0)
-        capitalised = set(self.scorer.analyzer.terms(" ".join(_CAPITALISED.findall(query.text))))
+        # a Latin name opening a Japanese question is a name all the same
+        opening = " " if query.language == "ja" else ""
+        capitalised = set(self.scorer.analyzer.terms(" ".join(_CAPITALISED.findall(opening + query.text))))
         return sorted((t for t in terms & capitalised if top and weights.get(t, 0.0) >= 0.5 * top),
                       key=lambda t: (-weights[t], t))
 
@@ -412,7 +451,10 @@ class Reader:
         the rarest."""
         analyzer = self.scorer.analyzer
         terms = analyzer.terms
-        sides = [set(terms(side)) | letter_names(analyzer, side) for side in paired]
+        # a Japanese side is also known by the English glosses of its nouns (旅行者: traveller), as
+        # the question's terms are
+        sides = [set(with_english_glosses(side, terms(side), query.language)) | letter_names(analyzer, side)
+                 for side in paired]
         own = [side.difference(*(other for other in sides if other is not side)) for side in sides]
         weights = (self.term_weights(set().union(*own)) if self.term_weights else None) or {}
         out = []
@@ -444,6 +486,11 @@ class Reader:
             # question: the model, which finds no span it recognises in some answering sentences
             # ("How are communities of phrases detected?"), ranks them but does not refuse.
             gate = candidates
+        elif all(c.language != lang for c in candidates):
+            # The model learnt questions over sentences of their own language (SQuAD, JaQuAD): over
+            # sentences of another only, it ranks them, and the relevance scale says whether they
+            # answer ("ResNetの残差学習は...どんな問題を解決するために..." over the English paper).
+            gate = candidates if max(c.relevance for c in candidates) >= min_relevance else []
         else:  # the model decides whether the passages answer at all
             gate = candidates if max(c.answers for c in candidates) >= self.model.threshold else []
         if not gate:
