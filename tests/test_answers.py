@@ -70,7 +70,7 @@ def test_hits_only_when_no_answer_is_asked(sample_index):
 # ---------------------------------------------------------------- the offline reader (engines/reader.py)
 
 def test_question_kinds_from_their_wording():
-    from monjyu.engines.reader import question_asks
+    from monjyu.engines.question_wording import question_asks
 
     assert question_asks("How many GPUs trained OPT-175B?") == "number"
     assert question_asks("When was the vaccine approved?") == "date"
@@ -92,7 +92,7 @@ def test_question_kinds_from_their_wording():
 
 
 def test_the_things_a_question_weighs_from_the_words_that_join_them():
-    from monjyu.engines.reader import question_sides
+    from monjyu.engines.question_wording import question_sides
 
     assert question_sides("Which film was released first, Aas Ka Panchhi or Phoolwari?") == ["Aas Ka Panchhi", "Phoolwari"]
     assert question_sides("Which gene had the higher identity: the E gene or the orf1ab gene?") == \

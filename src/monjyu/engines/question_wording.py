@@ -1,0 +1,133 @@
+"""What a question's wording asks for: the kind of answer ("how many", "why", "A or B?"), whether
+it is a question at all, and the things it weighs against each other, in English and Japanese.
+The offline reader reads these to decide how far an answer goes and what it must speak to."""
+
+from __future__ import annotations
+
+import re
+
+# What a question asks for, from its wording (English and Japanese); "" = a fact of no marked type.
+# A choice: yes or no, or one of the things it names ("Which came first, A or B?").
+# A Japanese yes/no question: a question ending ("...ですか", "...ましたか") and no question word.
+_JA_YES_NO = re.compile(r"^(?!.*(?:何|どこ|どちら|どっち|どれ|どの|どう|どんな|いつ|誰|だれ|なぜ|いくつ|いくら))"
+                        r".*[ぁ-ん]か[。？?]?\s*$")
+_CHOICE = re.compile(r"^\s*(which|who|what)\b[^?]*\bor\b[^?]*\?\s*$|^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b.+\?\s*$|"
+                     r"\b(or|and)\b.+\b(both|either)\b|\bboth\b.+\b(and)\b|どちら|どっち|それとも|" + _JA_YES_NO.pattern, re.I)
+_ASKS = [
+    ("number", re.compile(r"\bhow (many|much|long|often|large|big|old|far|fast|high|low|small)\b|"
+                          r"\bwhat (percentage|proportion|fraction|number|rate|ratio|size|amount|dose)\b|"
+                          r"何人|何個|何倍|何層|何件|何回|何%|何パーセント|いくつ|どのくらい|どれくらい|どれだけ|何割|何台|何枚|何次元|何億|何万", re.I)),
+    ("date", re.compile(r"\bwhen\b|\b(what|which) (year|date|month|day|decade|century)\b|いつ|何年|何月", re.I)),
+    ("person", re.compile(r"\bwho\b|\bwhom\b|\bwhose\b|誰|だれ", re.I)),
+    ("place", re.compile(r"\bwhere\b|どこ", re.I)),
+    ("reason", re.compile(r"\bwhy\b|\bwhat (causes|caused|leads|led)\b|\breasons?\b|\bfor what purpose\b|"
+                          r"なぜ|どうして|理由|原因|目的", re.I)),
+    ("compare", re.compile(r"\bdiffer|\bdifference|\bcompar|\bversus\b|\bvs\.?\b|\bbetter than\b|"
+                           r"\bworse than\b|\badvantages?\b|\bdisadvantages?\b|\bunlike\b|違い|比較|異な|比べ|優れ|利点|欠点", re.I)),
+    ("list", re.compile(r"\bwhat are (the|some)\b|\bwhich\b.*\b(are|were)\b|\blist\b|\bname (the|some)\b|"
+                        r"\bwhat (types|kinds|sorts|components|steps|stages|factors|features|methods|techniques)\b|"
+                        r"\bexamples?\b|挙げ|種類|どのようなものが|何と何|[二三四2-4]つ", re.I)),
+    ("method", re.compile(r"\bhow (does|do|did|is|are|was|were|can|could|should|to)\b|\bwhat (method|approach|technique)\b|"
+                          r"\bin what way\b|どのように|どうやって|方法|仕組み|手法", re.I)),
+    ("definition", re.compile(r"^\s*(what|who) (is|are|was|were) (a |an |the )?[^,]{1,60}\??$|\bdefin|\bmeaning of\b|"
+                              r"\bstands? for\b|\bwhat does .* mean\b|とは|何ですか|なんですか", re.I)),
+    ("choice", _CHOICE),
+]
+
+# A question, as opposed to keywords or a request: a question mark, a question word first, or a
+# Japanese question's ending or question word.
+_QUESTION = re.compile(r"[?？]\s*$|^\s*(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|"
+                       r"can|could|has|have|had|will|would|should|in what|to what|at what|on what)\b|"
+                       r"[かの][。？?]?\s*$|何|なぜ|どう|いつ|どこ|誰|だれ|どれ|どの|いくつ", re.I)
+
+
+def question_asks(query: str) -> str:
+    """The first kind of answer the question's wording asks for, or "" (a plain fact). A Japanese
+    question with no question word is a yes/no question whatever nouns it holds ("...手法より速いの
+    ですか" asks no method): the English patterns are anchored on question words, the Japanese
+    ones on nouns."""
+    if _JA_YES_NO.search(query):
+        return "choice"
+    for name, pattern in _ASKS:
+        if pattern.search(query):
+            return name
+    return ""
+
+
+# The two things a question sets side by side, by the words that join them.
+_PAIRED = [re.compile(p, re.I) for p in (
+    # AとBのどちら, AとBでは、…どちら, AとBのうち: a side runs from a comma or a topic's は
+    r"(?:^|[、，,\s]|は)([^、，,は]+?)と[、，,]?\s*([^、，,は]+?)(?:とでは|では|のうち|の中では?|の|で)(?:[、，,][^、，,]*?)?"
+    r"(?:どちら|どっち)",
+    r"(?:^|[、，,\s]|は)([^、，,は]+?)(?:ですか|でしょうか|か)[、，,]\s*それとも\s*([^、，,]+?)(?:ですか|でしょうか|か)?$",  # Aですか、それともBですか
+    r"^([^、，,は]+?)と[、，,]?\s*([^、，,は]+?)(?:は|では|が)",  # AとBは…ですか (Are A and B ...?)
+    r"\bbetween\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
+    r"\b(?:out of|which of)\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
+    r"\bboth\s+(.+?)\s+and\s+(.+?)(?=[,;]|$|\s(?:are|were|is|was|have|had|do|did)\b)",
+    r"^(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+([^,;]+?)\s+both\b",
+    r"^(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+(.+?)(?=[,;]|$)",
+    r"([^,;:]+?)\s+(?:versus|vs\.?)\s+(.+?)(?=[,;]|$)")]
+_ALTERNATIVE = re.compile(r"\s*,?\s+\bor\b\s+", re.I)
+_CLAUSE_START = re.compile(r"[,;:](?!\s*or\b)", re.I)  # a comma that does not open ", or B"
+
+
+def question_sides(query: str) -> list[str]:
+    """The things a yes/no, choice or comparison question names to be weighed against each other,
+    each of which its answer should speak to: the alternatives of "..., A or B?" and "...: A or
+    B?", "both A and B", "Are A and B ...?", "between A and B", "A versus B", "Is A ... than B?",
+    and their Japanese counterparts ("AとBのどちら", "AとBでは、…どちら", "Aですか、それともBですか",
+    "AとBは…ですか", "AはBより…", "BよりAの方が…"); [] when it names no two things. What follows a colon is read first (the
+    alternatives of "...: A or B?"), then the whole question (a title may hold a colon)."""
+    q = query.strip().rstrip("?？。 ")
+    after_colon = q.rpartition(":")[2].strip()
+    for text in dict.fromkeys((after_colon, q)):
+        for pattern in _PAIRED:
+            if m := pattern.search(text):
+                return [m.group(1).strip(), m.group(2).strip()]
+        if first_or := re.search(r"\bor\b", text, re.I):  # from the last comma before it
+            clause = text[max((m.end() for m in _CLAUSE_START.finditer(text) if m.start() < first_or.start()),
+                             default=0):]
+            parts = [p.strip() for p in _ALTERNATIVE.split(clause) if p.strip()]
+            if len(parts) >= 2:
+                return parts
+    if m := _japanese_than(q):
+        return m
+    thans = list(re.finditer(r"\bthan\b", q, re.I))
+    if thans:
+        than = thans[-1]  # the last "than": the comparison of the main clause
+        before = q[:than.start()]
+        before = before[max((m.end() for m in _CLAUSE_START.finditer(before)), default=0):].strip()
+        after = re.split(r"[,;]", q[than.end():])[0].strip()
+        if before and after:
+            return [before, after]
+    return []
+
+
+def _japanese_than(q: str) -> list[str] | None:
+    """"AはBより…" and "BよりAの方が…": B is the phrase before the last より (the main clause's);
+    A, the phrase before の方が, else the topic before は with what the clause says after より
+    ("ウマコロナウイルスは、ウマの糞便よりも呼吸器の分泌物から…": the topic alone may not be the other
+    side), else that clause alone."""
+    found = list(re.finditer(r"([^、，,は]+?)よりも?", q))
+    if not found:
+        return None
+    than = found[-1]
+    after = re.split(r"[、，,]", q[than.end():].lstrip("、，, "))[0]
+    if preferred := re.search(r"(.+?)(?:の方|のほう)が", after):
+        return [preferred.group(1).strip(), than.group(1).strip()]
+    before = q[:than.start()].rstrip("、，, ")
+    topic = re.split(r"[、，,]", before[:-1])[-1] if before.endswith("は") else ""
+    side = f"{topic} {after}".strip()
+    return [side, than.group(1).strip()] if side else None
+
+
+
+
+def asks_to_choose(text: str) -> bool:
+    """A yes/no question, or one that asks to choose between the things it names."""
+    return bool(_CHOICE.search(text))
+
+
+def is_question(text: str) -> bool:
+    """A question, as opposed to keywords or a request."""
+    return bool(_QUESTION.search(text))
