@@ -27,7 +27,7 @@ import numpy as np
 
 from ..ingest.sentences import is_debris, is_title_line
 from ..nlp.analyzer import EN_STOPWORDS
-from ..nlp.glossary import with_english_glosses
+from ..nlp.glossary import shared_glossary, with_english_glosses
 from ..nlp.lang import detect_language
 from ..query import Query
 from ..types import ANNOTATION, TEXT
@@ -94,6 +94,8 @@ _CAPITALISED = re.compile(rf"(?:(?<=\s)|(?<=[{_CJK}]))[A-Z](?:[^\W{_CJK}]|['-])*
 # drops lone letters, which would leave "the E gene or the N gene" two sides with the same terms.
 _LETTER_FIRST = re.compile(r"\b([A-Z])\s+(?=([a-z][a-z-]+)\b)")
 _LETTER_AFTER = re.compile(r"\b(?=([a-z][a-z-]+)\s+([A-Z])\b)")
+_JA_LETTER_FIRST = re.compile(r"(?<![A-Za-z0-9])([A-Z])(?=([\u30a0-\u30ff\u4e00-\u9fff]+))")  # E遺伝子
+_JA_LETTER_AFTER = re.compile(r"(?=([\u30a0-\u30ff\u4e00-\u9fff]+)([A-Z])(?![A-Za-z0-9]))")  # ビタミンD
 _FIGURE_TEXT = re.compile(r"^\s*(\(?[a-h]\)\s*)?(Figure|Fig\.?|Table|Tab\.|Algorithm|Listing|Eq\.|Equation|図|表)"
                           r"\s*[A-Z0-9IVX]+[.:：|]?", re.I)
 # A caption a PDF's text flow put inside a body sentence ("... absolute position of the Table 1: Maximum
@@ -114,12 +116,19 @@ _INLINE_POINTER = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]|\s*\((?:see |cf\.
 
 
 def letter_names(analyzer, text: str) -> set[str]:
-    """The one-letter names of `text` as terms: "e gene" for "the E gene", "hepatitis b"."""
+    """The one-letter names of `text` as terms: "e gene" for "the E gene", "hepatitis b"; in
+    Japanese, with the English gloss of the word the letter is written against ("E遺伝子": "e
+    gene", "ビタミンD": "vitamin d"), so that they meet the English names of English papers."""
     out = set()
-    for pattern, letter_first in ((_LETTER_FIRST, True), (_LETTER_AFTER, False)):
+    for pattern, letter_first in ((_LETTER_FIRST, True), (_LETTER_AFTER, False),
+                                  (_JA_LETTER_FIRST, True), (_JA_LETTER_AFTER, False)):
         for m in pattern.finditer(text):
             letter, word = (m.group(1), m.group(2)) if letter_first else (m.group(2), m.group(1))
-            if stem := analyzer.terms(word):
+            if pattern in (_JA_LETTER_FIRST, _JA_LETTER_AFTER):
+                stem = list(shared_glossary().english(word)) or shared_glossary().terms(word)
+            else:
+                stem = analyzer.terms(word)
+            if stem:
                 out.add(f"{letter.lower()} {stem[0]}" if letter_first else f"{stem[0]} {letter.lower()}")
     return out
 
