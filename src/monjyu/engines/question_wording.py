@@ -76,8 +76,9 @@ def question_sides(query: str) -> list[str]:
     each of which its answer should speak to: the alternatives of "..., A or B?" and "...: A or
     B?", "both A and B", "Are A and B ...?", "between A and B", "A versus B", "Is A ... than B?",
     and their Japanese counterparts ("AとBのどちら", "AとBでは、…どちら", "Aですか、それともBですか",
-    "AとBは…ですか", "AはBより…", "BよりAの方が…"); [] when it names no two things. What follows a colon is read first (the
-    alternatives of "...: A or B?"), then the whole question (a title may hold a colon)."""
+    "AとBは…ですか", "AはBより…", "BよりAの方が…"); [] when it names no two things. What follows a
+    colon is read first (the alternatives of "...: A or B?"), then the whole question (a title may
+    hold a colon)."""
     q = query.strip().rstrip("?？。 ")
     after_colon = q.rpartition(":")[2].strip()
     for text in dict.fromkeys((after_colon, q)):
@@ -119,8 +120,6 @@ def _japanese_than(q: str) -> list[str] | None:
     topic = re.split(r"[、，,]", before[:-1])[-1] if before.endswith("は") else ""
     side = f"{topic} {after}".strip()
     return [side, than.group(1).strip()] if side else None
-
-
 
 
 def asks_to_choose(text: str) -> bool:

@@ -119,16 +119,15 @@ def letter_names(analyzer, text: str) -> set[str]:
     """The one-letter names of `text` as terms: "e gene" for "the E gene", "hepatitis b"; in
     Japanese, with the English gloss of the word the letter is written against ("E遺伝子": "e
     gene", "ビタミンD": "vitamin d"), so that they meet the English names of English papers."""
+    def glossed(word: str) -> list[str]:
+        return list(shared_glossary().english(word)) or shared_glossary().terms(word)
+
     out = set()
-    for pattern, letter_first in ((_LETTER_FIRST, True), (_LETTER_AFTER, False),
-                                  (_JA_LETTER_FIRST, True), (_JA_LETTER_AFTER, False)):
+    for pattern, letter_first, read in ((_LETTER_FIRST, True, analyzer.terms), (_LETTER_AFTER, False, analyzer.terms),
+                                        (_JA_LETTER_FIRST, True, glossed), (_JA_LETTER_AFTER, False, glossed)):
         for m in pattern.finditer(text):
             letter, word = (m.group(1), m.group(2)) if letter_first else (m.group(2), m.group(1))
-            if pattern in (_JA_LETTER_FIRST, _JA_LETTER_AFTER):
-                stem = list(shared_glossary().english(word)) or shared_glossary().terms(word)
-            else:
-                stem = analyzer.terms(word)
-            if stem:
+            if stem := read(word):
                 out.add(f"{letter.lower()} {stem[0]}" if letter_first else f"{stem[0]} {letter.lower()}")
     return out
 
