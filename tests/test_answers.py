@@ -353,3 +353,31 @@ def test_keywords_are_answered_by_relevance_not_by_the_model(model_reader):
     answer = model_reader.search("noun phrase graph without an LLM", top_k=5).answer
     assert answer.kind == "extractive" and answer.citations
 
+
+
+SCOURS = {  # how long calves take to recover is said only in passing, in several sentences
+    "calves.md": "# Scours in dairy calves\n\nCalves with diarrhoea are given fluids and kept warm. Most recover within "
+                 "a week. Calves that stop drinking need fluids by tube for two or three days. A calf treated early "
+                 "is usually back on milk after four days. Severe cases with fever may take a fortnight to regain "
+                 "weight.\n",
+    "barns.md": "# Barn hygiene\n\nPens are cleaned and limed between groups of calves. Straw bedding is changed twice "
+                "a week in winter.\n",
+}
+
+
+def test_a_fact_whose_lead_the_model_is_unsure_of_goes_on_a_sentence_further(tmp_path, cache_dir):
+    """The model reads no sentence as surely answering how long calves take to recover: the answer
+    takes a third sentence, where a fact answer stopped at two. A lead it is sure of stays short."""
+    from monjyu.engines.reader import UNSURE_LEAD
+    from monjyu.eval.answers import answer_sentences
+
+    m = _indexed(tmp_path, cache_dir, SCOURS)
+    model = m.workspace.answers().reader.model
+    unsure = "How long do calves with diarrhoea take to recover?"
+    sentences = answer_sentences(m.search(unsure, top_k=5).answer.text)
+    assert model.scores(unsure, sentences[:1])[0] < UNSURE_LEAD
+    assert len(sentences) == 3, sentences
+    sure = "How often is the straw bedding changed in winter?"
+    sentences = answer_sentences(m.search(sure, top_k=5).answer.text)
+    assert model.scores(sure, sentences[:1])[0] >= UNSURE_LEAD
+    assert sentences == ["Straw bedding is changed twice a week in winter."], sentences
