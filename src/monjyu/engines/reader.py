@@ -83,7 +83,7 @@ _EXTENT = {"number": _FACT, "date": _FACT, "person": _FACT, "place": _FACT, "def
            "list": Extent(5, 140, 2.5), "compare": Extent(5, 140, 2.5), "choice": Extent(3, 100, 1.5)}
 # A fact's answer whose lead the model is unsure of (its log-odds under UNSURE_LEAD) goes on to
 # `_UNSURE_FACT`: on the fit half of covidqa-dev's papers, a lead the model gave 2 or more held
-# the gold 9 times in 10, one under 2 fewer than 6 in 10, and the sentences after it often do.
+# the gold 9 times in 10, one under 2 fewer than 6 in 10, and the next best sentences often hold it.
 # Fitted there (the benchmarks page): a sure lead keeps the answer short.
 UNSURE_LEAD = 2.0
 _UNSURE_FACT = Extent(3, 80, 2.0)
