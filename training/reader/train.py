@@ -16,7 +16,10 @@ the first `--layers` of those layers; word rows stay frozen (at run time they ar
 same wheel, never shipped). A head reads the <s> state. Loss: binary cross-entropy on every pair,
 plus a listwise softmax over each answerable group (the reader picks the best of several).
 
-Seeded; the learning rate warms up over the first 20k pairs and decays linearly to `--pairs`.
+Seeded; the learning rate warms up over the first 20k pairs (a tenth of a shorter run) and decays
+linearly to `--pairs`. `--init FOLDER` goes on from a shipped model instead of the base weights, and
+`--focus SOURCES` trains on those sources with a `--replay` share of the others: a run sized for a
+CPU (the model card's "Continued on a CPU").
 Validation (held-out SQuAD articles, answerable and not; the
 candidates of the held-out quarter of covidqa-dev's fit papers) runs every `--eval-pairs` and is
 logged against pairs seen to `W/curve-L{layers}.jsonl`: the learning curve of the model card.
@@ -221,6 +224,31 @@ class CrossEncoder(nn.Module):
             x = layer(x, bias)
         return self.out(self.drop(torch.tanh(self.pool(x[:, 0])))).squeeze(-1)
 
+    def load_shipped(self, folder: Path) -> None:
+        """Start from a shipped model (`folder`/reader.int8.onnx, its int8 products dequantized)
+        instead of the base weights: training goes on from what was trained before. Reads the file
+        as the product does (monjyu.engines.cross_encoder.read_weights), so monjyu must be installed."""
+        from monjyu.engines.cross_encoder import read_weights
+
+        w = read_weights(folder / "reader.int8.onnx")
+        if len(w.layers) != len(self.layers):
+            raise SystemExit(f"{folder} holds {len(w.layers)} layers; train with --layers {len(w.layers)}")
+        t = lambda a: torch.tensor(np.asarray(a, dtype=np.float32))  # noqa: E731
+        rows = lambda pair: t(pair[0].astype(np.float32) * pair[1])  # noqa: E731  (int8 [out, in], scale [out, 1])
+        with torch.no_grad():
+            self.pos[:] = t(w.pos)
+            self.eln.weight[:], self.eln.bias[:] = t(w.eln[0]), t(w.eln[1])
+            for layer, src in zip(self.layers, w.layers):
+                for name in ("qkv", "ao", "fi", "fo"):
+                    getattr(layer, name).weight[:] = rows(getattr(src, f"{name}_w"))
+                    getattr(layer, name).bias[:] = t(getattr(src, f"{name}_b"))
+                for name in ("aln", "oln"):
+                    getattr(layer, name).weight[:] = t(getattr(src, f"{name}_w"))
+                    getattr(layer, name).bias[:] = t(getattr(src, f"{name}_b"))
+            for head, (weight, bias) in ((self.pool, w.pool), (self.out, w.out)):  # weight [in, out]
+                head.weight[:] = t(weight).T
+                head.bias[:] = t(bias).reshape(head.bias.shape)
+
 
 # --------------------------------------------------------------------------- training
 
@@ -306,22 +334,35 @@ def train(args: argparse.Namespace) -> None:
     work = Path(args.work).expanduser()
     pk = Pack(work / "pack.npz")
     train_groups = pk.groups("train")
+    if args.focus:
+        # the focused sources whole, and a share of the others so that they are not forgotten
+        focus = set(args.focus.split(","))
+        others = [g for g in train_groups if g["source"] not in focus]
+        train_groups = ([g for g in train_groups if g["source"] in focus]
+                        + random.Random(args.seed).sample(others, round(args.replay * len(others))))
     squad = pk.groups("val")
     checks = {"squad": random.Random(args.seed).sample(squad, min(args.val_groups, len(squad))),
               "covidqa": pk.groups("covidqa-val")}
     rows = pk.word_rows().to(device)
-    model = CrossEncoder(pk, args.layers).to(device)
+    model = CrossEncoder(pk, args.layers)
+    if args.init:
+        model.load_shipped(Path(args.init))
+    model = model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     pad, total, seen, step, epoch = pk.meta["eos"], args.pairs, 0, 0, 0
     curve = work / f"curve-L{args.layers}.jsonl"
     curve.write_text("")
     best, best_state, next_eval = -1.0, None, args.eval_pairs
+    warmup = min(WARMUP_PAIRS, total // 10)
     t0 = time.time()
     print(f"{len(train_groups)} groups, {sum(len(g['ids']) for g in train_groups)} pairs an epoch; {args.layers} layers",
           flush=True)
 
+    validated_at = -1
+
     def evaluate() -> None:
-        nonlocal best, best_state
+        nonlocal best, best_state, validated_at
+        validated_at = seen
         figures = {name: validate(model, rows, groups, pad, device) for name, groups in checks.items()}
         mean = float(np.mean([f["top1"] for f in figures.values()]))
         row = {"step": step, "pairs": seen, "epoch": epoch, "seconds": round(time.time() - t0), **figures}
@@ -331,13 +372,15 @@ def train(args: argparse.Namespace) -> None:
         if mean > best:
             best, best_state = mean, {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
+    if args.init:
+        evaluate()  # where training starts from
     model.train()
     while seen < total:
         for batch in batches(train_groups, args.batch, random.Random(args.seed + epoch)):
             if seen >= total:
                 break
             for group in opt.param_groups:
-                group["lr"] = args.lr * min(seen / WARMUP_PAIRS, max(0.0, (total - seen) / max(1, total - WARMUP_PAIRS)))
+                group["lr"] = args.lr * min(seen / warmup, max(0.0, (total - seen) / max(1, total - warmup)))
             ids, mask, labels, group = tensors(batch, pad, device)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
                 logits = model(rows(ids), mask)
@@ -356,7 +399,8 @@ def train(args: argparse.Namespace) -> None:
                 next_eval += args.eval_pairs
         else:
             epoch += 1
-    evaluate()
+    if validated_at != seen:
+        evaluate()
     torch.save({k: v.half() for k, v in best_state.items()}, work / f"model-L{args.layers}.pt")
     print(f"kept the state with mean top-1 {best:.4f}; {seen} pairs in {time.time() - t0:.0f} s", flush=True)
 
@@ -403,6 +447,10 @@ def main() -> None:
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--eval-pairs", type=int, default=100_000)
+    p.add_argument("--init", help="train: start from this shipped model folder (reader.int8.onnx) instead of the base")
+    p.add_argument("--focus", help="train: these sources only (comma-separated, e.g. covidqa-fit,covidqa-candidates), "
+                                   "with --replay of the others")
+    p.add_argument("--replay", type=float, default=0.1, help="--focus: the share of the other sources' groups kept")
     p.add_argument("--log-every", type=int, default=200)
     p.add_argument("--val-groups", type=int, default=1200)
     p.add_argument("--out", default=str(ROOT / "src" / "monjyu" / "models" / "reader"))
