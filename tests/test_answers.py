@@ -354,7 +354,6 @@ def test_keywords_are_answered_by_relevance_not_by_the_model(model_reader):
     assert answer.kind == "extractive" and answer.citations
 
 
-
 SCOURS = {  # how long calves take to recover is said only in passing, in several sentences
     "calves.md": "# Scours in dairy calves\n\nCalves with diarrhoea are given fluids and kept warm. Most recover within "
                  "a week. Calves that stop drinking need fluids by tube for two or three days. A calf treated early "
