@@ -380,3 +380,24 @@ def test_a_fact_whose_lead_the_model_is_unsure_of_goes_on_a_sentence_further(tmp
     sentences = answer_sentences(m.search(sure, top_k=5).answer.text)
     assert model.scores(sure, sentences[:1])[0] >= UNSURE_LEAD
     assert sentences == ["Straw bedding is changed twice a week in winter."], sentences
+
+
+TOLTRAZURIL = {  # two paragraphs of a covidqa-dev paper (Odden et al., 2018, CC BY), whose sentences go on past "spp."
+    "toltrazuril.md": "# Toltrazuril resistance in ovine Eimeria\n\nAnticoccidial resistance (ACR), which develops mainly as "
+                      "a result of intensive long-term use of anticoccidial drugs, occurs widely in poultry production and "
+                      "has also been identified in Cystoisospora suis in piglets [1] [2] [3] [4] [5] . In addition, a field "
+                      "method for the evaluation of reduced anticoccidial efficacy (ACE) in ovine Eimeria spp., the faecal "
+                      "oocyst count reduction test (FOCRT), has recently been developed and indicated that the efficacy of "
+                      "toltrazuril is reduced in some Norwegian sheep flocks [6] .\n\nCONCLUSIONS: This study confirms "
+                      "toltrazuril resistance in ovine Eimeria spp.; in addition, the data support the use of FOCRT as an "
+                      "appropriate tool for field evaluation of anticoccidial efficacy.\n",
+}
+
+
+def test_an_answer_quotes_a_sentence_whole_past_an_abbreviation(tmp_path, cache_dir):
+    """pysbd ends a sentence at "spp."; the answer quotes the sentence that names the test whole."""
+    m = _indexed(tmp_path, cache_dir, TOLTRAZURIL)
+    answer = m.search("What test can detect reduced anticoccidial efficacy in the field?", top_k=5).answer
+    assert ("in ovine Eimeria spp., the faecal oocyst count reduction test (FOCRT), has recently been developed"
+            in answer.text), answer.text
+    assert not any(c.snippet.endswith("spp.") for c in answer.citations), answer.citations

@@ -20,6 +20,26 @@ def test_english_sentences_respect_abbreviations():
     assert spans == ["Dr. Smith met Prof. Lee at 3 p.m. on Jan. 5.", "They discussed BM25.", "It went well!"]
 
 
+def test_a_stop_before_a_comma_a_lower_case_word_or_a_closing_bracket_ends_an_abbreviation():
+    """pysbd ends a sentence at abbreviations it does not know; what follows says it went on (three
+    covidqa-dev papers' sentences and the end of one of papers-pdf's). Enumerations and words like
+    "mRNA" still start sentences."""
+    text = ("In Asia, the disease is vectored by Ae. aegypti and Ae. albopictus [11] . In addition, a field "
+            "method for the evaluation of reduced anticoccidial efficacy (ACE) in ovine Eimeria spp., the faecal "
+            "oocyst count reduction test (FOCRT), has recently been developed. mRNA was isolated. a) The bats "
+            "were divided into four compartments. We use the configuration of Raffel et al. [5] applied to "
+            "language modeling. The normalized RP model fitted well to the reported SARS-CoV-2 cases data (R 2 = "
+            "0.512, P < 0.001) (Fig. 2) . It did.")
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "In Asia, the disease is vectored by Ae. aegypti and Ae. albopictus [11] .",
+        "In addition, a field method for the evaluation of reduced anticoccidial efficacy (ACE) in ovine Eimeria "
+        "spp., the faecal oocyst count reduction test (FOCRT), has recently been developed.",
+        "mRNA was isolated.", "a) The bats were divided into four compartments.",
+        "We use the configuration of Raffel et al. [5] applied to language modeling.",
+        "The normalized RP model fitted well to the reported SARS-CoV-2 cases data (R 2 = 0.512, P < 0.001) (Fig. 2) .",
+        "It did."]
+
+
 @pytest.mark.parametrize("text", [
     "Yes. Yes. Yes. No.", "aa. aa. aa.", "It rose.\u00a0\u2003It fell.  It rose.\u3000", "A (i) b. A (i) b.\n",
     "Dr. Smith met Prof. Lee at 3 p.m. on Jan. 5. They discussed BM25. It went well!",

@@ -14,6 +14,13 @@ from .structure import heading_level
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _WRAPPED = re.compile(r"\n(?=[a-z(])")  # a hard line wrap inside a sentence: the next line goes on in lower case
+# What no sentence starts with, so a stop before it ended an abbreviation pysbd does not know
+# ("Eimeria spp., the faecal ..."): a comma, semicolon, colon or closing bracket; and in text that
+# capitalises its sentences, a word in lower case letters alone, after a citation or not ("Ae.
+# aegypti", "Raffel et al. [5] applied"; "mRNA", "p53" and "eIF2" may start one, and "a)" and "ii."
+# enumerate)
+_GOES_ON = re.compile(r"[,;:)\]]")
+_GOES_ON_IN_CASED_TEXT = re.compile(r"(?:\[[\d,;\s–-]+\]\s*)?(?![ivx]+[.)]|[a-z][.)])[a-z]+\b(?![A-Z0-9])")
 
 
 class _Segmenter(pysbd.Segmenter):
@@ -48,7 +55,8 @@ def split_sentences(text: str, lang: str | None = None) -> list[tuple[int, int]]
     """(start, end) character spans of the sentences of `text`, in order, whitespace trimmed.
 
     Paragraph breaks always end a sentence (headings and list items have no final stop); a line
-    break followed by a lower-case letter does not (hard-wrapped text).
+    break followed by a lower-case letter does not (hard-wrapped text), nor a stop pysbd takes for
+    one after an abbreviation it does not know (`_joined`: "Ae. aegypti", "spp., the", "(Fig. 2)").
     """
     text = _WRAPPED.sub(" ", text)  # same length: offsets stay valid for the original text
     spans: list[tuple[int, int]] = []
@@ -56,22 +64,44 @@ def split_sentences(text: str, lang: str | None = None) -> list[tuple[int, int]]
     for para in _PARAGRAPH.split(text):
         start = text.find(para, pos) if para else pos
         if para.strip():
-            seg = _segmenter(lang or detect_language(para))
-            cursor = start
-            for sent in seg.segment(para):
-                s = sent.strip()
-                if not s:
-                    continue
-                found = text.find(s, cursor)
-                if found < 0:  # pysbd altered the text; fall back to the rest of the paragraph
-                    found = cursor
-                    s = text[cursor:start + len(para)].strip()
-                    if not s:
-                        break
-                spans.append((found, found + len(s)))
-                cursor = found + len(s)
+            spans += _joined(text, _paragraph_sentences(text, para, start, lang))
         pos = start + len(para)
     return spans
+
+
+def _paragraph_sentences(text: str, para: str, start: int, lang: str | None) -> list[tuple[int, int]]:
+    """pysbd's sentences of one paragraph (at `start` in `text`), as spans of `text`."""
+    seg = _segmenter(lang or detect_language(para))
+    spans: list[tuple[int, int]] = []
+    cursor = start
+    for sent in seg.segment(para):
+        s = sent.strip()
+        if not s:
+            continue
+        found = text.find(s, cursor)
+        if found < 0:  # pysbd altered the text; fall back to the rest of the paragraph
+            found = cursor
+            s = text[cursor:start + len(para)].strip()
+            if not s:
+                break
+        spans.append((found, found + len(s)))
+        cursor = found + len(s)
+    return spans
+
+
+def _joined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """A paragraph's sentences with each that goes on the one before joined to it: one that starts
+    as no sentence does (`_GOES_ON`), or closes a bracket the one before left open ("(Fig." "2) .")."""
+    cased = any(text[a].isupper() for a, _ in spans)
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        before = text[out[-1][0]:out[-1][1]] if out else ""
+        if out and (_GOES_ON.match(text, a) or (cased and _GOES_ON_IN_CASED_TEXT.match(text, a))
+                    or (before.count("(") > before.count(")") and ")" in text[a:b].split("(")[0])):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 MIN_STATEMENT_CHARS = 12
