@@ -337,6 +337,8 @@ def train(args: argparse.Namespace) -> None:
     if args.focus:
         # the focused sources whole, and a share of the others so that they are not forgotten
         focus = set(args.focus.split(","))
+        if unknown := focus - {g["source"] for g in train_groups}:
+            raise SystemExit(f"--focus: no training groups of {', '.join(sorted(unknown))} in {work / 'pack.npz'}")
         others = [g for g in train_groups if g["source"] not in focus]
         train_groups = ([g for g in train_groups if g["source"] in focus]
                         + random.Random(args.seed).sample(others, round(args.replay * len(others))))
@@ -353,7 +355,7 @@ def train(args: argparse.Namespace) -> None:
     curve = work / f"curve-L{args.layers}.jsonl"
     curve.write_text("")
     best, best_state, next_eval = -1.0, None, args.eval_pairs
-    warmup = min(WARMUP_PAIRS, total // 10)
+    warmup = max(1, min(WARMUP_PAIRS, total // 10))
     t0 = time.time()
     print(f"{len(train_groups)} groups, {sum(len(g['ids']) for g in train_groups)} pairs an epoch; {args.layers} layers",
           flush=True)
@@ -450,12 +452,16 @@ def main() -> None:
     p.add_argument("--init", help="train: start from this shipped model folder (reader.int8.onnx) instead of the base")
     p.add_argument("--focus", help="train: these sources only (comma-separated, e.g. covidqa-fit,covidqa-candidates), "
                                    "with --replay of the others")
-    p.add_argument("--replay", type=float, default=0.1, help="--focus: the share of the other sources' groups kept")
+    p.add_argument("--replay", type=float, help="--focus: the share of the other sources' groups kept (default 0.1)")
     p.add_argument("--log-every", type=int, default=200)
     p.add_argument("--val-groups", type=int, default=1200)
     p.add_argument("--out", default=str(ROOT / "src" / "monjyu" / "models" / "reader"))
     p.add_argument("--threshold", type=float, default=0.0)
     args = p.parse_args()
+    if args.replay is not None and not args.focus:
+        p.error("--replay applies with --focus only")
+    if args.focus and args.replay is None:
+        args.replay = 0.1
     {"pack": pack, "train": train, "export": export}[args.command](args)
 
 
