@@ -13,7 +13,9 @@ words (`qa.answer_words`):
   (`ingest.sentences.is_debris`, the rule the offline reader quotes by).
 
 Sentences end at `.`, `!` or `?` followed by white space, at `。！？` and at line breaks: a
-decimal point ("2.5") does not end one, the stop of "e.g. the" does.
+decimal point ("2.5") does not end one, nor an abbreviation's stop before a lower-case word ("e.g.
+the", "Ae. aegypti") or after a one- or two-letter lower-case word ("no. MN975262"); the offline
+reader judges the pieces of a quote by the same rule (`ingest.sentences.STOP_THEN_SPACE`).
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from dataclasses import dataclass
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from ..ingest.sentences import is_debris
+from ..ingest.sentences import STOP_THEN_SPACE, is_debris
 from .qa import answer_words, holds_answer
 
 _MARKER = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+_SENTENCE_END = re.compile(rf"{STOP_THEN_SPACE.pattern}|(?<=[。！？])|\n+")
 
 
 def strip_markers(text: str) -> str:

@@ -128,6 +128,11 @@ def is_title_line(text: str, a: int, b: int) -> bool:
 
 _ALNUM = re.compile(r"[^\W_]+")
 MIN_SENTENCE_WORDS = 4
+# A stop that may end a sentence inside a quoted one: white space after it, but not a lower-case
+# word (a stop there ends an abbreviation: "Ae. aegypti", "et al. found"), and not closing a one-
+# or two-letter lower-case abbreviation ("accession no. MN975262", "Guan et al. 12"). A decimal
+# point never does.
+STOP_THEN_SPACE = re.compile(r"(?<![\s(][a-z]\.)(?<![\s(][a-z]{2}\.)(?<=[.!?])\s+(?![a-z])")
 
 
 def is_debris(sentence: str) -> bool:
