@@ -401,3 +401,42 @@ def test_an_answer_quotes_a_sentence_whole_past_an_abbreviation(tmp_path, cache_
     assert ("in ovine Eimeria spp., the faecal oocyst count reduction test (FOCRT), has recently been developed"
             in answer.text), answer.text
     assert not any(c.snippet.endswith("spp.") for c in answer.citations), answer.citations
+
+
+CHIKUNGUNYA = {  # sentences of two covidqa-dev papers (Thiboutot et al., 2010; Xu-Yang et al., 2016; CC BY)
+    "chikungunya.md": "# Chikungunya: a potentially emerging epidemic?\n\nIn Africa, CHIKV is maintained in a sylvatic "
+                      "cycle among forest-dwelling Aedes spp. mosquitoes, wild primates, squirrels, birds, and rodents "
+                      "( Figure 1 ) [10] . In Asia, the disease is vectored by Ae. aegypti and Ae. albopictus [11] . "
+                      "Transmission in Asia occurs in an urban cycle whereby the mosquito spreads the disease from an "
+                      "infected human to an uninfected human, following an epidemiological pattern similar to dengue "
+                      "fever [12] .\n\nOf those mothers who, during the La Reunion Island epidemic, were infected long "
+                      "before delivery, only three fetal deaths were reported [12, 33] . Ramful et al. theorized that "
+                      "motherto-child transmission most likely happens transplacentally shortly before delivery [33] .\n",
+    "hantaan.md": "# Interferon-induced transmembrane protein 3 inhibits Hantaan virus infection\n\nHantaan virus (HTNV) "
+                  "causes hemorrhagic fever with renal syndrome (HFRS). Previous studies have identified "
+                  "interferon-induced transmembrane proteins (IFITMs) as an interferon-stimulated gene family. However, "
+                  "the role of IFITMs in HTNV infection is unclear.\n",
+}
+
+
+def test_a_sentence_with_an_abbreviation_inside_or_few_function_words_is_quoted(tmp_path, cache_dir):
+    """"Ae. aegypti", "Ramful et al. theorized": a stop inside a sentence before a lower-case word
+    ends an abbreviation, not a piece to judge alone; "Hantaan virus (HTNV) causes hemorrhagic fever
+    ...": a short statement with one function word reads as prose. Each answers its question."""
+    m = _indexed(tmp_path, cache_dir, CHIKUNGUNYA)
+    for question, quote in (
+            ("Which mosquitoes vector chikungunya in Asia?", "In Asia, the disease is vectored by Ae. aegypti and Ae. albopictus"),
+            ("What did Ramful et al. theorize about mother-to-child transmission?",
+             "Ramful et al. theorized that motherto-child transmission most likely happens transplacentally"),
+            ("What disease does Hantaan virus cause?", "Hantaan virus (HTNV) causes hemorrhagic fever with renal syndrome")):
+        answer = m.search(question, top_k=5).answer
+        assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
+
+
+def test_figure_numbers_and_table_rows_inside_a_sentence_are_still_debris():
+    from monjyu.engines.reader import quotable_span
+
+    for text in ("The results are in. Fig. 3 Accuracy 0.88 0.91 0.93",  # a caption's numbers glued on
+                 "4: Divide O into blocks O , . . . , O of size each, divide l into blocks l , . . . , l of size each.",
+                 "RPN ResNet-101 dense 11.7 12.2 with BN."):
+        assert not quotable_span(text, 0, len(text)), text

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..ingest.sentences import is_debris, is_title_line
+from ..ingest.sentences import STOP_THEN_SPACE, is_debris, is_title_line
 from ..nlp.analyzer import EN_STOPWORDS
 from ..nlp.glossary import shared_glossary, with_english_glosses
 from ..nlp.lang import detect_language
@@ -115,7 +115,6 @@ _INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
 # A line of a reference list, whichever of its sentences is read: "[12] A. Vaswani, N. Shazeer. ..."
 _ENTRY_LINE = re.compile(r"^\s*(\[\d+\]|\d{1,3}\.)\s+(?:[A-Z]\.\s?)+[A-Z][a-z]+|"
                          r"^\s*[A-Z][a-z]+,\s+(?:[A-Z]\.\s?)+(?:,|and\b)")
-_STOP_THEN_SPACE = re.compile(r"(?<=[.!?])\s+")
 # In-text citations and figure pointers a quote drops: "[12]", "[3-5, 7]", "(Fig. 2b)", "(see Table 1)".
 _INLINE_POINTER = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]|\s*\((?:see |cf\. )?(?:Fig(?:ure)?s?\.?|Tables?|Eqs?\.?|"
                              r"Sections?|Sec\.|§)\s*[\w.,\s–-]{1,20}\)", re.I)
@@ -150,17 +149,28 @@ _MATH_HOLES = re.compile(r"[(\[]\s*[,;)\]]|\s[,;:]\s*[,;)\]]|\b(by|of|to|and|wit
 
 def _reads_as_prose(text: str) -> bool:
     """English prose has function words ("the", "of", "is"); a table row ("RPN ResNet-101 dense
-    11.7 ...") or a label list has next to none. Japanese text has its particles, kana."""
+    11.7 ...") or a label list has next to none. A short statement may have one ("Hantaan virus
+    (HTNV) causes hemorrhagic fever with renal syndrome (HFRS)."): it reads as prose when it is
+    written as a sentence, a capital first, a stop last and most of its words lower-case, as no
+    table row or label list is. Japanese text has its particles, kana."""
     if detect_language(text) == "ja":
         return bool(re.search(r"[ぁ-ん]", text))
-    words = _WORD.findall(text.lower())
-    return sum(w in EN_STOPWORDS for w in words) >= max(2, len(words) // 10) and not _MATH_HOLES.search(text)
+    if _MATH_HOLES.search(text):
+        return False
+    words = _WORD.findall(text)
+    function_words = sum(w.lower() in EN_STOPWORDS for w in words)
+    if function_words >= max(2, len(words) // 10):
+        return True
+    written_as_sentence = bool(re.match(r"\s*[A-Z]", text)) and text.rstrip().endswith((".", "!", "?"))
+    return (function_words >= 1 and written_as_sentence
+            and sum(w.isalpha() and w.islower() for w in words) * 2 > len(words))
 
 
 def _pieces_are_words(text: str) -> bool:
-    """No piece between sentence stops is debris (`is_debris`): no stray label ("Fig. 3"), number
-    row or formula reaches the answer."""
-    return not any(map(is_debris, _STOP_THEN_SPACE.split(text)))
+    """No piece between stops that may end a sentence (`STOP_THEN_SPACE`: not an abbreviation's, as
+    "Ae. aegypti" or "Ramful et al. theorized") is debris (`is_debris`): no stray label ("Fig. 3"),
+    number row or formula reaches the answer."""
+    return not any(map(is_debris, STOP_THEN_SPACE.split(text)))
 
 
 def quotable(sentence: Sentence) -> bool:
