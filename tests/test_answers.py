@@ -135,6 +135,9 @@ def test_figure_table_and_reference_text_is_never_quoted():
             "The detector compares the log probability of a passage with that of perturbed versions of it [4].")
     kept = [clean_quote(s.text) for s in sentences_of([Source(1, _hit(1, text))]) if quotable(s)]
     assert kept == ["The detector compares the log probability of a passage with that of perturbed versions of it."]
+    # figure and table pointers are left out of a quote, spaced inside their brackets or not
+    assert clean_quote("It was sequenced (accession no. MN975262) ( Table 1 ) and (see Fig. 2b) deposited.") == \
+        "It was sequenced (accession no. MN975262) and deposited."
     caption = _hit(2, "The detector compares the log probability of a passage with perturbed ones.")
     caption.kind = "caption"
     assert not any(quotable(s) for s in sentences_of([Source(1, caption)]))

@@ -115,8 +115,9 @@ _INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
 # A line of a reference list, whichever of its sentences is read: "[12] A. Vaswani, N. Shazeer. ..."
 _ENTRY_LINE = re.compile(r"^\s*(\[\d+\]|\d{1,3}\.)\s+(?:[A-Z]\.\s?)+[A-Z][a-z]+|"
                          r"^\s*[A-Z][a-z]+,\s+(?:[A-Z]\.\s?)+(?:,|and\b)")
-# In-text citations and figure pointers a quote drops: "[12]", "[3-5, 7]", "(Fig. 2b)", "(see Table 1)".
-_INLINE_POINTER = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]|\s*\((?:see |cf\. )?(?:Fig(?:ure)?s?\.?|Tables?|Eqs?\.?|"
+# In-text citations and figure pointers a quote drops: "[12]", "[3-5, 7]", "(Fig. 2b)", "(see Table 1)",
+# "( Figure 1 )".
+_INLINE_POINTER = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]|\s*\(\s*(?:see |cf\. )?(?:Fig(?:ure)?s?\.?|Tables?|Eqs?\.?|"
                              r"Sections?|Sec\.|§)\s*[\w.,\s–-]{1,20}\)", re.I)
 
 
