@@ -130,9 +130,10 @@ _ALNUM = re.compile(r"[^\W_]+")
 MIN_SENTENCE_WORDS = 4
 # A stop that may end a sentence inside a quoted one: white space after it, but not a lower-case
 # word (a stop there ends an abbreviation: "Ae. aegypti", "et al. found"), and not closing a one-
-# or two-letter lower-case abbreviation ("accession no. MN975262", "Guan et al. 12"). A decimal
-# point never does.
-STOP_THEN_SPACE = re.compile(r"(?<![\s(][a-z]\.)(?<![\s(][a-z]{2}\.)(?<=[.!?])\s+(?![a-z])")
+# letter or a common two-letter lower-case abbreviation ("accession no. MN975262", "Guan et al. 12",
+# "(r. 1554-56)"); "... to do it. The" ends one. A decimal point never does.
+STOP_THEN_SPACE = re.compile(r"(?<![\s(][a-z]\.)(?<![\s(](?:al|no|vs|ca|cf|sp|pp|eq|ed|nr|op|pt)\.)"
+                             r"(?<=[.!?])\s+(?![a-z])")
 
 
 def is_debris(sentence: str) -> bool:
