@@ -39,8 +39,8 @@ def test_answer_figures_by_hand():
             "0.888 0.946 0.838 [3]")
     # a decimal point ends no sentence, nor a stop before a lower-case word ("e.g. in"); a stop
     # before a capital and a line break do
-    assert answer_sentences(text) == ["The reproduction number was 2.5 in Wuhan.", "It fell after the lockdown, e.g. in March",
-                                      "0.888 0.946 0.838"]
+    assert answer_sentences(text) == ["The reproduction number was 2.5 in Wuhan.",
+                                      "It fell after the lockdown, e.g. in March", "0.888 0.946 0.838"]
     assert answer_sentences("Guan et al. 12 studied 1099 patients (accession no. MN975262). In Asia, Ae. aegypti "
                             "spreads it.") == ["Guan et al. 12 studied 1099 patients (accession no. MN975262).",
                                                "In Asia, Ae. aegypti spreads it."]

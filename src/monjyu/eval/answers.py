@@ -14,8 +14,9 @@ words (`qa.answer_words`):
 
 Sentences end at `.`, `!` or `?` followed by white space, at `。！？` and at line breaks: a
 decimal point ("2.5") does not end one, nor an abbreviation's stop before a lower-case word ("e.g.
-the", "Ae. aegypti") or after a one-letter or a common two-letter lower-case abbreviation ("no. MN975262"); the offline
-reader judges the pieces of a quote by the same rule (`ingest.sentences.STOP_THEN_SPACE`).
+the", "Ae. aegypti") or closing a one-letter or a common two-letter lower-case abbreviation ("no.
+MN975262"); the offline reader judges the pieces of a quote by the same rule
+(`ingest.sentences.STOP_THEN_SPACE`).
 """
 
 from __future__ import annotations
