@@ -443,6 +443,26 @@ def test_a_sentence_with_an_abbreviation_inside_or_few_function_words_is_quoted(
         assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
 
 
+WIKI_INITIALS = {  # two passages of the 2wiki corpus (Wikipedia, CC BY-SA) that open with a middle initial
+    "richard-w-story.md": "# Richard W. Story\n\nRichard W. Story( born 1953) is a Senior United States District "
+                          "Judge of the United States District Court for the Northern District of Georgia.\n",
+    "robert-north-bradbury.md": "# Robert North Bradbury\n\nRobert N. Bradbury( March 23, 1886 – November 24, 1949)"
+                                "( born Ronald E. Bradbury) was an American film director and screenwriter who "
+                                "directed 125 movies between 1918 and 1941. He died in Glendale, California on "
+                                "November 24, 1949 at age 63.\n",
+}
+
+
+def test_a_sentence_that_opens_with_a_middle_initial_is_quoted(tmp_path, cache_dir):
+    """"Richard W. Story( born 1953) is a ...": the stop after an initial ends no piece, so the piece
+    "Richard W." is not judged (and refused) as a sentence of its own."""
+    m = _indexed(tmp_path, cache_dir, WIKI_INITIALS)
+    for question, quote in (("Which court is Richard W. Story a judge of?", "Richard W. Story( born 1953) is a Senior"),
+                            ("How many movies did Robert N. Bradbury direct?", "who directed 125 movies between 1918")):
+        answer = m.search(question, top_k=5).answer
+        assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
+
+
 def test_figure_numbers_and_table_rows_inside_a_sentence_are_still_debris():
     from monjyu.engines.reader import quotable_span
 

@@ -45,6 +45,8 @@ def test_answer_figures_by_hand():
                             "spreads it.") == ["Guan et al. 12 studied 1099 patients (accession no. MN975262).",
                                                "In Asia, Ae. aegypti spreads it."]
     assert answer_sentences("We could not do it. Then we did.") == ["We could not do it.", "Then we did."]
+    assert answer_sentences("Christopher J. Probst of the U.S. Army moved to St. Louis. Dr. Smith did not.") == \
+        ["Christopher J. Probst of the U.S. Army moved to St. Louis.", "Dr. Smith did not."]
     f = answer_figures(text, answers=["reproduction number was 2.5"],
                        reference="The basic reproduction number in Wuhan was estimated at 2.5.")
     assert f.holds and f.first
