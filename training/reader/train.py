@@ -228,13 +228,13 @@ class CrossEncoder(nn.Module):
         """Start from a shipped model (`folder`/reader.int8.onnx, its int8 products dequantized)
         instead of the base weights: training goes on from what was trained before. Reads the file
         as the product does (monjyu.engines.cross_encoder.read_weights), so monjyu must be installed."""
-        from monjyu.engines.cross_encoder import read_weights
+        from monjyu.engines.cross_encoder import dequantize, read_weights
 
         w = read_weights(folder / "reader.int8.onnx")
         if len(w.layers) != len(self.layers):
             raise SystemExit(f"{folder} holds {len(w.layers)} layers; train with --layers {len(w.layers)}")
         t = lambda a: torch.tensor(np.asarray(a, dtype=np.float32))  # noqa: E731
-        rows = lambda pair: t(pair[0].astype(np.float32) * pair[1])  # noqa: E731  (int8 [out, in], scale [out, 1])
+        rows = lambda pair: t(dequantize(pair))  # noqa: E731
         with torch.no_grad():
             self.pos[:] = t(w.pos)
             self.eln.weight[:], self.eln.bias[:] = t(w.eln[0]), t(w.eln[1])

@@ -96,6 +96,12 @@ class ReaderWeights:
         return (np.tanh(first @ self.pool[0] + self.pool[1]) @ self.out[0] + self.out[1]).reshape(-1)
 
 
+def dequantize(product: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """A product's float weights [out, in] from its int8 rows [out, in] and per-row scales [out, 1]."""
+    q, scale = product
+    return q.astype(np.float32) * scale
+
+
 def read_weights(onnx_file: Path) -> ReaderWeights:
     """The weights of the exported graph (training/reader/train.py export: torch's export, then
     onnxruntime's per-channel dynamic quantizer): its MatMulInteger products in graph order are
@@ -115,8 +121,7 @@ def read_weights(onnx_file: Path) -> ReaderWeights:
         return np.ascontiguousarray(init[name + "_quantized"].T), init[name + "_scale"].reshape(-1, 1)
 
     def dequantized(name: str) -> np.ndarray:
-        q, scale = int8_rows(name)
-        return (q.astype(np.float32) * scale).T
+        return dequantize(int8_rows(name)).T
 
     *encoder, pool, out = products
     if len(encoder) % 4 or pool != "pool.weight" or out != "out.weight":
@@ -203,8 +208,7 @@ def reference_logits(w: ReaderWeights, words, ids: np.ndarray, mask: np.ndarray)
     from scipy.special import erf
 
     def dense(h, weight, bias):
-        q, scale = weight
-        return h @ (q.astype(np.float32) * scale).T + bias
+        return h @ dequantize(weight).T + bias
 
     h = w.embedded(words, ids)
     additive = ((1.0 - mask) * -1e4)[:, None, None, :]

@@ -13,10 +13,10 @@ words (`qa.answer_words`):
   (`ingest.sentences.is_debris`, the rule the offline reader quotes by).
 
 Sentences end at `.`, `!` or `?` followed by white space, at `。！？` and at line breaks: a
-decimal point ("2.5") does not end one, nor an abbreviation's stop before a lower-case word ("e.g.
-the", "Ae. aegypti") or closing a one-letter or a common two-letter lower-case abbreviation ("no.
-MN975262"); the offline reader judges the pieces of a quote by the same rule
-(`ingest.sentences.STOP_THEN_SPACE`).
+decimal point ("2.5") does not end one, nor an abbreviation's stop (before a lower-case word, or
+closing an initial, a title or a short abbreviation: "Ae. aegypti", "Richard W. Story", "no.
+MN975262"; `ingest.sentences.STOP_THEN_SPACE`, by which the offline reader judges the pieces of a
+quote too).
 """
 
 from __future__ import annotations
