@@ -463,6 +463,42 @@ def test_a_sentence_that_opens_with_a_middle_initial_is_quoted(tmp_path, cache_d
         assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
 
 
+CITING = {  # sentences of two covidqa-dev papers (Henry et al., 2015; Chen et al., 2018; CC BY)
+    "phage.md": "# Beyond phage display\n\nThe phage particle is immunogenic without adjuvant in all species tested "
+                "to date, including mice (Willis et al., 1993) , rats (Dente et al., 1994) , rabbits (de la Cruz et al., "
+                "1988) , guinea pigs (Frenkel et al., 2000; Kim et al., 2004) , fish (Coull et al., 1996; Xia et al., "
+                "2005) , non-human primates (Chen et al., 2001) , and humans (Roehnisch et al., 2014) .\n",
+    "echovirus.md": "# Nearly complete genome sequence of an echovirus 30 strain\n\nEchoviruses were named from the "
+                    "acronym enteric cytopathic human orphan virus at the time of their discovery in the 1950s but were "
+                    "later found to be associated with respiratory illness, hand-foot-and-mouth disease, and aseptic "
+                    "meningitis, similar to other enteroviruses (1) .\n",
+}
+
+
+def test_citations_of_other_papers_are_left_out_of_quotes(tmp_path, cache_dir):
+    """An author and a year, or a number set off as a converted paper sets a citation, say nothing of
+    the answer: quotes drop them as they drop "[12]"; counts and enumerations stay."""
+    from monjyu.engines.reader import clean_quote
+
+    m = _indexed(tmp_path, cache_dir, CITING)
+    for question, quote in (
+            ("In which species is the phage particle immunogenic without adjuvant?",
+             "including mice, rats, rabbits, guinea pigs, fish, non-human primates, and humans."),
+            ("What diseases were echoviruses later found to be associated with?",
+             "and aseptic meningitis, similar to other enteroviruses.")):
+        answer = m.search(question, top_k=5).answer
+        assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
+        assert " et al" not in answer.text and "(1)" not in answer.text
+    assert clean_quote("We find STaR improves on CommonsenseQA [Talmor et al., 2019], as shown (Lee and Kim, "
+                       "2011a) in VEEV pathogenesis (49) (50) (51) and HFRS (1, 21) , causing shock.") == \
+        "We find STaR improves on CommonsenseQA, as shown in VEEV pathogenesis and HFRS, causing shock."
+    for kept in ("Cases were reported in Italy (3), Russia (2) and Spain (2).", "Other symptoms were reported (2).",
+                 "The aims were (1) to find the host and (2) to type it.", "It was released (March 2006) in Japan.",
+                 "It halts early (ACT; Graves, 2016).", "Huo Jun (177–216) was a general.",
+                 "He was the ruler of Dvin( 957–979) and later Azerbaijan.", "It was published( Sweden, 2007)."):
+        assert clean_quote(kept) == kept
+
+
 def test_figure_numbers_and_table_rows_inside_a_sentence_are_still_debris():
     from monjyu.engines.reader import quotable_span
 

@@ -119,6 +119,22 @@ _ENTRY_LINE = re.compile(r"^\s*(\[\d+\]|\d{1,3}\.)\s+(?:[A-Z]\.\s?)+[A-Z][a-z]+|
 # "( Figure 1 )".
 _INLINE_POINTER = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]|\s*\(\s*(?:see |cf\. )?(?:Fig(?:ure)?s?\.?|Tables?|Eqs?\.?|"
                              r"Sections?|Sec\.|§)\s*[\w.,\s–-]{1,20}\)", re.I)
+# Citations of other papers a quote drops as it drops "[12]": author and year in brackets, every item
+# of them one ("(Smith et al., 2010; Lee and Kim, 2011a)", "[Talmor et al., 2019]"; not "(ACT; Graves,
+# 2016)", "(March 2006)" nor Wikipedia's spaced "published( Sweden, 2007)"), and numbers in
+# parentheses where they can only cite: two or more groups in a row ("(41) (42) (43)"), or a
+# sentence's one group after a word, listing numbers ("(12,20)", "(1-3)"; not years, "Huo Jun
+# (177–216)") or set off from the comma or stop after it as a converted paper sets off a citation
+# ("... enteroviruses (1) ."). A count stays: "... Italy (3), Spain (2).", "... were reported (2).".
+_NAME = r"(?:(?:de|da|del|der|den|van|von|la|le|du|dos)\s+)*(?!(?:January|February|March|April|May|June|July|August|" \
+        r"September|October|November|December)\b)[A-Z][\w'’-]+"
+_AUTHOR_YEAR = (rf"(?:(?:see|e\.g\.|reviewed in|cf\.)\s*,?\s*)?{_NAME}(?:\s+et\s+al\.?,?|(?:\s+(?:and|&)\s+{_NAME})?,)"
+                r"\s+(?:19|20)\d\d[a-z]?(?:\s*,\s*[a-z]\b)?")
+_SPACE_BEFORE_STOP = r"(?:\s+(?=[,.;:](?:\s|$)))?"  # the space a converted paper set before the stop after it
+_AUTHOR_YEAR_CITATION = re.compile(rf"\s*[(\[]{_AUTHOR_YEAR}(?:\s*[;,]\s*,?\s*{_AUTHOR_YEAR})*\s*[;,]?\s*[)\]]"
+                                   + _SPACE_BEFORE_STOP)
+_NUMBER_GROUP = re.compile(r"\(\s*\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\s*\)")
+_NUMBER_CITATIONS = re.compile(rf"\s*{_NUMBER_GROUP.pattern}(?:\s*{_NUMBER_GROUP.pattern})+{_SPACE_BEFORE_STOP}")
 
 
 def letter_names(analyzer, text: str) -> set[str]:
@@ -139,9 +155,27 @@ def letter_names(analyzer, text: str) -> set[str]:
 
 
 def clean_quote(text: str) -> str:
-    """The sentence as quoted: one line, its own citation brackets and figure pointers left out
-    (an "[12]" of the paper would read as one of the answer's own markers)."""
-    return " ".join(_INLINE_POINTER.sub("", text).split())
+    """The sentence as quoted: one line, its own citations and figure pointers left out (an "[12]"
+    of the paper would read as one of the answer's own markers; an author and a year say nothing
+    of the answer)."""
+    text = _NUMBER_CITATIONS.sub("", _AUTHOR_YEAR_CITATION.sub("", _INLINE_POINTER.sub("", text)))
+    return " ".join(_without_lone_number_citation(text).split())
+
+
+def _without_lone_number_citation(text: str) -> str:
+    """The sentence without its one group of numbers in parentheses where that can only cite: after
+    a word, listing numbers below 100 ("(12,20)", not a reign's "(177–216)") or set off from the
+    comma or stop after it ("(1) .")."""
+    groups = list(_NUMBER_GROUP.finditer(text))
+    if len(groups) != 1:
+        return text
+    g = groups[0]
+    before, rest = text[:g.start()], text[g.end():]
+    set_off = re.match(r"\s+[,.;](?:\s|$)", rest)
+    listed = re.fullmatch(r"\(\s*\d{1,2}(?:\s*[,–-]\s*\d{1,2})+\s*\)", g.group())  # not years: "(177–216)"
+    if re.search(r"[^\W\d_]\s*$", before) and (set_off or listed):
+        return before.rstrip() + (rest.lstrip() if set_off else rest)
+    return text
 
 
 # Formula text a PDF lost its symbols from: "activations by , our", "Retro( , )".
