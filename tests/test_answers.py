@@ -463,7 +463,7 @@ def test_a_sentence_that_opens_with_a_middle_initial_is_quoted(tmp_path, cache_d
         assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
 
 
-CITING = {  # sentences of two covidqa-dev papers (Henry et al., 2015; Chen et al., 2018; CC BY)
+CITING = {  # sentences of two covidqa-dev papers (Henry et al., 2015; Pan et al., 2019; CC BY)
     "phage.md": "# Beyond phage display\n\nThe phage particle is immunogenic without adjuvant in all species tested "
                 "to date, including mice (Willis et al., 1993) , rats (Dente et al., 1994) , rabbits (de la Cruz et al., "
                 "1988) , guinea pigs (Frenkel et al., 2000; Kim et al., 2004) , fish (Coull et al., 1996; Xia et al., "
