@@ -73,6 +73,27 @@ def test_long_sentences_are_cut_to_the_trained_length():
     assert len(ids) == 128 and ids[0] == tok.bos and ids[-1] == tok.eos
 
 
+def test_a_head_the_newer_quantizer_transposed_reads_the_same(tmp_path):
+    """onnxruntime 1.32's quantizer stores the head's Gemm weights as "pool.weight_Transposed" (the
+    same [in, out] product): a model exported with it reads as one exported before it."""
+    import onnx
+
+    graph = onnx.load(str(model_dir() / "reader.int8.onnx"))
+    renamed = {}
+    for init in graph.graph.initializer:
+        for name in ("pool.weight", "out.weight"):
+            if init.name.startswith(name + "_"):
+                renamed[init.name] = init.name.replace(name, name + "_Transposed", 1)
+                init.name = renamed[init.name]
+    for node in graph.graph.node:
+        node.input[:] = [renamed.get(x, x) for x in node.input]
+    assert len(renamed) == 6
+    onnx.save(graph, str(tmp_path / "reader.int8.onnx"))
+    shutil.copy(model_dir() / "reader.json", tmp_path / "reader.json")
+    pair = ("In what year did the Normans conquer England?", ["The Norman conquest began in 1066."])
+    assert ReaderModel(tmp_path).scores(*pair) == pytest.approx(shared_reader_model().scores(*pair), abs=1e-6)
+
+
 def test_a_missing_model_names_the_file(tmp_path):
     with pytest.raises(ConfigError, match="reader.int8.onnx"):
         ReaderModel(tmp_path)

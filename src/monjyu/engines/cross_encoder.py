@@ -123,8 +123,11 @@ def read_weights(onnx_file: Path) -> ReaderWeights:
     def dequantized(name: str) -> np.ndarray:
         return dequantize(int8_rows(name)).T
 
+    # onnxruntime's quantizer (1.32 and later) names a Gemm's weight, which it transposes itself,
+    # "<name>_Transposed": the same [in, out] product as an earlier one stored under the plain name
     *encoder, pool, out = products
-    if len(encoder) % 4 or pool != "pool.weight" or out != "out.weight":
+    if (len(encoder) % 4 or pool.removesuffix("_Transposed") != "pool.weight"
+            or out.removesuffix("_Transposed") != "out.weight"):
         raise ValueError(f"unexpected products {products}")
     layers = []
     for i in range(len(encoder) // 4):
@@ -134,7 +137,7 @@ def read_weights(onnx_file: Path) -> ReaderWeights:
                              aln_b=f("aln.bias"), fi_w=fi, fi_b=f("fi.bias"), fo_w=fo, fo_b=f("fo.bias"),
                              oln_w=f("oln.weight"), oln_b=f("oln.bias")))
     return ReaderWeights(layers, init["pos"], (init["eln.weight"], init["eln.bias"]),
-                         (dequantized("pool.weight"), init["pool.bias"]), (dequantized("out.weight"), init["out.bias"]))
+                         (dequantized(pool), init["pool.bias"]), (dequantized(out), init["out.bias"]))
 
 
 class ReaderModel:
