@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -172,7 +173,8 @@ def _without_lone_number_citation(text: str) -> str:
     g = groups[0]
     before, rest = text[:g.start()], text[g.end():]
     set_off = re.match(r"\s+[,.;](?:\s|$)", rest)
-    listed = re.fullmatch(r"\(\s*\d{1,2}(?:\s*[,–-]\s*\d{1,2})+\s*\)", g.group())  # not years: "(177–216)"
+    numbers = re.findall(r"\d+", g.group())
+    listed = len(numbers) > 1 and all(len(n) <= 2 for n in numbers)  # not years: "(177–216)"
     if re.search(r"[^\W\d_]\s*$", before) and (set_off or listed):
         return before.rstrip() + (rest.lstrip() if set_off else rest)
     return text
@@ -275,8 +277,9 @@ class Candidate:
     score: float = 0.0  # the model's log-odds that the sentence holds the answer (relative to the others)
     answers: float | None = None  # the trained model's own log-odds (answer.reader: model; model_column)
 
-    @property
+    @cached_property
     def quote(self) -> str:
+        """The sentence as quoted (`clean_quote`), read by every feature and pick: worked out once."""
         return clean_quote(self.sentence.text)
 
 
