@@ -193,7 +193,7 @@ def each_side_in_top5(q: dict, rec: dict, quoted: bool = False) -> tuple[bool, b
     if "sides" in q:
         texts = [_squash(h["text"]) for h in top]
         found = all(any(_squash(side["evidence"])[:80] in t for t in texts) for side in q["sides"])
-        from monjyu.engines.reader import clean_quote
+        from monjyu.engines.quotes import clean_quote
 
         answer = _squash(rec["answer"])
 

@@ -125,7 +125,7 @@ def test_the_things_a_question_weighs_from_the_words_that_join_them():
 
 def test_figure_table_and_reference_text_is_never_quoted():
     from monjyu.engines.context import Source
-    from monjyu.engines.reader import clean_quote, quotable
+    from monjyu.engines.quotes import clean_quote, quotable
     from monjyu.engines.relevance import sentences_of
 
     text = ("Figure 3: Accuracy of the detector on WMT16.\n\n"
@@ -478,7 +478,7 @@ CITING = {  # sentences of two covidqa-dev papers (Henry et al., 2015; Pan et al
 def test_citations_of_other_papers_are_left_out_of_quotes(tmp_path, cache_dir):
     """An author and a year, or a number set off as a converted paper sets a citation, say nothing of
     the answer: quotes drop them as they drop "[12]"; counts and enumerations stay."""
-    from monjyu.engines.reader import clean_quote
+    from monjyu.engines.quotes import clean_quote
 
     m = _indexed(tmp_path, cache_dir, CITING)
     for question, quote in (
@@ -499,8 +499,34 @@ def test_citations_of_other_papers_are_left_out_of_quotes(tmp_path, cache_dir):
         assert clean_quote(kept) == kept
 
 
+CUT_AND_MARKED = {  # a PDF's text: a sentence cut where its column ends, a footnote's number after a stop
+    "zero.md": "# ZeRO\n\nZeRO removes the memory redundancies of data-parallel training. As shown in Figure 2, "
+               "ZeRO runs 100B parameter models on a 400 GPU cluster with over\n\nThe models and the code are "
+               "released as open source.2 Training throughput reached 15 Petaflops on 400 GPUs.\n",
+}
+
+
+def test_a_cut_sentence_shows_its_cut_and_a_footnote_mark_is_left_out(tmp_path, cache_dir):
+    """"... on a 400 GPU cluster with over" stops where its column did: it is quoted up to its last
+    word that says something, and "…"; "... open source.2" is quoted without the footnote's number
+    ("see Fig.2" keeps its own), and "restricted ." without the space a dropped citation left."""
+    from monjyu.engines.quotes import clean_quote, quotable_span
+
+    m = _indexed(tmp_path, cache_dir, CUT_AND_MARKED)
+    answer = m.search("What size of GPU cluster does ZeRO run 100B parameter models on?", top_k=5).answer
+    assert "on a 400 GPU cluster… [" in answer.text and "with over" not in answer.text, answer.text
+    answer = m.search("Are the ZeRO models released as open source?", top_k=5).answer
+    assert "released as open source. [" in answer.text and "source.2" not in answer.text, answer.text
+    assert clean_quote("Fe for microorganisms is restricted .") == "Fe for microorganisms is restricted."
+    for kept in ("The curve is shown in Fig.2", "It stops at step 2.", "Segrave, , (22 March 1366) was a peer.",
+                 "He was the brother of Caroline Norton"):
+        assert clean_quote(kept) == kept
+    glued = "It needs 16 bytes per parameter in 16- 2 Figure 1: Comparing the per-device memory of model states."
+    assert not quotable_span(glued, 0, len(glued))
+
+
 def test_figure_numbers_and_table_rows_inside_a_sentence_are_still_debris():
-    from monjyu.engines.reader import quotable_span
+    from monjyu.engines.quotes import quotable_span
 
     for text in ("The results are in. Fig. 3 Accuracy 0.88 0.91 0.93",  # a caption's numbers glued on
                  "4: Divide O into blocks O , . . . , O of size each, divide l into blocks l , . . . , l of size each.",

@@ -11,8 +11,8 @@ repository's benchmarks; figures are reported on the other half). It leads with 
 sentences for a fact or a definition, more for a list, a comparison, a reason or a method.
 
 Nothing is quoted from captions, references or front matter, headings, title lines, figure or
-table text, or reference entries inside body text; a sentence in the question's language is
-preferred when the passages have one that answers.
+table text, or reference entries inside body text (`quotes.py`); a sentence in the question's
+language is preferred when the passages have one that answers.
 """
 
 from __future__ import annotations
@@ -26,15 +26,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..ingest.sentences import STOP_THEN_SPACE, is_debris, is_title_line
-from ..nlp.analyzer import EN_STOPWORDS
 from ..nlp.glossary import shared_glossary, with_english_glosses
 from ..nlp.lang import detect_language
 from ..query import Query
-from ..types import ANNOTATION, TEXT
 from .context import Source
 from .cross_encoder import ReaderModel
 from .question_wording import asks_to_choose, is_question, question_asks, question_sides
+from .quotes import clean_quote, quotable
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
 
 # ---------------------------------------------------------------------------- the answer's kind
@@ -90,7 +88,7 @@ UNSURE_LEAD = 2.0
 _UNSURE_FACT = Extent(3, 80, 2.0)
 
 
-# ---------------------------------------------------------------------------- quotable sentences
+# ---------------------------------------------------------------------------- names in a text
 
 _WORD = re.compile(r"[^\W_]+")
 # A capitalised word that does not open the text; in Japanese text, a Latin word written after kana
@@ -103,39 +101,6 @@ _LETTER_FIRST = re.compile(r"\b([A-Z])\s+(?=([a-z][a-z-]+)\b)")
 _LETTER_AFTER = re.compile(r"\b(?=([a-z][a-z-]+)\s+([A-Z])\b)")
 _JA_LETTER_FIRST = re.compile(r"(?<![A-Za-z0-9])([A-Z])(?=([\u30a0-\u30ff\u4e00-\u9fff]+))")  # E遺伝子
 _JA_LETTER_AFTER = re.compile(r"(?=([\u30a0-\u30ff\u4e00-\u9fff]+)([A-Z])(?![A-Za-z0-9]))")  # ビタミンD
-_FIGURE_TEXT = re.compile(r"^\s*(\(?[a-h]\)\s*)?(Figure|Fig\.?|Table|Tab\.|Algorithm|Listing|Eq\.|Equation|図|表)"
-                          r"\s*[A-Z0-9IVX]+[.:：|]?", re.I)
-# A caption a PDF's text flow put inside a body sentence ("... absolute position of the Table 1: Maximum
-# path lengths, per-layer complexity ..."): the sentence reads on after the float, so neither half is prose.
-# A float's label glued to a word ("... the log probAlgorithm 1 DetectGPT model-generated text") is one too.
-_CAPTION_INSIDE = re.compile(r"[a-z,] (Figure|Fig\.|Table|Algorithm|Listing) [0-9IVX]+: [A-Z]|"
-                             r"[a-z](Figure|Table|Algorithm|Listing) ?[0-9]+\b")
-_REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|\bProc\. of\b|\bdoi:\s*10\.|"
-                              r"https?://|\bvol\. \d+|\bpp\. \d+|^\s*\d{1,3}\.\s+[A-Z][a-z]+,\s+[A-Z]\.", re.I)
-_INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
-# A line of a reference list, whichever of its sentences is read: "[12] A. Vaswani, N. Shazeer. ..."
-_ENTRY_LINE = re.compile(r"^\s*(\[\d+\]|\d{1,3}\.)\s+(?:[A-Z]\.\s?)+[A-Z][a-z]+|"
-                         r"^\s*[A-Z][a-z]+,\s+(?:[A-Z]\.\s?)+(?:,|and\b)")
-# In-text citations and figure pointers a quote drops: "[12]", "[3-5, 7]", "(Fig. 2b)", "(see Table 1)",
-# "( Figure 1 )".
-_INLINE_POINTER = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]|\s*\(\s*(?:see |cf\. )?(?:Fig(?:ure)?s?\.?|Tables?|Eqs?\.?|"
-                             r"Sections?|Sec\.|§)\s*[\w.,\s–-]{1,20}\)", re.I)
-# Citations of other papers a quote drops as it drops "[12]": author and year in brackets, every item
-# of them one ("(Smith et al., 2010; Lee and Kim, 2011a)", "[Talmor et al., 2019]"; not "(ACT; Graves,
-# 2016)", "(March 2006)" nor Wikipedia's spaced "published( Sweden, 2007)"), and numbers in
-# parentheses where they can only cite: two or more groups in a row ("(41) (42) (43)"), or a
-# sentence's one group after a word, listing numbers ("(12,20)", "(1-3)"; not years, "Huo Jun
-# (177–216)") or set off from the comma or stop after it as a converted paper sets off a citation
-# ("... enteroviruses (1) ."). A count stays: "... Italy (3), Spain (2).", "... were reported (2).".
-_NAME = r"(?:(?:de|da|del|der|den|van|von|la|le|du|dos)\s+)*(?!(?:January|February|March|April|May|June|July|August|" \
-        r"September|October|November|December)\b)[A-Z][\w'’-]+"
-_AUTHOR_YEAR = (rf"(?:(?:see|e\.g\.|reviewed in|cf\.)\s*,?\s*)?{_NAME}(?:\s+et\s+al\.?,?|(?:\s+(?:and|&)\s+{_NAME})?,)"
-                r"\s+(?:19|20)\d\d[a-z]?(?:\s*,\s*[a-z]\b)?")
-_SPACE_BEFORE_STOP = r"(?:\s+(?=[,.;:](?:\s|$)))?"  # the space a converted paper set before the stop after it
-_AUTHOR_YEAR_CITATION = re.compile(rf"\s*[(\[]{_AUTHOR_YEAR}(?:\s*[;,]\s*,?\s*{_AUTHOR_YEAR})*\s*[;,]?\s*[)\]]"
-                                   + _SPACE_BEFORE_STOP)
-_NUMBER_GROUP = re.compile(r"\(\s*\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\s*\)")
-_NUMBER_CITATIONS = re.compile(rf"\s*{_NUMBER_GROUP.pattern}(?:\s*{_NUMBER_GROUP.pattern})+{_SPACE_BEFORE_STOP}")
 
 
 def letter_names(analyzer, text: str) -> set[str]:
@@ -154,82 +119,6 @@ def letter_names(analyzer, text: str) -> set[str]:
                 out.add(f"{letter.lower()} {stem[0]}" if letter_first else f"{stem[0]} {letter.lower()}")
     return out
 
-
-def clean_quote(text: str) -> str:
-    """The sentence as quoted: one line, its own citations and figure pointers left out (an "[12]"
-    of the paper would read as one of the answer's own markers; an author and a year say nothing
-    of the answer)."""
-    text = _NUMBER_CITATIONS.sub("", _AUTHOR_YEAR_CITATION.sub("", _INLINE_POINTER.sub("", text)))
-    return " ".join(_without_lone_number_citation(text).split())
-
-
-def _without_lone_number_citation(text: str) -> str:
-    """The sentence without its one group of numbers in parentheses where that can only cite: after
-    a word, listing numbers below 100 ("(12,20)", not a reign's "(177–216)") or set off from the
-    comma or stop after it ("(1) .")."""
-    groups = list(_NUMBER_GROUP.finditer(text))
-    if len(groups) != 1:
-        return text
-    g = groups[0]
-    before, rest = text[:g.start()], text[g.end():]
-    set_off = re.match(r"\s+[,.;](?:\s|$)", rest)
-    numbers = re.findall(r"\d+", g.group())
-    listed = len(numbers) > 1 and all(len(n) <= 2 for n in numbers)  # not years: "(177–216)"
-    if re.search(r"[^\W\d_]\s*$", before) and (set_off or listed):
-        return before.rstrip() + (rest.lstrip() if set_off else rest)
-    return text
-
-
-# Formula text a PDF lost its symbols from: "activations by , our", "Retro( , )".
-_MATH_HOLES = re.compile(r"[(\[]\s*[,;)\]]|\s[,;:]\s*[,;)\]]|\b(by|of|to|and|with|where|denoting)\s+[,.;)]", re.I)
-
-
-def _reads_as_prose(text: str) -> bool:
-    """English prose has function words ("the", "of", "is"); a table row ("RPN ResNet-101 dense
-    11.7 ...") or a label list has next to none. A short statement may have one ("Hantaan virus
-    (HTNV) causes hemorrhagic fever with renal syndrome (HFRS)."): it reads as prose when it is
-    written as a sentence, a capital first, a stop last and most of its words lower-case, as no
-    table row or label list is. Japanese text has its particles, kana."""
-    if detect_language(text) == "ja":
-        return bool(re.search(r"[ぁ-ん]", text))
-    if _MATH_HOLES.search(text):
-        return False
-    words = _WORD.findall(text)
-    function_words = sum(w.lower() in EN_STOPWORDS for w in words)
-    if function_words >= max(2, len(words) // 10):
-        return True
-    written_as_sentence = bool(re.match(r"\s*[A-Z]", text)) and text.rstrip().endswith((".", "!", "?"))
-    return (function_words >= 1 and written_as_sentence
-            and sum(w.isalpha() and w.islower() for w in words) * 2 > len(words))
-
-
-def _pieces_are_words(text: str) -> bool:
-    """No piece between stops that may end a sentence (`STOP_THEN_SPACE`: not an abbreviation's, as
-    "Ae. aegypti" or "Ramful et al. theorized") is debris (`is_debris`): no stray label ("Fig. 3"),
-    number row or formula reaches the answer."""
-    return not any(map(is_debris, STOP_THEN_SPACE.split(text)))
-
-
-def quotable(sentence: Sentence) -> bool:
-    """A statement of body text, or of the user's own annotations, that reads as prose."""
-    hit = sentence.source.hit
-    a, b = sentence.start_char - hit.start_char, sentence.end_char - hit.start_char
-    return hit.kind in (TEXT, ANNOTATION) and quotable_span(hit.text, a, b)
-
-
-def quotable_span(text: str, a: int, b: int) -> bool:
-    """The sentence text[a:b] of a passage of body text reads as prose: not a title line, a
-    reference list entry, a caption, a name list, a table row or a formula."""
-    if is_title_line(text, a, b):
-        return False
-    line_start = text.rfind("\n", 0, a) + 1
-    if _ENTRY_LINE.match(text[line_start:line_start + 200]):
-        return False
-    quote = clean_quote(text[a:b])
-    if (_FIGURE_TEXT.match(quote) or _CAPTION_INSIDE.search(quote) or _REFERENCE_ENTRY.search(quote)
-            or len(_INITIALS.findall(quote)) >= 2):
-        return False
-    return _pieces_are_words(quote) and _reads_as_prose(quote)
 
 
 # ---------------------------------------------------------------------------- features and model

@@ -44,7 +44,7 @@ from ...retrieval.communities import Community
 from ...types import Answer, Citation
 from ..citations import citation_for
 from ..context import Source
-from ..reader import quotable_span
+from ..quotes import quotable_span
 from ..relevance import LocalRelevanceScorer
 
 # Words that say "about the collection" rather than what it is about: a question made only of
