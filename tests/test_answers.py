@@ -525,6 +525,32 @@ def test_a_cut_sentence_shows_its_cut_and_a_footnote_mark_is_left_out(tmp_path, 
     assert not quotable_span(glued, 0, len(glued))
 
 
+DECLARED = {  # a report's conclusion, and what the report says of itself
+    "report.md": "# No evidence of a laboratory origin\n\nThere is currently no credible evidence that the virus was "
+                 "engineered in a laboratory; it most likely arose in nature by recombination in an intermediate "
+                 "host.\n\nThe findings and conclusions in this report are those of the authors and do not "
+                 "necessarily represent the official position of the agency. The authors declare that they have no "
+                 "competing interests. This work was supported by grant R01-AI123 of the national institute.\n",
+}
+
+
+def test_what_a_paper_declares_of_itself_is_not_quoted(tmp_path, cache_dir):
+    """A disclaimer ("... are those of the authors ...") or a declaration of interests says nothing of
+    the paper's subject: "What are the conclusions of this report on the origin of the virus?" quotes
+    the conclusion, not the disclaimer that names "conclusions". Funding stays quotable."""
+    from monjyu.engines.quotes import quotable_span
+
+    m = _indexed(tmp_path, cache_dir, DECLARED)
+    answer = m.search("What are the conclusions of this report on the origin of the virus?", top_k=5).answer
+    assert "no credible evidence" in answer.text and "those of the authors" not in answer.text, answer.text
+    for declared in ("All authors read and approved the final manuscript.",
+                     "The author declares no conflict of interest.",
+                     "This work was carried out in collaboration between all authors."):
+        assert not quotable_span(declared, 0, len(declared)), declared
+    funded = "This work was supported by grant R01-AI123 of the national institute."
+    assert quotable_span(funded, 0, len(funded))
+
+
 def test_figure_numbers_and_table_rows_inside_a_sentence_are_still_debris():
     from monjyu.engines.quotes import quotable_span
 

@@ -28,6 +28,15 @@ _CAPTION_INSIDE = re.compile(r"[a-z,\d-] (Figure|Fig\.|Table|Algorithm|Listing) 
 _REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|\bProc\. of\b|\bdoi:\s*10\.|"
                               r"https?://|\bvol\. \d+|\bpp\. \d+|^\s*\d{1,3}\.\s+[A-Z][a-z]+,\s+[A-Z]\.", re.I)
 _INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
+# What a paper says of itself, not of its subject: declarations, disclaimers and authorship ("The
+# authors declare that they have no competing interests.", "The findings and conclusions in this
+# report are those of the author(s) and do not necessarily represent ...", "All authors read and
+# approved the final manuscript."). Funding and thanks stay quotable: "Who funded ...?" is asked.
+_DECLARATION = re.compile(r"\bthose of the author(?:s|\(s\))?\b|\bdo(?:es)? not necessarily (?:represent|reflect)\b|"
+                          r"\bin collaboration between all authors\b|"
+                          r"\ball authors (?:have )?(?:read|approved|contributed|agreed)\b|"
+                          r"\bauthors? (?:declare|report|have)(?: that they have)? no (?:competing|conflicts?|financial)\b|"
+                          r"\bno (?:competing|conflicts? of) interests?\b", re.I)
 # A line of a reference list, whichever of its sentences is read: "[12] A. Vaswani, N. Shazeer. ..."
 _ENTRY_LINE = re.compile(r"^\s*(\[\d+\]|\d{1,3}\.)\s+(?:[A-Z]\.\s?)+[A-Z][a-z]+|"
                          r"^\s*[A-Z][a-z]+,\s+(?:[A-Z]\.\s?)+(?:,|and\b)")
@@ -158,7 +167,7 @@ def quotable(sentence: Sentence) -> bool:
 
 def quotable_span(text: str, a: int, b: int) -> bool:
     """The sentence text[a:b] of a passage of body text reads as prose: not a title line, a
-    reference list entry, a caption, a name list, a table row or a formula."""
+    reference list entry, a caption, a name list, a table row, a formula or a declaration."""
     if is_title_line(text, a, b):
         return False
     line_start = text.rfind("\n", 0, a) + 1
@@ -166,6 +175,6 @@ def quotable_span(text: str, a: int, b: int) -> bool:
         return False
     quote = _without_pointers(text[a:b])
     if (_FIGURE_TEXT.match(quote) or _CAPTION_INSIDE.search(quote) or _REFERENCE_ENTRY.search(quote)
-            or len(_INITIALS.findall(quote)) >= 2):
+            or len(_INITIALS.findall(quote)) >= 2 or _DECLARATION.search(quote)):
         return False
     return _pieces_are_words(quote) and _reads_as_prose(quote)
