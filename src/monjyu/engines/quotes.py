@@ -1,9 +1,10 @@
 """What a retrieved sentence looks like as quoted, and whether it may be quoted at all.
 
 An answer quotes statements of body text that read as prose: not a title line, a caption, a
-reference entry, a table row or a formula a PDF lost its symbols from. A quote leaves out what
-would mislead beside the answer's own markers (the paper's "[12]", author-year citations, footnote
-numbers, figure pointers) and shows a sentence cut at a page's or a column's end as cut.
+reference entry, a table row, a formula a PDF lost its symbols from, nor what a paper declares of
+itself (a disclaimer, its authors' interests). A quote leaves out what would mislead beside the
+answer's own markers (the paper's "[12]", author-year citations, footnote numbers, figure pointers)
+and shows a sentence cut at a page's or a column's end as cut.
 """
 
 from __future__ import annotations
