@@ -551,6 +551,24 @@ def test_what_a_paper_declares_of_itself_is_not_quoted(tmp_path, cache_dir):
     assert quotable_span(funded, 0, len(funded))
 
 
+HARD_WRAPPED = {  # a paper converted to plain text, its lines wrapped and words broken at their ends as
+    # printed (Taubenberger and Morens, 2006, Emerging Infectious Diseases, public domain)
+    "1918-influenza.txt": "The 1918 influenza pandemic\n\nThe 1918 virus genome was sequenced from archival autopsy tis-\n"
+                          "sues of victims. Case-\nfatality rates were >2.5%, compared to <0.1% in other pandemics.\n"
+                          "The case-fatality curve was W-\nshaped, with a peak in young adults.\n",
+}
+
+
+def test_a_plain_text_paper_s_words_broken_at_line_ends_are_whole_again(tmp_path, cache_dir):
+    """A word a hard-wrapped text broke at a line's end ("tis-" / "sues") is found and quoted whole;
+    one the text writes with a hyphen elsewhere keeps it ("case-fatality"), as does "W-shaped"."""
+    m = _indexed(tmp_path, cache_dir, HARD_WRAPPED)
+    answer = m.search("From which tissues was the 1918 virus genome sequenced?", top_k=5).answer
+    assert "archival autopsy tissues of victims" in answer.text, answer.text
+    text = m.search("case-fatality rates in 1918", top_k=1).hits[0].text
+    assert "Case-fatality rates" in text and "W-shaped" in text and "tis-" not in text, text
+
+
 def test_figure_numbers_and_table_rows_inside_a_sentence_are_still_debris():
     from monjyu.engines.quotes import quotable_span
 

@@ -15,7 +15,7 @@ from charset_normalizer import from_bytes
 from ..config import IngestConfig
 from ..errors import IngestError
 from ..types import FRONT, Document
-from .clean import clean_text
+from .clean import clean_text, mend_line_end_hyphens
 from .references import DOI, find_citations, parse_references
 from .structure import Block, assemble, normalize, paragraphs_to_blocks
 
@@ -166,7 +166,7 @@ def _given_surname(name: str) -> str:
 
 
 def _load_txt(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig) -> list[Document]:
-    blocks = _text_blocks(clean_text(decode_text(name, data)))
+    blocks = _text_blocks(mend_line_end_hyphens(clean_text(decode_text(name, data))))
     title, authors, header_date, doi, used = _paper_header(blocks)
     if used > 1 and (authors or header_date or doi):  # title and metadata lines are front matter
         blocks = [Block(b.text, FRONT) for b in blocks[:used]] + blocks[used:]
