@@ -43,6 +43,20 @@ def test_pdf_pages_and_hyphenation():
     assert doc.page_at(second) == 2 and doc.page_at(0) == 1
 
 
+def test_a_line_end_hyphen_after_an_acronym_is_the_word_s_own(tmp_path):
+    """"CPU-" / "cache" is "CPU-cache", as "W-" / "shaped" is "W-shaped"; "sum-" / "marise" is one word."""
+    f = tmp_path / "wrapped.pdf"
+    c = canvas.Canvas(str(f))
+    c.setFont("Helvetica", 11)
+    for i, line in enumerate(["Each core keeps a small CPU-", "cache of recent lines, and the curve is W-",
+                              "shaped. We sum-", "marise the results in the last section of the paper."]):
+        c.drawString(72, 720 - 14 * i, line)
+    c.showPage()
+    c.save()
+    [doc] = load_file(f, "w", CFG)
+    assert "CPU-cache" in doc.text and "W-shaped" in doc.text and "summarise" in doc.text, doc.text
+
+
 def test_docx_title_and_paragraphs():
     [doc] = load_file(SAMPLES / "reranking.docx", "d", CFG)
     assert doc.title == "Reranking retrieved passages"

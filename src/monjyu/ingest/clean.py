@@ -19,19 +19,24 @@ def clean_text(text: str) -> str:
 
 
 _LINE_END_HYPHEN = re.compile(r"([^\W\d_](?:[\w-]*[^\W\d_])?)-\n([a-z]+)")
-_HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
+
+
+def keeps_line_end_hyphen(left: str, right: str, vocabulary: set[str]) -> bool:
+    """Whether a word broken at a line's end keeps its hyphen when joined: where the first part has
+    one already ("non-self-" / "supporting") or is a letter or an acronym ("W-" / "shaped", "CPU-" /
+    "cache"), or the document writes the hyphenated form and not the joined one ("case-fatality");
+    else "tis-" / "sues" is "tissues". `vocabulary`: the document's words, lower-cased, hyphens kept."""
+    return "-" in left or left.isupper() or (f"{left}-{right}".lower() in vocabulary
+                                             and (left + right).lower() not in vocabulary)
 
 
 def mend_line_end_hyphens(text: str) -> str:
-    """A word a hard-wrapped text broke at a line's end (a PDF converted to text: "archival autopsy
-    tis-" / "sues") is joined again, "tissues", unless the text writes it with its hyphen elsewhere
-    ("case-fatality"), or the first part has one already ("non-self-" / "supporting") or is a letter
-    or an acronym ("W-" / "shaped"), as the PDF loader mends its lines."""
-    written = {w.lower() for w in _HYPHENATED.findall(text)}
+    """A plain text's words broken at its lines' ends (a PDF converted to text: "archival autopsy
+    tis-" / "sues") joined again, as the PDF loader joins its lines (`keeps_line_end_hyphen`)."""
+    vocabulary = {w.lower() for w in re.findall(r"[\w\-]+", text)}
 
     def joined(m: re.Match) -> str:
         left, right = m.group(1), m.group(2)
-        keep = "-" in left or left.isupper() or f"{left}-{right}".lower() in written  # "W-shaped", "HA-specific"
-        return f"{left}{'-' if keep else ''}{right}"
+        return f"{left}{'-' if keeps_line_end_hyphen(left, right, vocabulary) else ''}{right}"
 
     return _LINE_END_HYPHEN.sub(joined, text)

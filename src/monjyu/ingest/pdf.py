@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import IngestError, MonjyuError
 from ..types import FIGURE, FRONT, REFERENCE, TABLE, TEXT
+from .clean import keeps_line_end_hyphen
 from .references import DOI
 from .structure import Block, heading_level, is_caption, is_references_heading, line_separator, normalize
 
@@ -407,7 +408,7 @@ def _paragraph_break(para: list[Line], cur: Line, line_pitch: float = 0.0) -> bo
 
 def _join(lines: list[Line], vocabulary: set[str]) -> tuple[str, list[tuple[int, int, int, tuple]]]:
     """Join a paragraph's lines (NFKC-normalised), mending line-end hyphenation: 'exam-' + 'ple'
-    becomes 'example' unless the document writes the hyphenated form elsewhere."""
+    becomes 'example' unless the hyphen is the word's (`keeps_line_end_hyphen`)."""
     text = ""
     spans = []
     for k, ln in enumerate(lines):
@@ -420,9 +421,7 @@ def _join(lines: list[Line], vocabulary: set[str]) -> tuple[str, list[tuple[int,
                 text = text.rstrip("-")
                 left = re.search(r"([\w\-]+)$", text)
                 right = re.match(r"[\w]+", piece)
-                joined = (left.group(1) if left else "") + (right.group(0) if right else "")
-                hyphenated = f"{left.group(1) if left else ''}-{right.group(0) if right else ''}".lower()
-                keep = ("-" in (left.group(1) if left else "")) or (hyphenated in vocabulary and joined.lower() not in vocabulary)
+                keep = keeps_line_end_hyphen(left.group(1) if left else "", right.group(0) if right else "", vocabulary)
                 text += "-" if keep else ""
             elif lines[k - 1].hyphen:
                 text += "-"  # PDFium marked a hyphen but the next line is not a word's continuation
