@@ -120,7 +120,6 @@ def letter_names(analyzer, text: str) -> set[str]:
     return out
 
 
-
 # ---------------------------------------------------------------------------- features and model
 
 FEATURES = ("semantic", "lexical", "context", "carries", "novelty", "rank", "first_of_passage", "length",
@@ -250,9 +249,10 @@ class Reader:
                 1.0 if focus in listed[:max(3, len(listed) // 3)] else 0.0,
                 scorer.term_share(q_terms, own),
             ], dtype=np.float32)
-            out.append(Candidate(s, pos, detect_language(quote), f, float(relevance[i]),
-                                 frozenset(own | letter_names(analyzer, s.text)),
-                                 titles[s.source.number]))
+            c = Candidate(s, pos, detect_language(quote), f, float(relevance[i]),
+                          frozenset(own | letter_names(analyzer, s.text)), titles[s.source.number])
+            c.quote = quote  # the cached quote: worked out once, here, for the features
+            out.append(c)
         scores = np.array([c.features for c in out]) @ WEIGHTS
         for c, z in zip(out, scores):
             c.score = float(z)
