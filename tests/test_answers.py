@@ -551,6 +551,29 @@ def test_what_a_paper_declares_of_itself_is_not_quoted(tmp_path, cache_dir):
     assert quotable_span(funded, 0, len(funded))
 
 
+POINTED = {  # a methods section whose first sentence points to a table
+    "strains.md": "# Hepatitis C virus strains\n\nFor strains included in these studies, see Supplementary Material "
+                  "Table S1. The strains included were 62 hepatitis C virus isolates collected from Uruguayan "
+                  "patients between 2012 and 2016. Results are shown in Table 2.\n",
+}
+
+
+def test_a_sentence_that_only_points_to_a_table_is_not_quoted(tmp_path, cache_dir):
+    """"For strains included in these studies, see Supplementary Material Table S1." names what was asked
+    and answers nothing: the table it points to is not in the answer. The sentence that says which
+    strains is quoted instead."""
+    from monjyu.engines.quotes import quotable_span
+
+    m = _indexed(tmp_path, cache_dir, POINTED)
+    answer = m.search("Which strains were included in these studies?", top_k=5).answer
+    assert "62 hepatitis C virus isolates" in answer.text and "see Supplementary" not in answer.text, answer.text
+    for pointer in ("Results are shown in Table 2.", "See Appendix A.8 for more hyperparameter details.",
+                    "A schematic of the HTS assay is depicted in Fig. 1B."):
+        assert not quotable_span(pointer, 0, len(pointer)), pointer
+    shown = "Deletion of the E gene reduced the titre tenfold, as shown in Table 2."
+    assert quotable_span(shown, 0, len(shown))
+
+
 HARD_WRAPPED = {  # a paper converted to plain text, its lines wrapped and words broken at their ends as
     # printed (Taubenberger and Morens, 2006, Emerging Infectious Diseases, public domain)
     "1918-influenza.txt": "The 1918 influenza pandemic\n\nThe 1918 virus genome was sequenced from archival autopsy tis-\n"

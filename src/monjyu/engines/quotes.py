@@ -1,10 +1,11 @@
 """What a retrieved sentence looks like as quoted, and whether it may be quoted at all.
 
 An answer quotes statements of body text that read as prose: not a title line, a caption, a
-reference entry, a table row, a formula a PDF lost its symbols from, nor what a paper declares of
-itself (a disclaimer, its authors' interests). A quote leaves out what would mislead beside the
-answer's own markers (the paper's "[12]", author-year citations, footnote numbers, figure pointers)
-and shows a sentence cut at a page's or a column's end as cut.
+reference entry, a table row, a formula a PDF lost its symbols from, what a paper declares of
+itself (a disclaimer, its authors' interests), nor a sentence that only points to a table or a
+figure. A quote leaves out what would mislead beside the answer's own markers (the paper's "[12]",
+author-year citations, footnote numbers, figure pointers) and shows a sentence cut at a page's or a
+column's end as cut.
 """
 
 from __future__ import annotations
@@ -38,6 +39,15 @@ _DECLARATION = re.compile(r"\bthose of the author(?:s|\(s\))?\b|\bdo(?:es)? not 
                           r"\ball authors (?:have )?(?:read|approved|contributed|agreed)\b|"
                           r"\bauthors? (?:declare|report|have)(?: that they have)? no (?:competing|conflicts?|financial)\b|"
                           r"\bno (?:competing|conflicts? of) interests?\b", re.I)
+# A sentence that only says where something is shown ("Results are shown in Table 2.", "For strains
+# included in these studies, see Supplementary Material Table S1.", "See Appendix A.8 for more
+# hyperparameter details."): what it points to is not in the answer, so it answers nothing.
+_WHERE_SHOWN = r"(?:the\s+)?(?:(?:Supplementary|Supporting|Additional)\s+)?(?:(?:Material|Information|File)s?\s+)?" \
+               r"(?:Tables?|Figures?|Figs?\.?|Appendix|Section)(?![a-z])"
+_POINTER_ONLY = re.compile(rf"^(?:For [^,]{{1,80}}, )?(?:please )?see {_WHERE_SHOWN}|"
+                           rf"^[^,;]{{0,100}}?\b(?:is|are|was|were)\s+(?:shown|presented|listed|given|summari[sz]ed|"
+                           rf"provided|depicted|illustrated|displayed|detailed|tabulated)\s+in\s+{_WHERE_SHOWN}"
+                           r"\s*[\w.-]*\s*\.?$", re.I)
 # A line of a reference list, whichever of its sentences is read: "[12] A. Vaswani, N. Shazeer. ..."
 _ENTRY_LINE = re.compile(r"^\s*(\[\d+\]|\d{1,3}\.)\s+(?:[A-Z]\.\s?)+[A-Z][a-z]+|"
                          r"^\s*[A-Z][a-z]+,\s+(?:[A-Z]\.\s?)+(?:,|and\b)")
@@ -168,7 +178,8 @@ def quotable(sentence: Sentence) -> bool:
 
 def quotable_span(text: str, a: int, b: int) -> bool:
     """The sentence text[a:b] of a passage of body text reads as prose: not a title line, a
-    reference list entry, a caption, a name list, a table row, a formula or a declaration."""
+    reference list entry, a caption, a name list, a table row, a formula, a declaration or a pointer
+    to a table or a figure."""
     if is_title_line(text, a, b):
         return False
     line_start = text.rfind("\n", 0, a) + 1
@@ -176,6 +187,6 @@ def quotable_span(text: str, a: int, b: int) -> bool:
         return False
     quote = _without_pointers(text[a:b])
     if (_FIGURE_TEXT.match(quote) or _CAPTION_INSIDE.search(quote) or _REFERENCE_ENTRY.search(quote)
-            or len(_INITIALS.findall(quote)) >= 2 or _DECLARATION.search(quote)):
+            or len(_INITIALS.findall(quote)) >= 2 or _DECLARATION.search(quote) or _POINTER_ONLY.search(quote)):
         return False
     return _pieces_are_words(quote) and _reads_as_prose(quote)
