@@ -574,6 +574,33 @@ def test_a_sentence_that_only_points_to_a_table_is_not_quoted(tmp_path, cache_di
     assert quotable_span(shown, 0, len(shown))
 
 
+ABBREVIATED = {  # a paper that names its virus once and abbreviates it after (the sentences of a VEEV paper)
+    "veev.md": "# Host responses to an encephalitic alphavirus\n\nVenezuelan equine encephalitis virus (VEEV) is a "
+               "previously weaponized arthropod-borne virus responsible for causing acute and fatal encephalitis in "
+               "animal and human hosts. VEEV is a positive-strand RNA virus that is transmitted by mosquitoes and "
+               "that is naturally present in rodent reservoirs. Venezuelan equine encephalitis virus infection of "
+               "astrocytes induced the expression of many genes.\n",
+}
+
+
+def test_a_name_the_paper_abbreviates_is_read_in_the_question_s_form(tmp_path, cache_dir):
+    """The paper writes "VEEV" after defining it; the question writes "Venezuelan equine encephalitis
+    virus". The reader reads "VEEV is ... transmitted by mosquitoes" with the name spelled out, and
+    leads with it rather than with a sentence that only repeats the long name."""
+    from monjyu.nlp.abbreviations import defined_abbreviations, spelled_out
+
+    m = _indexed(tmp_path, cache_dir, ABBREVIATED)
+    answer = m.search("How is Venezuelan equine encephalitis virus transmitted?", top_k=5).answer
+    assert "transmitted by mosquitoes" in answer.text.splitlines()[0], answer.text
+    defined = defined_abbreviations(["Eastern equine encephalitis virus (EEEV) and Middle East respiratory "
+                                     "syndrome coronavirus (MERS-CoV; a betacoronavirus) spread."])
+    assert defined == {"EEEV": "Eastern equine encephalitis virus",
+                       "MERS-CoV": "Middle East respiratory syndrome coronavirus"}
+    assert spelled_out("Where did EEEV spread?", "Eastern equine encephalitis virus spread east.", defined) \
+        == "Eastern equine encephalitis virus (EEEV) spread east."
+    assert spelled_out("Where did EEEV spread?", "EEEV spread east.", defined) == "EEEV spread east."
+
+
 HARD_WRAPPED = {  # a paper converted to plain text, its lines wrapped and words broken at their ends as
     # printed (Taubenberger and Morens, 2006, Emerging Infectious Diseases, public domain)
     "1918-influenza.txt": "The 1918 influenza pandemic\n\nThe 1918 virus genome was sequenced from archival autopsy tis-\n"

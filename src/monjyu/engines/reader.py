@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..nlp.abbreviations import defined_abbreviations, spelled_out
 from ..nlp.glossary import shared_glossary, with_english_glosses
 from ..nlp.lang import detect_language
 from ..query import Query
@@ -216,7 +217,10 @@ class Reader:
                                    if id(x) in row]].mean(axis=0) for s, pos in kept])
         semantic_context = scorer.semantic(means / np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12),
                                            query_vector)
-        term_lists = {id(s): analyzer.terms(s.text) for s in sentences}
+        # the names the passages (or the question) abbreviate: a sentence is read with the question's
+        # form of them, by the features and by the model
+        defined = defined_abbreviations([text, *(x.hit.text for x in sources)])
+        term_lists = {id(s): analyzer.terms(spelled_out(text, s.text, defined)) for s in sentences}
         terms_of = {k: set(v) for k, v in term_lists.items()}
         q_list = query.view("terms", lambda: analyzer.terms(text))
         q_pairs = set(zip(q_list, q_list[1:]))
@@ -257,12 +261,14 @@ class Reader:
         for c, z in zip(out, scores):
             c.score = float(z)
         if self.model is not None:
-            self._read(text, out)
+            self._read(text, out, defined)
         return out
 
-    def _read(self, query: str, candidates: list[Candidate]) -> None:
-        """The model's log-odds (`model_column`) and the score that combines them with the features."""
-        column = model_column(self.model, query, [c.quote for c in candidates],
+    def _read(self, query: str, candidates: list[Candidate], abbreviations: dict[str, str]) -> None:
+        """The model's log-odds (`model_column`), each sentence read with the names the question
+        spells out spelled out (`spelled_out`: "VEEV" for "Venezuelan equine encephalitis virus"),
+        and the score that combines them with the features."""
+        column = model_column(self.model, query, [spelled_out(query, c.quote, abbreviations) for c in candidates],
                               np.array([c.score for c in candidates]), self.model_candidates)
         for c, z in zip(candidates, column):
             c.answers = float(z)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..config import GraphConfig
 from ..index.communities import Assignments, leiden_hierarchy
+from ..nlp.abbreviations import abbreviates
 from .extract import Extraction, entity_key
 
 MAX_NAMED_PER_UNIT = 30  # a unit naming more entities links only its first this many in the clustering
@@ -34,7 +35,6 @@ MAX_NAMED_PER_UNIT = 30  # a unit naming more entities links only its first this
 _NUMBER = re.compile(r"\d+|(?<![\w.])(?:[IVX]+|[A-Z])(?![\w.])")
 _ARTICLE = re.compile(r"^(?:the|a|an) ")
 _JOINERS = re.compile(r"[\s\-‐‑–_/]+")
-_FUNCTION_WORDS = {"of", "and", "the", "for", "in", "on", "to", "at", "by", "with", "de", "la", "du", "des", "von", "van"}
 
 
 def name_numbers(name: str) -> tuple[str, ...]:
@@ -69,28 +69,6 @@ def middle_names(a: str, b: str) -> bool:
     if not (2 <= len(x) < len(y) <= 5) or not all(w[:1].isupper() for w in x + y):
         return False
     return x[0] == y[0] and x[-1] == y[-1] and set(x) <= set(y)
-
-
-def abbreviates(short: str, long: str) -> bool:
-    """`short` abbreviates the whole of `long` (two or more words): a single token with two or
-    more capitals ("VEEV", "MERS-CoV") whose letters and digits occur in `long` in order, the first at its start, and
-    that holds the initial of every word of `long` (but of, and, the ...) in order: "VEEV" for
-    "Venezuelan equine encephalitis virus", not "EV" (the initials of Schwartz and Hearst's
-    abbreviation rule, made to cover the whole name since both names stand alone here)."""
-    if " " in short or sum(c.isupper() for c in short) < 2 or len(long.split()) < 2:
-        return False
-    letters = [c for c in short.lower() if c.isalnum()]
-    low = long.lower()
-    initials = [w[0] for w in re.findall(r"[^\W_]+", low) if w not in _FUNCTION_WORDS]
-    if len(initials) < 2 or not letters or low[0] != letters[0]:
-        return False
-    return _in_order(letters, low) and _in_order(initials, letters)
-
-
-def _in_order(needles: list[str], haystack) -> bool:
-    """Whether `needles` occur in `haystack` in order (a subsequence)."""
-    rest = iter(haystack)
-    return all(c in rest for c in needles)
 
 
 def same_entity(a: str, b: str) -> bool:
