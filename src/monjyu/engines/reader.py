@@ -265,9 +265,9 @@ class Reader:
         return out
 
     def _read(self, query: str, candidates: list[Candidate], abbreviations: dict[str, str]) -> None:
-        """The model's log-odds (`model_column`), each sentence read with the names the question
-        spells out spelled out (`spelled_out`: "VEEV" for "Venezuelan equine encephalitis virus"),
-        and the score that combines them with the features."""
+        """The model's log-odds (`model_column`) for each sentence as `spelled_out` gives it for the
+        question ("VEEV is ..." as "Venezuelan equine encephalitis virus (VEEV) is ..." where the
+        question writes the long form), and the score that combines them with the features."""
         column = model_column(self.model, query, [spelled_out(query, c.quote, abbreviations) for c in candidates],
                               np.array([c.score for c in candidates]), self.model_candidates)
         for c, z in zip(candidates, column):

@@ -11,6 +11,7 @@ short form in parentheses after the words it abbreviates.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _FUNCTION_WORDS = {"of", "and", "the", "for", "in", "on", "to", "at", "by", "with", "de", "la", "du", "des", "von", "van"}
 # "(VEEV)", "(MERS-CoV;", "(RNA-Seq,": a one-token short form with a capital after its first character
@@ -39,7 +40,7 @@ def _in_order(needles: list[str], haystack) -> bool:
     return all(c in rest for c in needles)
 
 
-def defined_abbreviations(texts) -> dict[str, str]:
+def defined_abbreviations(texts: Iterable[str]) -> dict[str, str]:
     """Short form -> long form, for each "long form (SF)" in `texts` (the first definition of a
     short form counts). Of the words before the parenthesis, the longest run of no more words than
     the short form has letters that it abbreviates: "Eastern equine encephalitis virus (EEEV)", not
@@ -60,6 +61,7 @@ def defined_abbreviations(texts) -> dict[str, str]:
 
 
 def _token(text: str, short: str) -> re.Match | None:
+    """`short` in `text` as a word of its own ("VEEV", not the "VEEV" of "VEEV-TC83")."""
     return re.search(rf"(?<![\w-]){re.escape(short)}(?![\w-])", text)
 
 
