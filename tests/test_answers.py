@@ -599,6 +599,9 @@ def test_a_name_the_paper_abbreviates_is_read_in_the_question_s_form(tmp_path, c
     assert spelled_out("Where did EEEV spread?", "Eastern equine encephalitis virus spread east.", defined) \
         == "Eastern equine encephalitis virus (EEEV) spread east."
     assert spelled_out("Where did EEEV spread?", "EEEV spread east.", defined) == "EEEV spread east."
+    # a Japanese question writes the abbreviation against kana
+    assert spelled_out("EEEVはどこに広がったか？", "Eastern equine encephalitis virus spread east.", defined) \
+        == "Eastern equine encephalitis virus (EEEV) spread east."
 
 
 HARD_WRAPPED = {  # a paper converted to plain text, its lines wrapped and words broken at their ends as

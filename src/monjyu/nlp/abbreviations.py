@@ -61,8 +61,9 @@ def defined_abbreviations(texts: Iterable[str]) -> dict[str, str]:
 
 
 def _token(text: str, short: str) -> re.Match | None:
-    """`short` in `text` as a word of its own ("VEEV", not the "VEEV" of "VEEV-TC83")."""
-    return re.search(rf"(?<![\w-]){re.escape(short)}(?![\w-])", text)
+    """`short` in `text` as a word of its own ("VEEV", not the "VEEV" of "VEEV-TC83"); next to kana
+    or kanji too, as a Japanese question writes it ("VEEVはどのように...")."""
+    return re.search(rf"(?<![A-Za-z0-9-]){re.escape(short)}(?![A-Za-z0-9-])", text)
 
 
 def spelled_out(question: str, sentence: str, abbreviations: dict[str, str]) -> str:
