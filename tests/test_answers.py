@@ -587,7 +587,7 @@ def test_a_name_the_paper_abbreviates_is_read_in_the_question_s_form(tmp_path, c
     """The paper writes "VEEV" after defining it; the question writes "Venezuelan equine encephalitis
     virus". The reader reads "VEEV is ... transmitted by mosquitoes" with the name spelled out, and
     leads with it rather than with a sentence that only repeats the long name."""
-    from monjyu.nlp.abbreviations import defined_abbreviations, spelled_out
+    from monjyu.nlp.abbreviations import defined_abbreviations, question_forms, spelled_out
 
     m = _indexed(tmp_path, cache_dir, ABBREVIATED)
     answer = m.search("How is Venezuelan equine encephalitis virus transmitted?", top_k=5).answer
@@ -596,11 +596,12 @@ def test_a_name_the_paper_abbreviates_is_read_in_the_question_s_form(tmp_path, c
                                      "syndrome coronavirus (MERS-CoV; a betacoronavirus) spread."])
     assert defined == {"EEEV": "Eastern equine encephalitis virus",
                        "MERS-CoV": "Middle East respiratory syndrome coronavirus"}
-    assert spelled_out("Where did EEEV spread?", "Eastern equine encephalitis virus spread east.", defined) \
+    forms = question_forms("Where did EEEV spread?", defined)
+    assert spelled_out("Eastern equine encephalitis virus spread east.", forms) \
         == "Eastern equine encephalitis virus (EEEV) spread east."
-    assert spelled_out("Where did EEEV spread?", "EEEV spread east.", defined) == "EEEV spread east."
+    assert spelled_out("EEEV spread east.", forms) == "EEEV spread east."
     # a Japanese question writes the abbreviation against kana
-    assert spelled_out("EEEVはどこに広がったか？", "Eastern equine encephalitis virus spread east.", defined) \
+    assert spelled_out("Eastern equine encephalitis virus spread east.", question_forms("EEEVはどこに広がったか？", defined)) \
         == "Eastern equine encephalitis virus (EEEV) spread east."
 
 

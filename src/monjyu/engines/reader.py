@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..nlp.abbreviations import defined_abbreviations, spelled_out
+from ..nlp.abbreviations import defined_abbreviations, question_forms, spelled_out
 from ..nlp.glossary import shared_glossary, with_english_glosses
 from ..nlp.lang import detect_language
 from ..query import Query
@@ -219,8 +219,8 @@ class Reader:
                                            query_vector)
         # the names the passages (or the question) abbreviate: a sentence is read with the question's
         # form of them, by the features and by the model
-        defined = defined_abbreviations([text, *(x.hit.text for x in sources)])
-        term_lists = {id(s): analyzer.terms(spelled_out(text, s.text, defined)) for s in sentences}
+        forms = question_forms(text, defined_abbreviations([text, *(x.hit.text for x in sources)]))
+        term_lists = {id(s): analyzer.terms(spelled_out(s.text, forms)) for s in sentences}
         terms_of = {k: set(v) for k, v in term_lists.items()}
         q_list = query.view("terms", lambda: analyzer.terms(text))
         q_pairs = set(zip(q_list, q_list[1:]))
@@ -261,14 +261,15 @@ class Reader:
         for c, z in zip(out, scores):
             c.score = float(z)
         if self.model is not None:
-            self._read(text, out, defined)
+            self._read(text, out, forms)
         return out
 
-    def _read(self, query: str, candidates: list[Candidate], abbreviations: dict[str, str]) -> None:
-        """The model's log-odds (`model_column`) for each sentence as `spelled_out` gives it for the
-        question ("VEEV is ..." as "Venezuelan equine encephalitis virus (VEEV) is ..." where the
-        question writes the long form), and the score that combines them with the features."""
-        column = model_column(self.model, query, [spelled_out(query, c.quote, abbreviations) for c in candidates],
+    def _read(self, query: str, candidates: list[Candidate], forms: dict[str, tuple[str, bool]]) -> None:
+        """The model's log-odds (`model_column`) for each sentence as `spelled_out` gives it with the
+        question's `forms` ("VEEV is ..." as "Venezuelan equine encephalitis virus (VEEV) is ..."
+        where the question writes the long form), and the score that combines them with the
+        features."""
+        column = model_column(self.model, query, [spelled_out(c.quote, forms) for c in candidates],
                               np.array([c.score for c in candidates]), self.model_candidates)
         for c, z in zip(candidates, column):
             c.answers = float(z)

@@ -66,18 +66,30 @@ def _token(text: str, short: str) -> re.Match | None:
     return re.search(rf"(?<![A-Za-z0-9-]){re.escape(short)}(?![A-Za-z0-9-])", text)
 
 
-def spelled_out(question: str, sentence: str, abbreviations: dict[str, str]) -> str:
-    """`sentence` with each name the question writes in one form and the sentence only in the other
-    written in both, the first time it occurs: "Venezuelan equine encephalitis virus (VEEV) is
-    transmitted by mosquitoes" for a question that writes the long form, where the sentence wrote
-    "VEEV"; and the same the other way round."""
+def question_forms(question: str, abbreviations: dict[str, str]) -> dict[str, tuple[str, bool]]:
+    """The abbreviations of which the question writes one form and not the other: short form ->
+    (long form, whether the question writes the long one). What `spelled_out` reads, worked out
+    once per question."""
     q_low = question.lower()
+    forms = {}
     for short, long in abbreviations.items():
+        writes_long, writes_short = long.lower() in q_low, bool(_token(question, short))
+        if writes_long != writes_short:
+            forms[short] = (long, writes_long)
+    return forms
+
+
+def spelled_out(sentence: str, forms: dict[str, tuple[str, bool]]) -> str:
+    """`sentence` with each name of `forms` (`question_forms`) that it writes only in the form the
+    question does not written in both, the first time it occurs: "Venezuelan equine encephalitis
+    virus (VEEV) is transmitted by mosquitoes" for a question that writes the long form, where the
+    sentence wrote "VEEV"; and the same the other way round."""
+    for short, (long, writes_long) in forms.items():
         s_low, l_low = sentence.lower(), long.lower()
-        if l_low in q_low and not _token(question, short) and l_low not in s_low:
+        if writes_long and l_low not in s_low:
             if m := _token(sentence, short):
                 sentence = f"{sentence[:m.start()]}{long} ({short}){sentence[m.end():]}"
-        elif _token(question, short) and l_low not in q_low and not _token(sentence, short) and l_low in s_low:
+        elif not writes_long and l_low in s_low and not _token(sentence, short):
             end = s_low.index(l_low) + len(long)
             sentence = f"{sentence[:end]} ({short}){sentence[end:]}"
     return sentence
