@@ -2,6 +2,7 @@
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
 _SPACES = re.compile(r"[ \t\u00a0\u3000]+")
 _BLANK_LINES = re.compile(r"\n\s*\n+")
@@ -19,13 +20,19 @@ def clean_text(text: str) -> str:
 
 
 _LINE_END_HYPHEN = re.compile(r"([^\W\d_](?:[\w-]*[^\W\d_])?)-\n([a-z]+)")
+_VOCABULARY_WORD = re.compile(r"[\w\-]+")
+
+
+def hyphen_vocabulary(texts: Iterable[str]) -> set[str]:
+    """A document's words as `keeps_line_end_hyphen` reads them: lower-cased, hyphens kept."""
+    return {w.lower() for text in texts for w in _VOCABULARY_WORD.findall(text)}
 
 
 def keeps_line_end_hyphen(left: str, right: str, vocabulary: set[str]) -> bool:
     """Whether a word broken at a line's end keeps its hyphen when joined: where the first part has
     one already ("non-self-" / "supporting") or is a letter or an acronym ("W-" / "shaped", "CPU-" /
     "cache"), or the document writes the hyphenated form and not the joined one ("case-fatality");
-    else "tis-" / "sues" is "tissues". `vocabulary`: the document's words, lower-cased, hyphens kept."""
+    else "tis-" / "sues" is "tissues". `vocabulary`: the document's `hyphen_vocabulary`."""
     return "-" in left or left.isupper() or (f"{left}-{right}".lower() in vocabulary
                                              and (left + right).lower() not in vocabulary)
 
@@ -33,7 +40,7 @@ def keeps_line_end_hyphen(left: str, right: str, vocabulary: set[str]) -> bool:
 def mend_line_end_hyphens(text: str) -> str:
     """A plain text's words broken at its lines' ends (a PDF converted to text: "archival autopsy
     tis-" / "sues") joined again, as the PDF loader joins its lines (`keeps_line_end_hyphen`)."""
-    vocabulary = {w.lower() for w in re.findall(r"[\w\-]+", text)}
+    vocabulary = hyphen_vocabulary([text])
 
     def joined(m: re.Match) -> str:
         left, right = m.group(1), m.group(2)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import IngestError, MonjyuError
 from ..types import FIGURE, FRONT, REFERENCE, TABLE, TEXT
-from .clean import keeps_line_end_hyphen
+from .clean import hyphen_vocabulary, keeps_line_end_hyphen
 from .references import DOI
 from .structure import Block, heading_level, is_caption, is_references_heading, line_separator, normalize
 
@@ -702,7 +702,7 @@ def _line_pitch(pages: list[list[Line]], body: float) -> float:
 
 
 def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]:
-    vocabulary = {w.lower() for lines in pages for ln in lines for w in re.findall(r"[\w\-]+", normalize(ln.text))}
+    vocabulary = hyphen_vocabulary(normalize(ln.text) for lines in pages for ln in lines)
     line_pitch = _line_pitch(pages, body)
     blocks: list[Block] = []
     para: list[Line] = []
