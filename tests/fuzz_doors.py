@@ -133,7 +133,7 @@ def api_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
 
     option_values = {
         "top_k": SMALL_INT, "offset": SMALL_INT, "threshold": st.floats(allow_nan=True, allow_infinity=True),
-        "answer": st.booleans(), "expand": st.booleans(), "preset": st.sampled_from(["z100", "z500", "z9", ""]),
+        "answer": st.booleans(), "spelling": st.booleans(), "expand": st.booleans(), "preset": st.sampled_from(["z100", "z500", "z9", ""]),
         "budget": SMALL_INT, "level": st.integers(-1, 5), "weights": st.dictionaries(st.sampled_from(["keyword", "semantic", "graph", "x"]),
                                                         st.floats(-1, 2), max_size=3),
         "rerank": st.booleans(), "crag": st.booleans(),

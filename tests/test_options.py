@@ -56,6 +56,7 @@ OPTION_CASES = [
     Case("threshold", {"threshold": 0.99}, ["--threshold", "0.99"], {"threshold": 0.99},
          lambda r: passages(r) == []),
     Case("answer", {"answer": False}, ["--no-answer"], {"answer": False}, lambda r: r["answer"] is None),
+    Case("spelling", {"spelling": False}, ["--no-spelling"], {"spelling": False}, lambda r: r["spelling"] == {}),
     Case("expand", {"expand": True}, ["--expand"], None, lambda r: False),  # no LLM here: refused everywhere
     Case("preset", {"preset": "z100"}, ["--preset", "z100"], {"preset": "z100"}, lambda r: r["budget_total"] == 100),
     Case("budget", {"budget": 7}, ["--budget", "7"], {"budget": 7},
@@ -138,7 +139,7 @@ def test_trace_is_lazy_only(sample_index, cache_dir):
 # door fails the test below.
 NOT_IN_MCP_SEARCH = {"expand": "MCP clients are LLMs that word their own questions again",
                      "session": "a conversation writes to the index: the converse tool, not the read-only search"}
-WEB_FORM = {"top_k", "filters", "preset", "level"}  # the web app's search form: the rest is the API's
+WEB_FORM = {"top_k", "filters", "preset", "level", "spelling"}  # the web app's search form: the rest is the API's
 
 
 def test_every_door_takes_every_option_of_the_request(sample_index):
@@ -161,5 +162,5 @@ def test_every_door_takes_every_option_of_the_request(sample_index):
 
     assert WEB_FORM <= set(OPTION_MODES)
     _, _, options = search_options({"query": "q", "mode": "lazy", "top_k": 3, "preset": "z100", "level": 1,
-                                    "filters": {"type": "pdf"}}, 1000)
+                                    "filters": {"type": "pdf"}, "spelling": False}, 1000)
     assert set(options) == WEB_FORM

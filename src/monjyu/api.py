@@ -147,8 +147,8 @@ class Monjyu:
             option_names: the calling door's spelling of each option (CLI flags, MCP arguments),
                 used in errors.
             **options: the fields of `monjyu.engines.request.SearchRequest` (top_k, offset,
-                filters, threshold, answer, expand, preset, budget, level, session, weights,
-                rerank, crag; on_token receives the answer as it is written). An option the mode
+                filters, threshold, answer, spelling, expand, preset, budget, level, session,
+                weights, rerank, crag; on_token receives the answer as it is written). An option the mode
                 cannot apply is refused (OPTION_MODES), never dropped.
 
         Returns:
@@ -275,8 +275,12 @@ class Monjyu:
 
     async def _run(self, query: Query, request: SearchRequest) -> Result:
         """The engine the mode names (auto: the one the question's type calls for) runs the request
-        on the generation loaded once for it."""
+        on the generation loaded once for it, the query's misspelt words corrected to words the
+        index holds (search.spelling; the result's `spelling` names each)."""
         context = self.workspace.current()
+        query, corrections = context.spelled(query, request.spelling)
+        if corrections and request.public is not None:
+            request = replace(request, public=request.public.model_copy(update={"text": query.text}))
         if request.mode == "auto":
             engine = (await self._route(query, context))["engine"]
             request = request.to(self.config.search.mode if engine == "search" else engine)
@@ -285,6 +289,7 @@ class Monjyu:
         result = await context.engine("search" if request.mode in MODES else request.mode).run(query, request)
         if request.mode == "lazy" and request.session:
             self.conversations.save(request.session, request.conversation)
+        result.spelling = corrections
         return result
 
     async def _route(self, query: Query, context: IndexContext) -> dict[str, Any]:

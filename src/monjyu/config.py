@@ -111,6 +111,8 @@ class EmbeddingConfig(Section):
 class SearchConfig(Section):
     mode: Literal["vector", "keyword", "hybrid", "graph"] = "hybrid"
     max_query_chars: int = Field(100_000, ge=1, description="longer queries are refused at once, in every door (API, CLI, MCP)")
+    spelling: bool = Field(True, description="correct a query's misspelt words to words the index holds before searching "
+                           "(nlp/typos.py); the result names each correction")
     top_k: int = Field(10, ge=1, le=1000)
     passage_units: int = Field(2, ge=1, le=8, description="search results join a unit to an adjacent unit of the same "
                                "section ranked above it, into one passage of at most this many units (1: one unit each)")

@@ -33,7 +33,7 @@ from .schemas import Limit, Offset, QueryText, SearchFilters, SearchWeights
 SearchMode = Literal["vector", "keyword", "hybrid", "graph", "hybridrag", "lazy", "auto"]
 # The MCP spelling of each option of Monjyu.ask, for its refusals.
 MCP_OPTION_NAMES = {"top_k": "limit", "offset": "offset", "filters": "filters", "threshold": "threshold",
-                    "answer": "answer", "preset": "preset", "budget": "budget", "level": "level", "weights": "weights",
+                    "answer": "answer", "spelling": "spelling", "preset": "preset", "budget": "budget", "level": "level", "weights": "weights",
                     "rerank": "rerank", "crag": "crag"}
 DOCUMENT_URI = "monjyu://documents/{+document_id}"
 DocumentId = Annotated[str, Field(min_length=1, max_length=2000, description="a document id from search hits, "
@@ -182,6 +182,9 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
                                                        "tags, item_types (a Zotero library's or a bibliography's; "
                                                        "a collection includes its subcollections)")] = None,
         answer: Annotated[bool, Field(description="also write an answer citing the passages")] = True,
+        spelling: Annotated[bool | None, Field(description="correct misspelt words of the query to words the "
+                                               "index holds (the result's spelling names each); default "
+                                               "search.spelling (on)")] = None,
         threshold: Annotated[float | None, Field(ge=-1.0, le=1.0, description="keep only passages whose cosine "
                                                  "similarity to the query reaches this")] = None,
         preset: Annotated[Literal["z100", "z500", "z1500"] | None, Field(description=f"lazy: {PRESET_HELP}")] = None,
@@ -198,7 +201,7 @@ def create_server(monjyu: Monjyu) -> MonjyuMCPServer:
         cannot apply is refused, naming the modes that take it. Nothing is written (a
         conversation with follow-up questions is the `converse` tool)."""
         result = await call(monjyu.aask, query, mode, top_k=limit, offset=offset, filters=filters,
-                            threshold=threshold, answer=answer, preset=preset, budget=budget, level=level,
+                            threshold=threshold, answer=answer, spelling=spelling, preset=preset, budget=budget, level=level,
                             weights=weights.model_dump() if weights else None, rerank=rerank, crag=crag,
                             option_names=MCP_OPTION_NAMES)
         return {"engine": result.mode, **result.to_dict()}

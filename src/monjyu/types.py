@@ -209,6 +209,8 @@ class SearchResults:
     expanded_queries: list[str] = field(default_factory=list)  # the query and its rewrites, when expanded
     # Hybrid: what this query's fusion decided (evidence weights, whether the feedback round ran).
     fusion: dict[str, Any] = field(default_factory=dict)
+    # the query's words searched as corrected (search.spelling): as written -> as searched
+    spelling: dict[str, str] = field(default_factory=dict)
 
     @property
     def citations(self) -> list[Citation]:
@@ -223,6 +225,7 @@ class SearchResults:
             "usage": self.usage,
             "expanded_queries": self.expanded_queries,
             "fusion": self.fusion,
+            "spelling": self.spelling,
             "timings_ms": self.timings_ms,
             "hits": [h.to_dict() for h in self.hits],
         }
@@ -287,6 +290,8 @@ class LazySearchResult:
     reports: list[dict[str, Any]] = field(default_factory=list)
     level4: dict[str, Any] = field(default_factory=dict)
     usage_by_level: dict[str, dict[str, Any]] = field(default_factory=dict)  # with an LLM: "1", "2" -> usage
+    # the query's words searched as corrected (search.spelling): as written -> as searched
+    spelling: dict[str, str] = field(default_factory=dict)
 
     @property
     def citations(self) -> list[Citation]:
@@ -336,6 +341,8 @@ class HybridSearchResult:
     communities: list[dict[str, Any]] = field(default_factory=list)
     # relationship questions with an LLM: the passages sent to Level 2 and what Level 3 then linked
     level3: dict[str, Any] = field(default_factory=dict)
+    # the query's words searched as corrected (search.spelling): as written -> as searched
+    spelling: dict[str, str] = field(default_factory=dict)
 
     @property
     def hits(self) -> list[SearchHit]:

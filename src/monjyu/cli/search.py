@@ -28,6 +28,7 @@ def search(
     threshold: Annotated[Optional[float], typer.Option(help="minimum cosine similarity for vector hits")] = None,
     filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="doc=ID, type=pdf, path=GLOB, from=DATE, to=DATE, author=NAME, year=2015-2019, kind=reference, entity=PERSON, cites=DOC, cited-by=DOC, min=0.5 (share of the best score)")] = None,
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="answer with citations, or list hits only")] = True,
+    spelling: Annotated[Optional[bool], typer.Option("--spelling/--no-spelling", help="correct misspelt words of the query to words the index holds (default search.spelling: on)")] = None,
     stream: Annotated[bool, typer.Option("--stream", help="print the answer as it is generated")] = False,
     expand: Annotated[bool, typer.Option("--expand", help="also search LLM rewrites of the query")] = False,
     preset: Annotated[Optional[str], typer.Option(help="lazy: z100 | z500 | z1500")] = None,
@@ -63,7 +64,7 @@ def search(
         if trace and (mode or m.config.search.mode) != "lazy":
             raise MonjyuError("--trace shows lazy search's path: it is taken by mode lazy")
         result = m.ask(query, mode, top_k=top_k, offset=offset, filters=filters if filter_ else None,
-                       threshold=threshold, answer=answer, expand=expand, preset=preset, budget=budget, level=level,
+                       threshold=threshold, answer=answer, spelling=spelling, expand=expand, preset=preset, budget=budget, level=level,
                        weights=_weights(weights), rerank=rerank, crag=crag, session=session,
                        on_token=on_token if streamed else None,
                        option_names=CLI_OPTION_NAMES)
@@ -79,6 +80,10 @@ def search(
     if as_json:
         print(json.dumps({**result.to_dict(), "engine": engine}, ensure_ascii=False, indent=1))
         return
+    if result.spelling:
+        out.print(f"[dim]searched for: {escape(result.query)} ("
+                  + ", ".join(f"{escape(w)} -> {escape(c)}" for w, c in result.spelling.items())
+                  + "; --no-spelling searches as written)[/]", highlight=False, markup=True)
     if engine == "lazy":
         _print_lazy(result, streamed, trace)
         return
@@ -97,7 +102,7 @@ def search(
 
 # The CLI's spelling of each option of Monjyu.ask, for its refusals.
 CLI_OPTION_NAMES = {"filters": "--filter", "top_k": "--top-k", "offset": "--offset", "threshold": "--threshold",
-                    "answer": "--no-answer", "expand": "--expand", "preset": "--preset", "budget": "--budget",
+                    "answer": "--no-answer", "spelling": "--spelling/--no-spelling", "expand": "--expand", "preset": "--preset", "budget": "--budget",
                     "level": "--level", "weights": "--weights", "rerank": "--rerank/--no-rerank", "crag": "--crag/--no-crag",
                     "session": "--session"}
 

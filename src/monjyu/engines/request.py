@@ -41,6 +41,8 @@ class SearchRequest:
     filters: SearchFilters | None = _option(None, ALL_MODES, "metadata filters bounding every unit searched")
     threshold: float | None = _option(None, ALL_MODES, "keep only units whose cosine similarity to the query reaches it")
     answer: bool = _option(True, ALL_MODES, "False returns the ranked units only")
+    spelling: bool | None = _option(None, ALL_MODES, "correct the query's misspelt words to words the index holds; "
+                                    "default search.spelling")
     expand: bool = _option(False, MODES, "also search LLM rewrites of the query (needs an LLM)")
     preset: str | None = _option(None, LAZY, "z100, z500 or z1500: relevance-test budgets; default lazy.preset")
     budget: int | None = _option(None, LAZY, "an explicit number of sentence relevance tests")

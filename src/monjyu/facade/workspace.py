@@ -35,6 +35,7 @@ from ..levels import Extraction, LevelFour, LevelTwo
 from ..levels.entity_graph import EntityGraph, build_entity_graph
 from ..llm import LLM, create_llm
 from ..nlp.tokens import TokenCounter
+from ..nlp.typos import corrected
 from ..query import Query
 from ..retrieval import LoadedIndex, Searcher
 from ..retrieval.rankers import QUERY_TEXT_CHARS
@@ -215,6 +216,22 @@ class IndexContext:
             loaded.ann = ann
         if config.store.keyword == "fulltext":
             loaded.fulltext = remote.keyword_search(generation)
+
+    # ------------------------------------------------------------------ the question
+    def spelled(self, query: Query, spelling: bool | None = None) -> tuple[Query, dict[str, str]]:
+        """The query as searched: its words that no indexed text holds corrected to words that some
+        do (`spelling`, None: search.spelling; nlp/typos.py), and each correction (as written -> as
+        searched)."""
+        if not (self.workspace.config.search.spelling if spelling is None else spelling):
+            return query, {}
+        bm25, analyzer = self.searcher.index.bm25, self.searcher.analyzer
+
+        def indexed(word: str) -> tuple[str, int]:
+            terms = analyzer.terms(word)
+            return (terms[0], bm25.document_frequency(terms[0])) if len(terms) == 1 else (word, 0)
+
+        text, corrections = corrected(query.text, indexed)
+        return query.derive(text), corrections
 
     # ------------------------------------------------------------------ vectors
     def embed_query(self, query: Query) -> np.ndarray:

@@ -185,16 +185,20 @@ class BM25Index:
     def idf(self, terms: set[str]) -> dict[str, float]:
         """Lucene's BM25 IDF of each term the index knows (document frequency from the term's
         column of bm25s's sparse score matrix)."""
-        if self._retriever is None:
-            return {}
-        indptr = self._retriever.scores["indptr"]
         out = {}
         for t in terms:
-            i = self._vocab.get(t)
-            if i is not None:
-                df = int(indptr[i + 1] - indptr[i])
+            df = self.document_frequency(t)
+            if df:
                 out[t] = float(np.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5)))
         return out
+
+    def document_frequency(self, term: str) -> int:
+        """How many text units hold the term (0: none does)."""
+        i = self._vocab.get(term)
+        if i is None or self._retriever is None:
+            return 0
+        indptr = self._retriever.scores["indptr"]
+        return int(indptr[i + 1] - indptr[i])
 
     def scores(self, query_terms: list[str]) -> np.ndarray:
         """BM25 score of every text unit (row order of the text_units table)."""

@@ -42,7 +42,8 @@ SECURITY_HEADERS = {"Content-Security-Policy": "default-src 'self'; script-src '
 
 def result_view(result: Any) -> dict[str, Any]:
     """What the page shows of any engine's result: answer, passages, cost, and lazy's trace."""
-    view = {"mode": result.mode, "answer": result.answer.to_dict() if result.answer else None,
+    view = {"mode": result.mode, "query": result.query, "spelling": result.spelling,
+            "answer": result.answer.to_dict() if result.answer else None,
             "hits": [h.to_dict() for h in result.hits], "total_count": result.total_count,
             "usage": result.usage, "timings_ms": result.timings_ms}
     if isinstance(result, LazySearchResult):
@@ -118,7 +119,7 @@ def _text(request: Request, name: str, required: bool = True, limit: int = 2000)
 def search_options(body: dict[str, Any], max_query_chars: int) -> tuple[str, str, dict[str, Any]]:
     """The search form as `ask` arguments, each checked here so that a bad one is a 400 naming it;
     anything the form cannot send is refused by name."""
-    unknown = set(body) - {"query", "mode", "preset", "level", "filters", "top_k"}
+    unknown = set(body) - {"query", "mode", "preset", "level", "filters", "top_k", "spelling"}
     if unknown:
         raise BadParameter(f"unknown search fields: {', '.join(sorted(map(str, unknown)))[:200]}")
     query = body.get("query")
@@ -153,6 +154,11 @@ def search_options(body: dict[str, Any], max_query_chars: int) -> tuple[str, str
         if mode != "lazy":
             raise BadParameter("'level' is lazy search's (the highest index level it may build and use): choose mode lazy")
         options["level"] = level
+    spelling = body.get("spelling")
+    if spelling is not None:
+        if not isinstance(spelling, bool):
+            raise BadParameter("'spelling' must be true or false")
+        options["spelling"] = spelling
     top_k = body.get("top_k")
     if top_k is not None:
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:

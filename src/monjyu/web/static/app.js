@@ -22,7 +22,7 @@ const STRINGS = {
     s_supported: "supported", s_recited: "re-cited", s_cited: "cited", s_dropped: "dropped: no passage supports it",
     s_unchecked: "not checked",
     paper_page: "Paper page", references: "References", cited_by: "Cited by in this collection",
-    in_collection: "in this collection",
+    in_collection: "in this collection", searched_for: "Searched for", as_written: "search as written instead",
   },
   ja: {
     search: "検索", collection: "コレクション", go: "検索", placeholder: "論文に質問する…",
@@ -42,7 +42,7 @@ const STRINGS = {
     checks: "各文を出典と照合した結果", support: "裏付け", s_supported: "裏付けあり", s_recited: "出典を付け替え",
     s_cited: "出典を追加", s_dropped: "削除: 裏付ける出典なし", s_unchecked: "照合せず",
     paper_page: "論文のページ", references: "参考文献", cited_by: "このコレクション内の被引用",
-    in_collection: "コレクション内",
+    in_collection: "コレクション内", searched_for: "検索した語句", as_written: "入力どおりに検索する",
   },
 };
 
@@ -115,7 +115,9 @@ function showError(message) {
 
 // ----------------------------------------------------------------- search
 
-async function search(event) {
+// The query's words are searched as the index spells them (search.spelling), unless the user asks
+// for the query as written: that search only, the next one corrects again.
+async function search(event, asWritten = false) {
   if (event) event.preventDefault();
   const query = $("q").value.trim();
   if (!query) return;
@@ -127,12 +129,14 @@ async function search(event) {
   const body = { query, mode: $("mode").value, filters };
   if ($("mode").value === "lazy" && $("preset").value) body.preset = $("preset").value;
   if ($("mode").value === "lazy" && $("level").value) body.level = Number($("level").value);
+  if (asWritten) body.spelling = false;
   history.replaceState(null, "", "?q=" + encodeURIComponent(query) + "&mode=" + encodeURIComponent(body.mode));
   showError("");
   $("answer").hidden = false;
   $("answer-title").textContent = t("searching");
   $("answer-text").textContent = "";
   $("answer-notice").hidden = true;
+  $("spelling").hidden = true;
   $("answer-checks").hidden = true;
   $("citations").replaceChildren();
   $("cost").textContent = "";
@@ -177,6 +181,11 @@ function handleEvent(event) {
 
 function renderResult(result) {
   const answer = result.answer;
+  const corrected = Object.entries(result.spelling || {});
+  $("spelling").replaceChildren(...(corrected.length ? [
+    `${t("searched_for")}: `, el("strong", {}, result.query), ` (${corrected.map(([w, c]) => `${w} → ${c}`).join(", ")}) · `,
+    el("button", { type: "button", class: "cite", onclick: () => search(null, true) }, t("as_written"))] : []));
+  $("spelling").hidden = !corrected.length;
   if (answer) {
     $("answer-title").textContent = t(answer.kind === "llm" ? "answer" : answer.kind);
     renderAnswerText(answer);

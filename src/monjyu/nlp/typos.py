@@ -1,0 +1,72 @@
+"""A question's misspelt words, corrected to words the index holds: "recombiant" -> "recombinant",
+"didthe" -> "did the".
+
+A word no indexed text writes finds nothing by keywords and is noise to the reader, and a typo is
+the commonest such word in a question ("restrospective", "isilated"). Only a lower-case word of at
+least `MIN_LETTERS` letters that is neither an English word (pyspellchecker's dictionary) nor a term
+of the index is corrected: a capitalised word or one with digits or a hyphen may be a name or a
+code, and a shorter word has too many real neighbours. Its correction is, in this order,
+1. the English word one edit away (a letter dropped, added, changed or two swapped) that the most
+   indexed texts hold;
+2. the word split in two English words (a space left out);
+3. the word one edit away that the most indexed texts hold, English or not ("varion" -> "virion"
+   where the dictionary lacks it).
+Two candidates held by as many texts leave the word as written ("emphyema": "empyema" or
+"emphysema"?), and so does a word with no candidate: a real word the index lacks stays what it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+
+MIN_LETTERS = 5
+_WORD = re.compile(r"(?<![\w-])[a-z]+(?![\w-])")
+
+
+@lru_cache(maxsize=1)
+def _english():
+    from spellchecker import SpellChecker
+
+    return SpellChecker(language="en")
+
+
+def corrected(text: str, indexed: Callable[[str], tuple[str, int]]) -> tuple[str, dict[str, str]]:
+    """`text` with its misspelt words corrected, and each correction (as written -> as searched).
+    `indexed(word)`: the word's index term and how many indexed texts hold it (0: none)."""
+    english = _english()
+    found: dict[str, str] = {}
+    for word in dict.fromkeys(_WORD.findall(text)):
+        if len(word) < MIN_LETTERS or word in english or indexed(word)[1]:
+            continue
+        fix = _correction(word, english, indexed)
+        if fix is not None:
+            found[word] = fix
+    if not found:
+        return text, {}
+    fixed = _WORD.sub(lambda m: found.get(m.group(0), m.group(0)), text)
+    return fixed, found
+
+
+def _correction(word: str, english, indexed: Callable[[str], tuple[str, int]]) -> str | None:
+    held = {e: indexed(e) for e in sorted(english.edit_distance_1(word))}
+    held = {e: found for e, found in held.items() if found[1]}
+    best = _most_held({e: found for e, found in held.items() if e in english})
+    if best is not None:
+        return best
+    for i in range(2, len(word) - 1):
+        left, right = word[:i], word[i:]
+        if left in english and right in english:
+            return f"{left} {right}"
+    return _most_held(held)
+
+
+def _most_held(held: dict[str, tuple[str, int]]) -> str | None:
+    """The candidate whose index term the most texts hold (of several with that term, the first
+    in alphabetical order); None when none is held or two terms tie."""
+    count: dict[str, int] = dict(held.values())
+    ranked = sorted(count, key=lambda term: -count[term])
+    if not ranked or (len(ranked) > 1 and count[ranked[1]] == count[ranked[0]]):
+        return None
+    return next(e for e, (term, _) in held.items() if term == ranked[0])

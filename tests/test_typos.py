@@ -1,0 +1,66 @@
+"""A query's misspelt words are searched as the index spells them (nlp/typos.py, search.spelling)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from monjyu.cli import app
+from monjyu.nlp.analyzer import Analyzer
+from monjyu.nlp.typos import corrected
+
+# A stand-in for an index's terms: how many texts hold each stem.
+HELD = {"recombin": 97, "virion": 25, "asian": 3, "genotyp": 12, "empyema": 1, "emphysema": 1, "widthe": 2,
+        "structur": 40, "particl": 30}
+_analyzer = Analyzer()
+
+
+def indexed(word: str) -> tuple[str, int]:
+    terms = _analyzer.terms(word)
+    return (terms[0], HELD.get(terms[0], 0)) if len(terms) == 1 else (word, 0)
+
+
+def test_a_word_one_edit_from_an_indexed_word_is_corrected():
+    text, found = corrected("What is the structure of a recombiant viral particle?", indexed)
+    assert text == "What is the structure of a recombinant viral particle?"
+    assert found == {"recombiant": "recombinant"}
+    assert corrected("What is the filamentous phage varion made of?", indexed)[1] == {"varion": "virion"}
+
+
+def test_a_missing_space_is_put_back_before_a_word_only_the_index_writes():
+    # "widthe" is one edit away and some text holds it, but no English word is: "did the" is.
+    assert corrected("When didthe Asian genotype diverge?", indexed) == \
+        ("When did the Asian genotype diverge?", {"didthe": "did the"})
+
+
+def test_what_is_not_clearly_a_typo_stays_as_written():
+    for question in ("What is emphyema?",  # "empyema" and "emphysema" are held by as many texts
+                     "Who was wearing masks?",  # an English word, though no text holds it
+                     "Is Recombiant X a vaccine?",  # capitalised: it may be a name
+                     "Which vrus is it?",  # shorter than five letters: too many real neighbours
+                     "What is the structure of a recombiantt?"):  # two edits away
+        assert corrected(question, indexed) == (question, {}), question
+
+
+def test_a_misspelt_query_is_searched_as_the_index_spells_it(sample_index, cache_dir):
+    asked = "Which algorithm detects comunities in the concept graph?"
+    right = sample_index.ask("Which algorithm detects communities in the concept graph?", "hybrid", top_k=3)
+    for mode in ("hybrid", "hybridrag", "lazy", "auto"):
+        result = sample_index.ask(asked, mode, top_k=3)
+        assert result.spelling == {"comunities": "communities"}, mode
+        assert result.query == "Which algorithm detects communities in the concept graph?", mode
+        assert result.to_dict()["spelling"] == {"comunities": "communities"}, mode
+    hybrid = sample_index.ask(asked, "hybrid", top_k=3)
+    assert [h.text_unit_id for h in hybrid.hits] == [h.text_unit_id for h in right.hits]
+    as_written = sample_index.ask(asked, "hybrid", top_k=3, spelling=False)
+    assert as_written.spelling == {} and as_written.query == asked
+
+    shown = CliRunner().invoke(app, ["search", asked, "--index", str(sample_index.index_dir)],
+                               env={"MONJYU_CACHE_DIR": str(cache_dir), "COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "searched for: Which algorithm detects communities in the concept graph? (comunities -> communities" \
+        in shown.output
+    raw = CliRunner().invoke(app, ["search", asked, "--index", str(sample_index.index_dir), "--no-spelling", "--json"],
+                             env={"MONJYU_CACHE_DIR": str(cache_dir)})
+    assert raw.exit_code == 0 and json.loads(raw.stdout)["spelling"] == {}
