@@ -259,7 +259,7 @@ def web_doors(m: Monjyu, tally: Tally, examples: int, derandomize: bool = True) 
         except Exception as exc:  # noqa: BLE001
             tally.add("web", "search", "crash", case, f"{type(exc).__name__}: {exc}")
             return
-        names = ["query", "mode", "preset", "level", "filters", "top_k", "unknown search fields", "json"]
+        names = ["query", "mode", "preset", "level", "filters", "top_k", "spelling", "unknown search fields", "json"]
         if response.status_code == 200:
             last = json.loads(response.text.strip().splitlines()[-1])
             if "error" in last:

@@ -12,7 +12,7 @@ from monjyu.nlp.typos import corrected
 
 # A stand-in for an index's terms: how many texts hold each stem.
 HELD = {"recombin": 97, "virion": 25, "asian": 3, "genotyp": 12, "empyema": 1, "emphysema": 1, "widthe": 2,
-        "structur": 40, "particl": 30}
+        "structur": 40, "particl": 30, "water": 9, "quick": 3, "sort": 2}
 _analyzer = Analyzer()
 
 
@@ -28,10 +28,11 @@ def test_a_word_one_edit_from_an_indexed_word_is_corrected():
     assert corrected("What is the filamentous phage varion made of?", indexed)[1] == {"varion": "virion"}
 
 
-def test_a_missing_space_is_put_back_before_a_word_only_the_index_writes():
+def test_a_space_missing_after_a_function_word_is_put_back():
     # "widthe" is one edit away and some text holds it, but no English word is: "did the" is.
     assert corrected("When didthe Asian genotype diverge?", indexed) == \
         ("When did the Asian genotype diverge?", {"didthe": "did the"})
+    assert corrected("the proximity ofwater bodies", indexed)[1] == {"ofwater": "of water"}
 
 
 def test_what_is_not_clearly_a_typo_stays_as_written():
@@ -39,6 +40,7 @@ def test_what_is_not_clearly_a_typo_stays_as_written():
                      "Who was wearing masks?",  # an English word, though no text holds it
                      "Is Recombiant X a vaccine?",  # capitalised: it may be a name
                      "Which vrus is it?",  # shorter than five letters: too many real neighbours
+                     "How slow is quicksort?",  # a compound, though the index holds "quick" and "sort"
                      "What is the structure of a recombiantt?"):  # two edits away
         assert corrected(question, indexed) == (question, {}), question
 
@@ -64,3 +66,23 @@ def test_a_misspelt_query_is_searched_as_the_index_spells_it(sample_index, cache
     raw = CliRunner().invoke(app, ["search", asked, "--index", str(sample_index.index_dir), "--no-spelling", "--json"],
                              env={"MONJYU_CACHE_DIR": str(cache_dir)})
     assert raw.exit_code == 0 and json.loads(raw.stdout)["spelling"] == {}
+
+
+def test_the_web_app_shows_the_query_searched_and_searches_as_written_on_request(sample_index):
+    from starlette.testclient import TestClient
+
+    from monjyu.web import create_app
+
+    web = TestClient(create_app(sample_index, allowed_hosts=["testserver"]))
+
+    def result(body: dict) -> dict:
+        response = web.post("/api/search", json=body)
+        assert response.status_code == 200, response.text
+        return json.loads(response.text.strip().splitlines()[-1])["result"]
+
+    asked = {"query": "Which algorithm detects comunities in the concept graph?", "mode": "hybrid"}
+    shown = result(asked)
+    assert shown["spelling"] == {"comunities": "communities"} and "communities" in shown["query"]
+    assert result({**asked, "spelling": False})["spelling"] == {}
+    refused = web.post("/api/search", json={**asked, "spelling": "no"})
+    assert refused.status_code == 400 and "'spelling' must be true or false" in refused.json()["error"]

@@ -8,7 +8,8 @@ of the index is corrected: a capitalised word or one with digits or a hyphen may
 code, and a shorter word has too many real neighbours. Its correction is, in this order,
 1. the English word one edit away (a letter dropped, added, changed or two swapped) that the most
    indexed texts hold;
-2. the word split in two English words (a space left out);
+2. the word split in a function word and a word the index holds, or two function words (a space
+   left out: "ofwater", "didthe"; a compound the index lacks, "autoscaler", stays whole);
 3. the word one edit away that the most indexed texts hold, English or not ("varion" -> "virion"
    where the dictionary lacks it).
 Two candidates held by as many texts leave the word as written ("emphyema": "empyema" or
@@ -20,6 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
+
+from .analyzer import EN_STOPWORDS
 
 MIN_LETTERS = 5
 _WORD = re.compile(r"(?<![\w-])[a-z]+(?![\w-])")
@@ -55,10 +58,10 @@ def _correction(word: str, english, indexed: Callable[[str], tuple[str, int]]) -
     best = _most_held({e: found for e, found in held.items() if e in english})
     if best is not None:
         return best
-    for i in range(2, len(word) - 1):
-        left, right = word[:i], word[i:]
-        if left in english and right in english:
-            return f"{left} {right}"
+    for i in range(1, len(word)):
+        parts = word[:i], word[i:]
+        if any(p in EN_STOPWORDS for p in parts) and all(p in EN_STOPWORDS or indexed(p)[1] for p in parts):
+            return " ".join(parts)
     return _most_held(held)
 
 
