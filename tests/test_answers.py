@@ -605,6 +605,29 @@ def test_a_name_the_paper_abbreviates_is_read_in_the_question_s_form(tmp_path, c
         == "Eastern equine encephalitis virus (EEEV) spread east."
 
 
+CARRIER = {  # written for this test after a covidqa-dev paper's abstract
+    "bacillus.txt": "Bacillus subtilis as an oral vaccine carrier\n\nCurrently, Bacillus subtilis (B. subtilis) is widely "
+                    "used as a vaccine delivery system because of its unique characteristics. As a nonpathogenic "
+                    "Gram-positive bacterium, B. subtilis has long been regarded as a probiotic and a food additive for "
+                    "humans and animals. B. subtilis also has adjuvant activity and can deliver heterologous antigens to "
+                    "the gut, adding to mucosal immunity.\n\nRecombinant B. subtilis in piglets\n\nRecombinant Bacillus "
+                    "subtilis carrying a viral antigen has been used for antigen delivery and proved effective and safe. "
+                    "After oral immunization, the recombinant strain increased the local mucosal immune responses of "
+                    "piglets.\n",
+}
+
+
+def test_a_sentence_the_model_is_sure_answers_follows_a_lead_it_is_unsure_of(tmp_path, cache_dir):
+    """"What is Bacillus subtilis?": the features and the model together lead with the sentence
+    that names it at length ("... is widely used as a vaccine delivery system"), which the model
+    doubts (log-odds about -1); the one it is sure of ("a nonpathogenic Gram-positive bacterium",
+    about 3.6) ranks too far below by the features to be quoted by score, and follows the lead."""
+    m = _indexed(tmp_path, cache_dir, CARRIER)
+    lines = m.search("What is Bacillus subtilis?", top_k=5).answer.text.splitlines()
+    assert "widely used as a vaccine delivery system" in lines[0], lines
+    assert any("nonpathogenic Gram-positive bacterium" in line for line in lines), lines
+
+
 HARD_WRAPPED = {  # a paper converted to plain text, its lines wrapped and words broken at their ends as
     # printed (Taubenberger and Morens, 2006, Emerging Infectious Diseases, public domain)
     "1918-influenza.txt": "The 1918 influenza pandemic\n\nThe 1918 virus genome was sequenced from archival autopsy tis-\n"

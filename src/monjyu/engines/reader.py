@@ -84,7 +84,8 @@ _EXTENT = {"number": _FACT, "date": _FACT, "person": _FACT, "place": _FACT, "def
 # A fact's answer whose lead the model is unsure of (its log-odds under UNSURE_LEAD) goes on to
 # `_UNSURE_FACT`: on the fit half of covidqa-dev's papers, a lead the model gave 2 or more held
 # the gold 9 times in 10, one under 2 fewer than 6 in 10, and the next best sentences often hold it.
-# Fitted there (the benchmarks page): a sure lead keeps the answer short.
+# Fitted there (the benchmarks page): a sure lead keeps the answer short. After an unsure lead, a
+# sentence the model is sure of (UNSURE_LEAD or more) comes first of the others (`Reader.pick`).
 UNSURE_LEAD = 2.0
 _UNSURE_FACT = Extent(3, 80, 2.0)
 
@@ -442,6 +443,12 @@ class Reader:
             # yes or no, A or B, "Is A ... than B?": a sentence about each thing named comes before
             # more of the best, which could fill the answer (a comparison's five sentences of A)
             speak_to_each()
+        if extent is _UNSURE_FACT:
+            # The model is unsure of the lead, which the features and its reading chose together: a
+            # sentence it is sure answers comes next, however far the features rank it below.
+            sure = next((c for c in pool[1:] if c.answers >= UNSURE_LEAD and c not in picked and fits(c)), None)
+            if sure is not None:
+                take(sure)
         for c in pool[1:]:
             if len(picked) >= most or c.score < lead.score - extent.margin:
                 break
