@@ -275,8 +275,7 @@ class Monjyu:
 
     async def _run(self, query: Query, request: SearchRequest) -> Result:
         """The engine the mode names (auto: the one the question's type calls for) runs the request
-        on the generation loaded once for it, the query's misspelt words corrected to words the
-        index holds (search.spelling; the result's `spelling` names each)."""
+        on the generation loaded once for it, the query's misspelt words corrected (`spelling`)."""
         context = self.workspace.current()
         query, corrections = context.spelled(query, request.spelling)
         if corrections and request.public is not None:
