@@ -108,6 +108,17 @@ def ask(page, url: str, question: str, mode: str | None = None) -> None:
     page.wait_for_selector("#results .hit, #results li", timeout=60_000)
 
 
+def test_a_corrected_query_is_shown_and_can_be_searched_as_written(page, app_url):
+    ask(page, app_url, "How does LazyGraphRAG keep indexing cheap and find comunities?", "hybrid")
+    shown = page.locator("#spelling")
+    shown.wait_for(state="visible")
+    assert "Searched for: How does LazyGraphRAG keep indexing cheap and find communities?" in shown.inner_text()
+    assert "comunities → communities" in shown.inner_text()
+    shown.locator("button").click()
+    # the search as written: the cost line is cleared when a search starts and written with its result
+    wait_until(page, "document.getElementById('cost').textContent.length > 0 && document.getElementById('spelling').hidden")
+
+
 def test_search_answers_with_citations_and_a_citation_opens_the_highlighted_passage(page, app_url):
     ask(page, app_url, QUESTION, "hybrid")
     assert page.locator("#answer-title").inner_text().startswith("Answer")
