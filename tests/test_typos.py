@@ -55,6 +55,8 @@ def test_a_misspelt_query_is_searched_as_the_index_spells_it(sample_index, cache
         assert result.to_dict()["spelling"] == {"comunities": "communities"}, mode
     hybrid = sample_index.ask(asked, "hybrid", top_k=3)
     assert [h.text_unit_id for h in hybrid.hits] == [h.text_unit_id for h in right.hits]
+    # `route` names the engine `auto` runs: it reads the corrected question too
+    assert sample_index.route(asked) == sample_index.route("Which algorithm detects communities in the concept graph?")
     as_written = sample_index.ask(asked, "hybrid", top_k=3, spelling=False)
     assert as_written.spelling == {} and as_written.query == asked
 

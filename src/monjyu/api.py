@@ -214,9 +214,10 @@ class Monjyu:
         relationship and hybrid -> hybridrag. Rules, or the LLM when configured.
 
         Args:
-            query: the question.
+            query: the question (its misspelt words corrected as a search corrects them).
         """
-        return await self._route(self.workspace.query(query), self.workspace.current())
+        context = self.workspace.current()
+        return await self._route(context.spelled(self.workspace.query(query))[0], context)
 
     async def aevents(self, query: str, mode: str | None = None, **options: Any) -> AsyncIterator[str | Result]:
         """`ask` as a stream: the answer's chunks (str) as they are written, then the result.
@@ -274,8 +275,7 @@ class Monjyu:
         return replace(request, top_k=top_k)
 
     async def _run(self, query: Query, request: SearchRequest) -> Result:
-        """The engine the mode names (auto: the one the question's type calls for) runs the request
-        on the generation loaded once for it, the query's misspelt words corrected (`spelling`)."""
+        """The mode's engine (auto: by question type) runs the request on one generation, its spelling corrected."""
         context = self.workspace.current()
         query, corrections = context.spelled(query, request.spelling)
         if corrections and request.public is not None:
