@@ -514,7 +514,7 @@ def test_a_cut_sentence_shows_its_cut_and_a_footnote_mark_is_left_out(tmp_path, 
 
     m = _indexed(tmp_path, cache_dir, CUT_AND_MARKED)
     answer = m.search("What size of GPU cluster does ZeRO run 100B parameter models on?", top_k=5).answer
-    assert "on a 400 GPU cluster… [" in answer.text and "with over" not in answer.text, answer.text
+    assert "on a 400 GPU cluster…" in answer.text and "with over" not in answer.text, answer.text
     answer = m.search("Are the ZeRO models released as open source?", top_k=5).answer
     assert "released as open source. [" in answer.text and "source.2" not in answer.text, answer.text
     assert clean_quote("Fe for microorganisms is restricted .") == "Fe for microorganisms is restricted."
@@ -626,6 +626,28 @@ def test_a_sentence_the_model_is_sure_answers_follows_a_lead_it_is_unsure_of(tmp
     lines = m.search("What is Bacillus subtilis?", top_k=5).answer.text.splitlines()
     assert "widely used as a vaccine delivery system" in lines[0], lines
     assert any("nonpathogenic Gram-positive bacterium" in line for line in lines), lines
+
+
+ANNOUNCED = {  # written for this test after a covidqa-dev paper's paragraph: a short sentence announces
+    # what the next one says
+    "ndv-vector.md": "# Newcastle disease virus as a vaccine vector\n\nSeveral viruses have been adapted to carry "
+                     "the antigens of other pathogens. Newcastle disease virus (NDV) has a number of appealing "
+                     "qualities as a vaccine vector. As an avian virus, there is little or no pre-existing immunity "
+                     "to NDV in people, and it grows to high titres in embryonated chicken eggs. Its genome is "
+                     "stable and it does not recombine with the host's DNA.\n\nCandidate vaccines built on NDV "
+                     "have been given to mice, ferrets and monkeys. Intranasal doses produced antibodies in the "
+                     "airways as well as in the blood.\n",
+}
+
+
+def test_a_short_answer_goes_on_with_the_sentence_after_it(tmp_path, cache_dir):
+    """"What is appealing about NDV ...?" leads with the sentence that announces its "appealing
+    qualities" (12 words, the model sure of it) and no other sentence scores near it: the answer goes
+    on with the sentence after the lead, which names them, as one quote."""
+    m = _indexed(tmp_path, cache_dir, ANNOUNCED)
+    lines = m.search("What is appealing about NDV as a vaccine vector?", top_k=5).answer.text.splitlines()
+    assert lines[0].startswith("Newcastle disease virus (NDV) has a number of appealing qualities"), lines
+    assert "little or no pre-existing immunity" in lines[0], lines
 
 
 HARD_WRAPPED = {  # a paper converted to plain text, its lines wrapped and words broken at their ends as
