@@ -641,9 +641,9 @@ ANNOUNCED = {  # written for this test after a covidqa-dev paper's paragraph: a 
 
 
 def test_a_short_answer_goes_on_with_the_sentence_after_it(tmp_path, cache_dir):
-    """"What is appealing about NDV ...?" leads with the sentence that announces its "appealing
-    qualities" (12 words, the model sure of it) and no other sentence scores near it: the answer goes
-    on with the sentence after the lead, which names them, as one quote."""
+    """"What is appealing about NDV ...?" leads with the 14 words that announce its "appealing
+    qualities"; no other sentence scores near them (the next one 3 below) and the model is sure of
+    none: the answer goes on with the sentence after the lead, which names them, as one quote."""
     m = _indexed(tmp_path, cache_dir, ANNOUNCED)
     lines = m.search("What is appealing about NDV as a vaccine vector?", top_k=5).answer.text.splitlines()
     assert lines[0].startswith("Newcastle disease virus (NDV) has a number of appealing qualities"), lines
