@@ -23,7 +23,9 @@ CPU (the model card's "Continued on a CPU").
 Validation (held-out SQuAD articles, answerable and not; the
 candidates of the held-out quarter of covidqa-dev's fit papers) runs every `--eval-pairs` and is
 logged against pairs seen to `W/curve-L{layers}.jsonl`: the learning curve of the model card.
-The state with the best mean top-1 of the two is kept as `W/model-L{layers}.pt`.
+The state with the best mean top-1 of the two is kept as `W/model-L{layers}.pt`, written when
+found. `--seconds` fits the schedule to a time limit (a lent GPU's): measured pairs a second,
+validations included, shorten `--pairs` so that the learning rate reaches zero in time.
 """
 
 from __future__ import annotations
@@ -373,6 +375,8 @@ def train(args: argparse.Namespace) -> None:
         print("validation", json.dumps(row), flush=True)
         if mean > best:
             best, best_state = mean, {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+            # on disk at once: a run stopped at its time limit still leaves its best state
+            torch.save({k: v.half() for k, v in best_state.items()}, work / f"model-L{args.layers}.pt")
 
     if args.init:
         evaluate()  # where training starts from
@@ -393,6 +397,10 @@ def train(args: argparse.Namespace) -> None:
             opt.zero_grad(set_to_none=True)
             step += 1
             seen += len(labels)
+            if args.seconds and step >= 200 and step % 50 == 0:
+                # a lease of fixed length: the schedule ends (decays to zero) where the time will
+                rate = seen / (time.time() - t0)
+                total = min(args.pairs, int(seen + rate * max(0.0, t0 + args.seconds - time.time())))
             if step % args.log_every == 0:
                 print(f"step {step} epoch {epoch} loss {loss.item():.3f} pairs {seen}/{total} "
                       f"{time.time() - t0:.0f} s", flush=True)
@@ -403,7 +411,6 @@ def train(args: argparse.Namespace) -> None:
             epoch += 1
     if validated_at != seen:
         evaluate()
-    torch.save({k: v.half() for k, v in best_state.items()}, work / f"model-L{args.layers}.pt")
     print(f"kept the state with mean top-1 {best:.4f}; {seen} pairs in {time.time() - t0:.0f} s", flush=True)
 
 
@@ -448,6 +455,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--seconds", type=float, help="train: end the schedule early enough to finish within this time")
     p.add_argument("--eval-pairs", type=int, default=100_000)
     p.add_argument("--init", help="train: start from this shipped model folder (reader.int8.onnx) instead of the base")
     p.add_argument("--focus", help="train: these sources only (comma-separated, e.g. covidqa-fit,covidqa-candidates), "
