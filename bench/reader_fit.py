@@ -63,6 +63,7 @@ def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
         if not cands:
             continue
         rows.append({"question": q["question"], "doc": q["doc"], "quotes": [c.quote for c in cands],
+                     "before": [c.before for c in cands],
                      "X": np.array([c.features for c in cands]),
                      "y": np.array([label(c.quote, q["answers"]) for c in cands]),
                      "holds": np.array([holds_answer(c.quote, q["answers"]) for c in cands])})
@@ -73,7 +74,7 @@ def add_model_column(rows: list[dict], model, candidates: int) -> None:
     """The model's log-odds as a last column, as the reader computes it (reader.model_column)."""
     for r in rows:
         features = r["X"][:, :len(FEATURES)]
-        column = model_column(model, r["question"], r["quotes"], features @ WEIGHTS, candidates)
+        column = model_column(model, r["question"], r["quotes"], features @ WEIGHTS, candidates, r.get("before"))
         r["X"] = np.hstack([features, column[:, None]])
 
 

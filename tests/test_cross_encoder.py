@@ -3,12 +3,14 @@ Japanese pairs, and a missing or corrupt file is a clear error naming it."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
 import pytest
 
-from monjyu.engines.cross_encoder import ReaderModel, model_dir, pair_ids, question_ids, shared_reader_model
+from monjyu.engines.cross_encoder import (READS_BEFORE, ReaderModel, model_dir, pair_ids, question_ids,
+                                          shared_reader_model)
 from monjyu.errors import ConfigError
 
 
@@ -73,18 +75,50 @@ def test_long_sentences_are_cut_to_the_trained_length():
     assert len(ids) == 128 and ids[0] == tok.bos and ids[-1] == tok.eos
 
 
+def test_the_sentence_before_is_read_after_the_sentence_and_cut_first():
+    tok = shared_reader_model().tok
+    q = question_ids(tok, "When did it begin?")
+    alone = pair_ids(tok, q, "It began in 1066.")
+    read = pair_ids(tok, q, "It began in 1066.", "The Norman conquest of England was led by William.")
+    assert read[:len(alone)] == alone and read[len(alone)] > 0 and len(read) > len(alone) + 5
+    assert pair_ids(tok, q, "It began in 1066.", "word " * 500)[:len(alone)] == alone
+
+
+def test_the_sentence_before_is_given_only_to_a_model_trained_with_it(tmp_path):
+    """The shipped model reads the sentence alone (a model trained with the sentence before was
+    measured and not kept: model card); a model whose reader.json says it reads the sentence
+    before is given it."""
+    question, sentence = "When did the Norman conquest of England begin?", ["It began in 1066."]
+    before = ["The Norman conquest of England was led by William, Duke of Normandy."]
+    shipped = shared_reader_model()
+    assert not shipped.reads_before
+    assert shipped.scores(question, sentence, before) == shipped.scores(question, sentence)
+    for name in ("reader.int8.onnx", "reader.json"):
+        shutil.copy(model_dir() / name, tmp_path / name)
+    meta = json.loads((tmp_path / "reader.json").read_text())
+    (tmp_path / "reader.json").write_text(json.dumps(meta | {"reads": READS_BEFORE}))
+    reading = ReaderModel(tmp_path)
+    assert reading.reads_before
+    assert reading.scores(question, sentence) == shipped.scores(question, sentence)
+    assert reading.scores(question, sentence, before) != reading.scores(question, sentence)
+
+
 def test_a_head_the_newer_quantizer_transposed_reads_the_same(tmp_path):
     """onnxruntime 1.32's quantizer stores the head's Gemm weights as "pool.weight_Transposed" (the
-    same [in, out] product): a model exported with it reads as one exported before it."""
+    same [in, out] product): a model exported with it reads as one exported before it (the shipped
+    file has one naming; the test writes it with the other)."""
     import onnx
 
     graph = onnx.load(str(model_dir() / "reader.int8.onnx"))
     renamed = {}
     for init in graph.graph.initializer:
         for name in ("pool.weight", "out.weight"):
-            if init.name.startswith(name + "_"):
-                renamed[init.name] = init.name.replace(name, name + "_Transposed", 1)
-                init.name = renamed[init.name]
+            newer = name + "_Transposed"
+            if init.name.startswith(newer + "_"):
+                renamed[init.name] = init.name.replace(newer, name, 1)
+            elif init.name.startswith(name + "_"):
+                renamed[init.name] = init.name.replace(name, newer, 1)
+            init.name = renamed.get(init.name, init.name)
     for node in graph.graph.node:
         node.input[:] = [renamed.get(x, x) for x in node.input]
     assert len(renamed) == 6

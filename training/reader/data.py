@@ -1,8 +1,9 @@
 """Training pairs for the reader: (question, sentence, label) groups from public QA sets.
 
-A group is one question with some sentences of its paragraph (or paper): every sentence that
-contains an answer text is positive; the others, and every sentence shown with an unanswerable
-question, are negative. Sentences are cut by the product's own splitter (`statement_spans`), so
+A group is one question with some sentences of its paragraph (or paper), each with the sentence
+before it there ("" for a paragraph's first: what a model that reads context sees with it): every
+sentence that contains an answer text is positive; the others, and every sentence shown with an
+unanswerable question, are negative. Sentences are cut by the product's own splitter (`statement_spans`), so
 training sees sentences as the reader does.
 
 Sources (`../shared/reader-data`, see its README; covidqa-dev from `../shared/bench-data`):
@@ -58,24 +59,30 @@ def validation_articles(squad: list[dict], unanswerable: list[dict], seed: int =
     return set(random.Random(seed).sample(shared, VALIDATION_ARTICLES))
 
 
-def _by_overlap(question: str, pool: list[str]) -> list[str]:
+def _by_overlap(question: str, pool: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(sentence, before) pairs, those sharing most words with the question first."""
     q = _words(question)
-    return sorted(pool, key=lambda s: -len(q & _words(s)))
+    return sorted(pool, key=lambda s: -len(q & _words(s[0])))
+
+
+def with_before(sents: list[str]) -> list[tuple[str, str]]:
+    """Each sentence with the one before it ("" for the first)."""
+    return list(zip(sents, ["", *sents[:-1]]))
 
 
 def squad_groups(records: list[dict], rng: random.Random, answerable: bool,
                  neg_in_paragraph: int, neg_elsewhere: int) -> list[dict]:
-    split: dict[str, list[str]] = {}
+    split: dict[str, list[tuple[str, str]]] = {}
     by_article: dict[str, list[str]] = defaultdict(list)
     for r in records:
         if r["context"] not in split:
-            split[r["context"]] = sentences(r["context"])
+            split[r["context"]] = with_before(sentences(r["context"]))
             by_article[r["title"]].append(r["context"])
     groups = []
     for r in records:
         sents = split[r["context"]]
         answers = [a["text"] for a in r["answers"]]
-        pos = [s for s in sents if _contains(s, answers)] if answerable else []
+        pos = [s for s in sents if _contains(s[0], answers)] if answerable else []
         if answerable and not pos:
             continue  # the answer crosses a sentence boundary: no sentence holds it
         neg = [s for s in sents if s not in pos]
@@ -86,8 +93,8 @@ def squad_groups(records: list[dict], rng: random.Random, answerable: bool,
         neg = neg[:neg_in_paragraph]
         others = [c for c in by_article[r["title"]] if c != r["context"]]
         for _ in range(neg_elsewhere if others else 0):
-            neg.append(rng.choice(split[rng.choice(others)] or [""]))
-        items = [(s, 1) for s in pos[:2]] + [(s, 0) for s in neg if s]
+            neg.append(rng.choice(split[rng.choice(others)] or [("", "")]))
+        items = [(s, 1, b) for s, b in pos[:2]] + [(s, 0, b) for s, b in neg if s]
         groups.append({"source": r["source"], "lang": r["lang"], "question": r["question"], "items": items})
     return groups
 
@@ -100,13 +107,13 @@ def covidqa_groups(folder: Path, rng: random.Random, negatives: int = 6) -> list
     rows = [json.loads(line) for line in open(folder / "questions.jsonl", encoding="utf-8") if line.strip()]
     docs = sorted({r["doc"] for r in rows})
     fit = set(docs[0::2])  # answer_quality.covidqa_questions' split
-    paper: dict[str, list[str]] = {}
+    paper: dict[str, list[tuple[str, str]]] = {}
     groups = []
     for r in rows:
         if r["doc"] not in fit:
             continue
         if r["doc"] not in paper:
-            paper[r["doc"]] = sentences((folder / "docs" / r["doc"]).read_text(encoding="utf-8"))
+            paper[r["doc"]] = with_before(sentences((folder / "docs" / r["doc"]).read_text(encoding="utf-8")))
         sents = paper[r["doc"]]
         pieces = []
         for a in r["answers"]:
@@ -115,13 +122,13 @@ def covidqa_groups(folder: Path, rng: random.Random, negatives: int = 6) -> list
             pieces += [" " + " ".join(w[i:i + n]) + " " for i in range(len(w) - n + 1)]
         pos, neg = [], []
         for s in sents:
-            hay = " " + " ".join(answer_words(s)) + " "
+            hay = " " + " ".join(answer_words(s[0])) + " "
             (pos if any(p in hay for p in pieces) else neg).append(s)
         if not pos:
             continue
         hard = _by_overlap(r["question"], neg)
         chosen = hard[:negatives - 2] + rng.sample(hard[negatives - 2:], min(2, len(hard[negatives - 2:])))
-        items = [(s, 1) for s in pos[:2]] + [(s, 0) for s in chosen]
+        items = [(s, 1, b) for s, b in pos[:2]] + [(s, 0, b) for s, b in chosen]
         groups.append({"source": "covidqa-fit", "lang": "en", "question": r["question"], "doc": r["doc"],
                        "items": items})
     return groups
@@ -130,9 +137,12 @@ def covidqa_groups(folder: Path, rng: random.Random, negatives: int = 6) -> list
 def candidate_groups(rows: list[dict]) -> list[dict]:
     """reader_fit.py's cached candidates of one half's questions: (question, its candidate
     sentences, labels) as the reader sees them. Questions none of whose candidates holds a piece of
-    the gold are left out: their sentences may still answer in other words."""
+    the gold are left out: their sentences may still answer in other words. The sentence before
+    each is the one before it in its passage, as the reader gives it (a cache built before
+    2026-11-30 has none)."""
     return [{"source": "covidqa-candidates", "lang": "en", "question": r["question"], "doc": r["doc"],
-             "items": [(q, int(y)) for q, y in zip(r["quotes"], r["y"])]} for r in rows if r["y"].any()]
+             "items": [(q, int(y), b) for q, y, b in zip(r["quotes"], r["y"], r.get("before") or [""] * len(r["quotes"]))]}
+            for r in rows if r["y"].any()]
 
 
 def covidqa_validation(covidqa: Path) -> set[str]:

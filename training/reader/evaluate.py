@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from data import SHARED_DATA, read_jsonl_gz, sentences, squad_groups, validation_articles  # noqa: E402
+from data import SHARED_DATA, read_jsonl_gz, sentences, squad_groups, validation_articles, with_before  # noqa: E402
 
 from monjyu.engines.cross_encoder import ReaderModel  # noqa: E402
 
@@ -28,9 +28,9 @@ def best_sentence(model: ReaderModel, groups: list[dict]) -> dict:
     rng = random.Random(0)
     hits, first, chance, under, best = [], [], [], [], []
     for g in groups:
-        texts = [s for s, _ in g["items"]]
-        labels = [y for _, y in g["items"]]
-        scores = model.scores(g["question"], texts)
+        texts = [s for s, _, _ in g["items"]]
+        labels = [y for _, y, _ in g["items"]]
+        scores = model.scores(g["question"], texts, [b for _, _, b in g["items"]])
         if any(labels):
             hits.append(labels[int(np.argmax(scores))])
             first.append(labels[0])
@@ -38,8 +38,8 @@ def best_sentence(model: ReaderModel, groups: list[dict]) -> dict:
         under.append(float(scores.max()) < model.threshold)
         if any(labels):
             best.append(float(scores.max()))
-    answerable = [u for g, u in zip(groups, under) if any(y for _, y in g["items"])]
-    unanswerable = [u for g, u in zip(groups, under) if not any(y for _, y in g["items"])]
+    answerable = [u for g, u in zip(groups, under) if any(y for _, y, _ in g["items"])]
+    unanswerable = [u for g, u in zip(groups, under) if not any(y for _, y, _ in g["items"])]
     out = {"questions": len(hits), "best_sentence": float(np.mean(hits)), "first_sentence": float(np.mean(first)),
            "random_sentence": float(np.mean(chance)),
            "answerable_called_insufficient": float(np.mean(answerable)) if answerable else None,
@@ -56,7 +56,8 @@ def in_paragraph_order(records: list[dict]) -> list[dict]:
     groups = []
     for r in records:
         answers = [a["text"] for a in r["answers"]]
-        items = [(s, int(any(a.strip() and a.strip() in s for a in answers))) for s in sentences(r["context"])]
+        items = [(s, int(any(a.strip() and a.strip() in s for a in answers)), b)
+                 for s, b in with_before(sentences(r["context"]))]
         if items:
             groups.append({"question": r["question"], "items": items})
     return groups

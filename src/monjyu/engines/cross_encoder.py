@@ -9,7 +9,9 @@ the head (int8 ONNX, 15.5 MB) are in `monjyu/models/`. The file's int8 weights a
 as the default embedder runs e5 (`ReaderModel`).
 
 Input layout (training and scoring share `question_ids` and `pair_ids`): <s> "query: " question </s> </s> "passage: "
-sentence </s>, the question cut to QUESTION_TOKENS and the pair to PAIR_TOKENS.
+sentence </s>, the question cut to QUESTION_TOKENS and the pair to PAIR_TOKENS. A model trained
+with context (reader.json: "reads": READS_BEFORE) also reads the sentence before, after the
+sentence and a </s>: "passage: " sentence </s> before, cut first when the pair is too long.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..runtime import cpu_cores
 
 QUESTION_TOKENS = 40
 PAIR_TOKENS = 128
+READS_BEFORE = "the sentence and the one before it"
 
 
 def model_dir() -> Path:
@@ -40,9 +43,14 @@ def question_ids(tok, question: str) -> list[int]:
     return tok.content_ids("query: " + question)[:QUESTION_TOKENS]
 
 
-def sentence_ids(tok, sentence: str) -> list[int]:
-    """The sentence's part of a pair, before `join_pair` cuts it to the room the question leaves."""
-    return tok.content_ids("passage: " + sentence)[:PAIR_TOKENS - 4]
+def sentence_ids(tok, sentence: str, before: str = "") -> list[int]:
+    """The sentence's part of a pair (and, for a model that reads it, the sentence `before` it in
+    its passage: what "it" or "the virus" may refer to), before `join_pair` cuts it to the room
+    the question leaves."""
+    ids = tok.content_ids("passage: " + sentence)
+    if before:
+        ids += [tok.eos, *tok.content_ids(before)]
+    return ids[:PAIR_TOKENS - 4]
 
 
 def join_pair(question: list[int], sentence: list[int], bos: int, eos: int) -> list[int]:
@@ -51,9 +59,9 @@ def join_pair(question: list[int], sentence: list[int], bos: int, eos: int) -> l
     return [bos, *question, eos, eos, *sentence[:room], eos]
 
 
-def pair_ids(tok, question: list[int], sentence: str) -> list[int]:
+def pair_ids(tok, question: list[int], sentence: str, before: str = "") -> list[int]:
     """Token ids of one (question_ids, sentence) pair, as the model was trained on them."""
-    return join_pair(question, sentence_ids(tok, sentence), tok.bos, tok.eos)
+    return join_pair(question, sentence_ids(tok, sentence, before), tok.bos, tok.eos)
 
 
 def pad_batch(rows: Sequence[list[int]], pad: int) -> tuple[np.ndarray, np.ndarray]:
@@ -175,9 +183,12 @@ class ReaderModel:
         self.words = E5Weights(default_model_path())  # the frozen word rows
         self.tok = shared_tokenizer(default_model_path())
         self.threshold = float(self.meta["threshold"])
+        self.reads_before = self.meta.get("reads") == READS_BEFORE
 
-    def scores(self, question: str, sentences: Sequence[str]) -> np.ndarray:
-        """Log-odds that each sentence holds the answer to `question` (float32, one per sentence)."""
+    def scores(self, question: str, sentences: Sequence[str], before: Sequence[str] | None = None) -> np.ndarray:
+        """Log-odds that each sentence holds the answer to `question` (float32, one per sentence);
+        `before`: the sentence before each in its passage ("" for none), read where the model was
+        trained with it."""
         out = np.empty(len(sentences), dtype=np.float32)
         if not sentences:
             return out
@@ -192,8 +203,9 @@ class ReaderModel:
 
         queue.set_callback(done)
         q = question_ids(self.tok, question)
-        for i, sentence in enumerate(sentences):
-            ids = np.array([pair_ids(self.tok, q, sentence)], dtype=np.int64)
+        before = before if before is not None and self.reads_before else [""] * len(sentences)
+        for i, (sentence, previous) in enumerate(zip(sentences, before, strict=True)):
+            ids = np.array([pair_ids(self.tok, q, sentence, previous)], dtype=np.int64)
             queue.start_async({"x": self.weights.embedded(self.words, ids),
                                "mask": np.zeros((1, 1, 1, ids.shape[1]), dtype=np.float32)}, i)
         queue.wait_all()

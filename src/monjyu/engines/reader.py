@@ -143,11 +143,12 @@ MODEL_WEIGHTS = np.append(WEIGHTS, np.float32(0.138))
 
 
 def model_column(model: ReaderModel, query: str, quotes: list[str], feature_scores: np.ndarray,
-                 read: int) -> np.ndarray:
-    """The model's log-odds for each quote: it reads the `read` quotes the features score best; a
-    quote it did not read counts as the least likely of those it read."""
+                 read: int, before: list[str] | None = None) -> np.ndarray:
+    """The model's log-odds for each quote (with the sentence `before` it in its passage, for a
+    model that reads it): it reads the `read` quotes the features score best; a quote it did not
+    read counts as the least likely of those it read."""
     order = np.argsort(-feature_scores, kind="stable")[:read]
-    logits = model.scores(query, [quotes[i] for i in order])
+    logits = model.scores(query, [quotes[i] for i in order], [before[i] for i in order] if before else None)
     column = np.full(len(quotes), float(logits.min()), dtype=np.float32)
     column[order] = logits
     return column
@@ -171,6 +172,7 @@ class Candidate:
     titled: frozenset[str] = frozenset()  # the terms of its document's title (what "it" may stand for)
     score: float = 0.0  # the model's log-odds that the sentence holds the answer (relative to the others)
     answers: float | None = None  # the trained model's own log-odds (answer.reader: model; model_column)
+    before: str = ""  # the sentence before it in its passage, as quoted (what the model may read with it)
 
     @cached_property
     def quote(self) -> str:
@@ -262,6 +264,7 @@ class Reader:
             c = Candidate(s, pos, detect_language(quote), f, float(relevance[i]),
                           frozenset(own | letter_names(analyzer, s.text)), titles[s.source.number])
             c.quote = quote  # the cached quote: worked out once, here, for the features
+            c.before = clean_quote(siblings[pos - 1].text) if pos else ""
             out.append(c)
         scores = np.array([c.features for c in out]) @ WEIGHTS
         for c, z in zip(out, scores):
@@ -275,8 +278,9 @@ class Reader:
         question's `forms` ("VEEV is ..." as "Venezuelan equine encephalitis virus (VEEV) is ..."
         where the question writes the long form), and the score that combines them with the
         features."""
+        before = [spelled_out(c.before, forms) for c in candidates] if self.model.reads_before else None
         column = model_column(self.model, query, [spelled_out(c.quote, forms) for c in candidates],
-                              np.array([c.score for c in candidates]), self.model_candidates)
+                              np.array([c.score for c in candidates]), self.model_candidates, before)
         for c, z in zip(candidates, column):
             c.answers = float(z)
             c.score = float(np.append(c.features, c.answers) @ MODEL_WEIGHTS)
