@@ -650,6 +650,25 @@ def test_a_short_answer_goes_on_with_the_sentence_after_it(tmp_path, cache_dir):
     assert "little or no pre-existing immunity" in lines[0], lines
 
 
+def test_a_short_answer_goes_on_only_as_far_as_a_fact_s_words(tmp_path, cache_dir):
+    """The sentence after a short lead joins it only within the fact's word bound (70): one that
+    would take the answer past it is left out (it had once made a 119-word answer)."""
+    long_after = ("As an avian virus, there is little or no pre-existing immunity to NDV in people, it grows to "
+                  "high titres in the embryonated chicken eggs that are already produced in great numbers for "
+                  "influenza vaccines, it can be given through the nose to reach the airways where many "
+                  "respiratory pathogens first enter, and strains with a long record of safe use in poultry are "
+                  "available to be adapted for use in people.")
+    assert len(long_after.split()) > 70 - 14
+    text = ANNOUNCED["ndv-vector.md"].replace(
+        "As an avian virus, there is little or no pre-existing immunity to NDV in people, and it grows to high "
+        "titres in embryonated chicken eggs.", long_after)
+    assert long_after in text
+    m = _indexed(tmp_path, cache_dir, {"ndv-vector.md": text})
+    answer = m.search("What is appealing about NDV as a vaccine vector?", top_k=5).answer.text
+    assert answer.startswith("Newcastle disease virus (NDV) has a number of appealing qualities"), answer
+    assert "chicken eggs" not in answer, answer
+
+
 HARD_WRAPPED = {  # a paper converted to plain text, its lines wrapped and words broken at their ends as
     # printed (Taubenberger and Morens, 2006, Emerging Infectious Diseases, public domain)
     "1918-influenza.txt": "The 1918 influenza pandemic\n\nThe 1918 virus genome was sequenced from archival autopsy tis-\n"

@@ -468,7 +468,8 @@ class Reader:
         at = {(id(c.sentence.source), c.position): c for c in candidates}
         if (extent in (_FACT, _UNSURE_FACT) and len(picked) == 1 and words < SHORT_ANSWER
                 and lead.language != "ja"):  # a Japanese sentence is not counted in words
-            if (after := at.get((id(lead.sentence.source), lead.position + 1))) is not None:
+            after = at.get((id(lead.sentence.source), lead.position + 1))
+            if after is not None and words + len(after.quote.split()) <= extent.words:  # the extent's bound
                 take(after)
         # Adjacent sentences of one passage become one quote, in the passage's order, where the
         # first of them was picked.
