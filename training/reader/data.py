@@ -3,8 +3,8 @@
 A group is one question with some sentences of its paragraph (or paper), each with the sentence
 before it there ("" for a paragraph's first: what a model that reads context sees with it): every
 sentence that contains an answer text is positive; the others, and every sentence shown with an
-unanswerable question, are negative. Sentences are cut by the product's own splitter (`statement_spans`), so
-training sees sentences as the reader does.
+unanswerable question, are negative. Sentences are cut by the product's own splitter
+(`statement_spans`), so training sees sentences as the reader does.
 
 Sources (`../shared/reader-data`, see its README; covidqa-dev from `../shared/bench-data`):
 - SQuAD 1.1 dev, less the held-out articles (validation): every sentence of the paragraph, and
@@ -141,7 +141,7 @@ def candidate_groups(rows: list[dict]) -> list[dict]:
     each is the one before it in its passage, as the reader gives it (a cache built before
     2026-11-30 has none)."""
     return [{"source": "covidqa-candidates", "lang": "en", "question": r["question"], "doc": r["doc"],
-             "items": [(q, int(y), b) for q, y, b in zip(r["quotes"], r["y"], r.get("before") or [""] * len(r["quotes"]))]}
+             "items": [(q, int(y), b) for q, y, b in zip(r["quotes"], r["y"], r.get("before") or [""] * len(r["y"]))]}
             for r in rows if r["y"].any()]
 
 

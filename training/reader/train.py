@@ -70,7 +70,7 @@ def pack(args: argparse.Namespace) -> None:
     candidates = pickle.loads(Path(args.candidates).read_bytes())["fit"]
     groups = build(SHARED / "reader-data", SHARED / "bench-data" / "covidqa-dev", candidates, seed=args.seed)
     tok = shared_tokenizer(default_model_path())
-    index: dict[tuple[str, str], int] = {}
+    index: dict[tuple[str, str, str], int] = {}  # (kind, text, the sentence before) -> sequence
     sequences: list[list[int]] = []
 
     def text(kind: str, value: str, before: str = "") -> int:
@@ -337,6 +337,13 @@ def validate(model: CrossEncoder, rows: WordRows, groups: list[dict], pad: int, 
     return out
 
 
+def refuse_sentence_only(args: argparse.Namespace, pk: Pack, work: Path) -> None:
+    """--sentence-only reads a --before pack without its context; on any other pack it would do nothing."""
+    if args.sentence_only and pk.meta.get("reads") != READS_BEFORE:
+        raise SystemExit(f"--sentence-only: {work / 'pack.npz'} holds the sentences alone already "
+                         "(build it with `pack --before`, or leave --sentence-only out)")
+
+
 def train(args: argparse.Namespace) -> None:
     random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -344,6 +351,7 @@ def train(args: argparse.Namespace) -> None:
     device = torch.device(args.device)
     work = Path(args.work).expanduser()
     pk = Pack(work / "pack.npz")
+    refuse_sentence_only(args, pk, work)
     train_groups = pk.groups("train", args.sentence_only)
     if args.focus:
         # the focused sources whole, and a share of the others so that they are not forgotten
@@ -429,6 +437,7 @@ def export(args: argparse.Namespace) -> None:
 
     work = Path(args.work).expanduser()
     pk = Pack(work / "pack.npz")
+    refuse_sentence_only(args, pk, work)
     model = CrossEncoder(pk, args.layers)
     source = work / f"model-L{args.layers}.pt"
     model.load_state_dict({k: v.float() for k, v in torch.load(source).items()})
