@@ -68,7 +68,10 @@ def pack(args: argparse.Namespace) -> None:
 
     t0 = time.time()
     candidates = pickle.loads(Path(args.candidates).read_bytes())["fit"]
-    groups = build(SHARED / "reader-data", SHARED / "bench-data" / "covidqa-dev", candidates, seed=args.seed)
+    if args.successor_copies and not args.before:
+        raise SystemExit("--successor-copies weighs sentences read after an answer: it needs --before")
+    groups = build(SHARED / "reader-data", SHARED / "bench-data" / "covidqa-dev", candidates, seed=args.seed,
+                   successor_copies=args.successor_copies)
     tok = shared_tokenizer(default_model_path())
     index: dict[tuple[str, str, str], int] = {}  # (kind, text, the sentence before) -> sequence
     sequences: list[list[int]] = []
@@ -466,6 +469,8 @@ def main() -> None:
     p.add_argument("--work", default="~/.cache/monjyu-reader")
     p.add_argument("--candidates", help="pack: reader_fit.py's --cache file (covidqa-dev's fit-half candidates)")
     p.add_argument("--pack-layers", type=int, default=8)
+    p.add_argument("--successor-copies", type=int, default=0,
+                   help="pack --before: each negative read after an answering sentence this many more times")
     p.add_argument("--sentence-only", action="store_true",
                    help="train, export: a --before pack's sentences without the sentence before (its ablation)")
     p.add_argument("--before", action="store_true",
