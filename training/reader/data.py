@@ -141,7 +141,8 @@ def candidate_groups(rows: list[dict]) -> list[dict]:
     each is the one before it in its passage, as the reader gives it (a cache built before
     2026-11-30 has none)."""
     return [{"source": "covidqa-candidates", "lang": "en", "question": r["question"], "doc": r["doc"],
-             "items": [(q, int(y), b) for q, y, b in zip(r["quotes"], r["y"], r.get("before") or [""] * len(r["y"]))]}
+             "items": [(q, int(y), b)
+                       for q, y, b in zip(r["quotes"], r["y"], r.get("before") or [""] * len(r["y"]))]}
             for r in rows if r["y"].any()]
 
 
@@ -152,17 +153,21 @@ def covidqa_validation(covidqa: Path) -> set[str]:
     return set(docs[0::2][3::4])
 
 
-def weight_successors(groups: list[dict], copies: int) -> None:
-    """Each negative read after a positive (its sentence before holds the answer) `copies` more
-    times in its group: a model that reads the sentence before must not credit the sentence after
-    the answer with it."""
+def weight_successors(groups: list[dict], copies: int) -> list[dict]:
+    """Each group with every negative read after a positive (its sentence before holds the answer)
+    `copies` more times: a model that reads the sentence before must not credit the sentence after
+    the answer with it. New groups: the covidqa groups are repeated by reference in the list."""
+    out = []
     for g in groups:
         positives = {s for s, y, _ in g["items"] if y}
-        g["items"] += [item for item in g["items"] if not item[1] and item[2] in positives] * copies
+        after = [item for item in g["items"] if not item[1] and item[2] in positives]
+        out.append({**g, "items": g["items"] + after * copies})
+    return out
 
 
 def build(reader_data: Path, covidqa: Path, candidates: list[dict], seed: int = 13, jaquad_questions: int = 0,
-          unanswerable_questions: int = 0, covidqa_repeat: int = 3, successor_copies: int = 0) -> dict[str, list[dict]]:
+          unanswerable_questions: int = 0, covidqa_repeat: int = 3,
+          successor_copies: int = 0) -> dict[str, list[dict]]:
     """{"train", "val", "covidqa-val"} groups. val: every sentence of the paragraph for the held-out
     SQuAD articles' questions, answerable and not; covidqa-val: the candidates of the held-out fit
     papers' questions. `candidates`: reader_fit.py's cached fit-half rows (each with its "doc").
@@ -180,7 +185,7 @@ def build(reader_data: Path, covidqa: Path, candidates: list[dict], seed: int = 
     train += [g for g in covidqa_groups(covidqa, rng) if g["doc"] not in covid_held] * covidqa_repeat
     train += [g for g in candidate_groups(candidates) if g["doc"] not in covid_held] * covidqa_repeat
     rng.shuffle(train)
-    weight_successors(train, successor_copies)
+    train = weight_successors(train, successor_copies)
     val = squad_groups([r for r in squad if r["title"] in held], rng, True, 99, 0)
     val += squad_groups([r for r in unans if r["title"] in held], rng, False, 99, 0)
     covid_val = [g for g in candidate_groups(candidates) if g["doc"] in covid_held]

@@ -172,12 +172,18 @@ class Candidate:
     titled: frozenset[str] = frozenset()  # the terms of its document's title (what "it" may stand for)
     score: float = 0.0  # the model's log-odds that the sentence holds the answer (relative to the others)
     answers: float | None = None  # the trained model's own log-odds (answer.reader: model; model_column)
-    before: str = ""  # the sentence before it in its passage, as quoted (what the model may read with it)
+    previous: Sentence | None = None  # the sentence before it in its passage
 
     @cached_property
     def quote(self) -> str:
         """The sentence as quoted (`clean_quote`), read by every feature and pick: worked out once."""
         return clean_quote(self.sentence.text)
+
+    @cached_property
+    def before(self) -> str:
+        """The sentence before it, as quoted: what a model trained with it reads beside it (worked out
+        only for such a model, and for the training candidates)."""
+        return clean_quote(self.previous.text) if self.previous is not None else ""
 
 
 class Reader:
@@ -264,7 +270,7 @@ class Reader:
             c = Candidate(s, pos, detect_language(quote), f, float(relevance[i]),
                           frozenset(own | letter_names(analyzer, s.text)), titles[s.source.number])
             c.quote = quote  # the cached quote: worked out once, here, for the features
-            c.before = clean_quote(siblings[pos - 1].text) if pos else ""
+            c.previous = siblings[pos - 1] if pos else None
             out.append(c)
         scores = np.array([c.features for c in out]) @ WEIGHTS
         for c, z in zip(out, scores):
