@@ -312,6 +312,50 @@ def test_the_lead_is_a_sentence_the_model_reads_as_an_answer(tmp_path, cache_dir
     assert answer.kind == "extractive" and "28%" in answer.text.splitlines()[0], answer.text
 
 
+PNEUMONIA = {  # the question's words in one sentence, what answers it in another
+    "childhood-pneumonia.md": "# Childhood pneumonia in the last decade\n\n## Burden\n\nThe overall burden of childhood "
+                              "pneumonia has been reduced substantially over the last decade, despite an increase in the "
+                              "number of children worldwide. Pneumonia remains a leading cause of death in children under "
+                              "five.\n\n## Causes of the decline\n\nIn the last decade, better housing and nutrition and "
+                              "the conjugate vaccines against pneumococcus and Haemophilus influenzae have led to large "
+                              "reductions in the incidence and severity of childhood pneumonia.\n",
+    "canals.md": "# Canals\n\nCanals carry water between reservoirs and rivers. Locks raise boats between levels.\n",
+}
+
+
+def test_of_the_sentences_quoted_the_one_the_model_reads_as_the_answer_comes_first(tmp_path, cache_dir):
+    """The features rank the sentence that repeats the question's words first; where the model reads
+    another quoted sentence as the answer by MODEL_FIRST more log-odds, that one leads, and the
+    same sentences are quoted. The model's readings are set here, so the test holds for any weights."""
+    from monjyu.engines.reader import MODEL_FIRST, UNSURE_LEAD
+
+    m = _indexed(tmp_path, cache_dir, PNEUMONIA)
+    question = "What reduced childhood pneumonia?"
+    hits = m.search(question, top_k=5, answer=False).hits
+    engine = m.workspace.answers()
+    asked = Query.of(question)
+    vector = m.workspace.current().embed_query(asked)
+    sources = [Source(i + 1, h) for i, h in enumerate(hits)]
+
+    def first_quoted(restates: float, answers: float) -> str:
+        candidates = engine.reader.candidates(asked, vector, sources)
+        def reading(start: str):
+            return next(c for c in candidates if c.quote.startswith(start))
+
+        reading("The overall burden").answers = restates
+        reading("In the last decade, ").answers = answers
+        assert max(candidates, key=lambda c: c.score).quote.startswith("The overall burden")  # the features' lead
+        quotes, _ = engine.reader.pick(asked, candidates, min_relevance=0.0)
+        quoted = [c.quote for q in quotes for c in q]
+        assert any(q.startswith("In the last decade, ") for q in quoted), quoted  # a sure sentence after an unsure lead
+        return quoted[0]
+
+    # an unsure lead, and a sentence the model reads as the answer
+    assert first_quoted(UNSURE_LEAD - 1.8, UNSURE_LEAD + 1.0).startswith("In the last decade, ")
+    # both read about alike: the features' order stands
+    assert first_quoted(UNSURE_LEAD - 0.1, UNSURE_LEAD - 0.1 + MODEL_FIRST / 2).startswith("The overall burden")
+
+
 # ---------------------------------------------------------------- the trained model as the reader (answer.reader: model)
 
 def _read_with(sample_index: Monjyu, reader: str) -> Monjyu:
