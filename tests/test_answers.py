@@ -313,12 +313,13 @@ def test_the_lead_is_a_sentence_the_model_reads_as_an_answer(tmp_path, cache_dir
 
 
 PNEUMONIA = {  # the question's words in one sentence, what answers it in another
-    "childhood-pneumonia.md": "# Childhood pneumonia in the last decade\n\n## Burden\n\nThe overall burden of childhood "
-                              "pneumonia has been reduced substantially over the last decade, despite an increase in the "
-                              "number of children worldwide. Pneumonia remains a leading cause of death in children under "
-                              "five.\n\n## Causes of the decline\n\nIn the last decade, better housing and nutrition and "
-                              "the conjugate vaccines against pneumococcus and Haemophilus influenzae have led to large "
-                              "reductions in the incidence and severity of childhood pneumonia.\n",
+    "childhood-pneumonia.md": "# Childhood pneumonia in the last decade\n\n## Burden\n\nThe overall burden of "
+                              "childhood pneumonia has been reduced substantially over the last decade, despite an "
+                              "increase in the number of children worldwide. Pneumonia remains a leading cause of death "
+                              "in children under five.\n\n## Causes of the decline\n\nIn the last decade, better "
+                              "housing and nutrition and the conjugate vaccines against pneumococcus and Haemophilus "
+                              "influenzae have led to large reductions in the incidence and severity of childhood "
+                              "pneumonia.\n",
     "canals.md": "# Canals\n\nCanals carry water between reservoirs and rivers. Locks raise boats between levels.\n",
 }
 
@@ -339,6 +340,7 @@ def test_of_the_sentences_quoted_the_one_the_model_reads_as_the_answer_comes_fir
 
     def first_quoted(restates: float, answers: float) -> str:
         candidates = engine.reader.candidates(asked, vector, sources)
+
         def reading(start: str):
             return next(c for c in candidates if c.quote.startswith(start))
 
@@ -347,7 +349,7 @@ def test_of_the_sentences_quoted_the_one_the_model_reads_as_the_answer_comes_fir
         assert max(candidates, key=lambda c: c.score).quote.startswith("The overall burden")  # the features' lead
         quotes, _ = engine.reader.pick(asked, candidates, min_relevance=0.0)
         quoted = [c.quote for q in quotes for c in q]
-        assert any(q.startswith("In the last decade, ") for q in quoted), quoted  # a sure sentence after an unsure lead
+        assert any(q.startswith("In the last decade, ") for q in quoted), quoted  # sure, after an unsure lead
         return quoted[0]
 
     # an unsure lead, and a sentence the model reads as the answer
