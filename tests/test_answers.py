@@ -591,8 +591,15 @@ def test_what_a_paper_declares_of_itself_is_not_quoted(tmp_path, cache_dir):
     assert "no credible evidence" in answer.text and "those of the authors" not in answer.text, answer.text
     for declared in ("All authors read and approved the final manuscript.",
                      "The author declares no conflict of interest.",
-                     "This work was carried out in collaboration between all authors."):
+                     "This work was carried out in collaboration between all authors.",
+                     # who did what (covidqa-dev's papers, arXiv bylines)
+                     "KH and JS conceived and wrote the manuscript.",
+                     "RC and OK wrote and revised the manuscript.",
+                     "Authors RLW and AG critically reviewed the complete article for important intellectual content.",
+                     "These authors contributed equally to this work."):
         assert not quotable_span(declared, 0, len(declared)), declared
+    for said in ("We conceived of the model as a two-stage process.", "The reviewers critically revised the guideline."):
+        assert quotable_span(said, 0, len(said)), said
     funded = "This work was supported by grant R01-AI123 of the national institute."
     assert quotable_span(funded, 0, len(funded))
 

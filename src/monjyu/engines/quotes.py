@@ -33,9 +33,14 @@ _INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
 # What a paper says of itself, not of its subject: declarations, disclaimers and authorship ("The
 # authors declare that they have no competing interests.", "The findings and conclusions in this
 # report are those of the author(s) and do not necessarily represent ...", "All authors read and
-# approved the final manuscript."). Funding and thanks stay quotable: "Who funded ...?" is asked.
+# approved the final manuscript.", "KH and JS conceived and wrote the manuscript.", "Authors RLW and AG
+# critically reviewed the complete article for important intellectual content."). Funding and thanks
+# stay quotable: "Who funded ...?" is asked.
 _DECLARATION = re.compile(r"\bthose of the author(?:s|\(s\))?\b|\bdo(?:es)? not necessarily (?:represent|reflect)\b|"
-                          r"\bin collaboration between all authors\b|"
+                          r"\bin collaboration between all authors\b|\bcontributed equally\b|"
+                          r"\bfor important intellectual content\b|"
+                          r"\b(?:wrote|drafted)(?: and (?:edited|revised))? the (?:first draft of the )?(?:manuscript|paper)\b|"
+                          r"\bconceived (?:and designed )?the (?:study|work|project|experiments)\b|"
                           r"\ball authors (?:have )?(?:read|approved|contributed|agreed)\b|"
                           r"\bauthors? (?:declare|report|have)(?: that they have)? no (?:competing|conflicts?|financial)\b|"
                           r"\bno (?:competing|conflicts? of) interests?\b", re.I)
