@@ -292,6 +292,27 @@ def test_a_comparison_quotes_each_side_before_more_of_the_best(tmp_path, cache_d
     assert answer.kind == "extractive"
     assert answer.text.splitlines()[1].startswith("At the Birch reservoir the water level varies"), answer.text
 
+WARDS = {  # the lead sets itself against the sentence before, which answers for the other side unnamed
+    "northern-ward.md": "# Intensive care in the northern ward\n\nOur team managed forty critically ill patients "
+                        "with early prone positioning and strict fluid balance. These measures have worked well so "
+                        "far, as our patients had no deaths. In contrast, the mortality reported from the southern "
+                        "hospitals ranged from 11 to 15%. Staff rotate between the two wards every month.\n",
+    "ward-staffing.md": "# Ward staffing\n\nEach ward has two consultants and a rota of nurses. Night shifts are "
+                        "covered by a registrar.\n",
+}
+
+
+def test_a_sentence_set_against_the_one_before_is_quoted_with_it(tmp_path, cache_dir):
+    """"In contrast, the mortality ... southern hospitals ..." leads; what it is set against, the
+    other side of the question ("our patients had no deaths"), is the sentence before it, which
+    names neither side: the two are one quote, in the passage's order."""
+    m = _indexed(tmp_path, cache_dir, WARDS)
+    answer = m.search("Where was the reported mortality lower: among the patients of the northern ward team, or "
+                      "in the reports from the southern hospitals?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert re.search(r"no deaths\. In contrast, the mortality", answer.text), answer.text
+
+
 VALLEY_VIRUS = {  # a sentence that names the question's subject at length, and a later one that answers
     "valley-virus.md": "# Equine encephalitis in the valley outbreak\n\nValley equine encephalitis virus (VaEEV) is "
                        "an arthropod-borne alphavirus responsible for acute and fatal encephalitis in horses and in "

@@ -99,6 +99,12 @@ MODEL_FIRST = 1.0
 # answer ("NDV has a number of appealing qualities as a vaccine vector."), and the next one gives it.
 # Not fitted: on the validation sets (benchmarks page) 25 held a little more, for 3 more words.
 SHORT_ANSWER = 20
+# A sentence that opens by setting itself against the one before ("On the contrary, the mortality in
+# Wuhan ranged from 11 to 15%." after "... our patients had zero mortality."): for a question that
+# weighs two things, the sentence before is the other side, and is quoted with it. ("Similarly, ..."
+# adds one more of a kind; the sentence before it is not the other side.)
+SET_AGAINST_BEFORE = re.compile(r"^(On the contrary|In contrast|By contrast|Conversely|On the other hand|"
+                                r"In comparison|By comparison)\b|^(一方|これに対し|それに対し|対照的に)")
 
 
 # ---------------------------------------------------------------------------- names in a text
@@ -410,6 +416,7 @@ class Reader:
             seen.update(_WORD.findall(c.quote.lower()))
 
         most = min(extent.sentences, self.max_sentences)
+        at = {(id(c.sentence.source), c.position): c for c in candidates}
 
         def speaks_of(held: frozenset[str], side: Side) -> bool:
             """`held` (a sentence's terms) has the side's key or a third of its weight."""
@@ -463,6 +470,10 @@ class Reader:
         if choice or paired:
             # yes or no, A or B, "Is A ... than B?": a sentence about each thing named comes before
             # more of the best, which could fill the answer (a comparison's five sentences of A)
+            before = at.get((id(lead.sentence.source), lead.position - 1))
+            if (before is not None and SET_AGAINST_BEFORE.match(lead.quote)
+                    and words + len(before.quote.split()) <= extent.words):
+                take(before)  # one quote with the lead, in the passage's order
             speak_to_each()
         if extent is _UNSURE_FACT:
             # The model is unsure of the lead, which the features and its reading chose together: a
@@ -477,7 +488,6 @@ class Reader:
                 take(c)
         if not (choice or paired):
             speak_to_each()
-        at = {(id(c.sentence.source), c.position): c for c in candidates}
         if (extent in (_FACT, _UNSURE_FACT) and len(picked) == 1 and words < SHORT_ANSWER
                 and lead.language != "ja"):  # a Japanese sentence is not counted in words
             after = at.get((id(lead.sentence.source), lead.position + 1))
