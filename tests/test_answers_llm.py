@@ -40,6 +40,12 @@ def test_llm_answer_cites_the_sources_it_was_given(llm_index, llm_server):  # no
     assert result.timings_ms["answer_ms"] > 0 and result.timings_ms["retrieval_ms"] > 0
 
 
+def test_a_question_about_what_no_document_mentions_costs_no_llm_call(llm_index, llm_server):  # noqa: F811
+    result = llm_index().search("How does DetectGPT decide whether a text was machine-generated?", top_k=3)
+    assert result.answer.kind == "insufficient" and "“DetectGPT”" in result.answer.text
+    assert llm_server.requests == [] and result.hits  # the passages are still listed
+
+
 def test_citation_numbers_that_point_nowhere_are_dropped(llm_index, llm_server):  # noqa: F811
     llm_server.push(Scripted(content="Leiden does it [2]. Also [99] and [1, 42]."))
     answer = llm_index().search(QUESTION, top_k=3).answer

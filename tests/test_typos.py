@@ -8,7 +8,9 @@ from typer.testing import CliRunner
 
 from monjyu.cli import app
 from monjyu.nlp.analyzer import Analyzer
-from monjyu.nlp.typos import corrected
+from rapidfuzz.distance import Levenshtein
+
+from monjyu.nlp.typos import corrected, unheard_names
 
 # A stand-in for an index's terms: how many texts hold each stem.
 HELD = {"recombin": 97, "virion": 25, "asian": 3, "genotyp": 12, "empyema": 1, "emphysema": 1, "widthe": 2,
@@ -43,6 +45,39 @@ def test_what_is_not_clearly_a_typo_stays_as_written():
                      "How slow is quicksort?",  # a compound, though the index holds "quick" and "sort"
                      "What is the structure of a recombiantt?"):  # two edits away
         assert corrected(question, indexed) == (question, {}), question
+
+
+def near(term: str) -> bool:
+    return any(Levenshtein.distance(term, held) <= 2 for held in HELD)
+
+
+def test_a_name_no_indexed_text_mentions_is_unheard_and_a_likely_misspelling_is_not():
+    assert unheard_names("How does DetectGPT decide whether a text was machine-generated?", indexed, near) == \
+        ["DetectGPT"]
+    assert unheard_names("DetectGPTはどのように機械生成の文章を見分けますか？", indexed, near) == ["DetectGPT"]
+    assert unheard_names("How do I size a pembrolizumab infusion for a Kubernetes autoscaler?", indexed, near) == \
+        ["pembrolizumab", "Kubernetes", "autoscaler"]
+    for question in ("What is emphyema?",  # one edit from "empyema", which the index holds
+                     "Is Recombinat a vaccine?",  # its term two edits from "recombin"
+                     "Who was wearing masks?",  # an English word
+                     "Is SARS-CoV-2 a virion?",  # a hyphenated name is not read as words
+                     "Which vrus is it?"):  # shorter than five letters
+        assert unheard_names(question, indexed, near) == [], question
+
+
+def test_a_question_about_what_no_document_mentions_is_not_answered(sample_index):
+    """The passages retrieved for its other words are about something else: the answer says which
+    name no indexed text mentions, in every mode that answers from passages and in Japanese, and a
+    name two edits from an indexed word (a likely misspelling) is answered."""
+    for mode in ("hybrid", "hybridrag", "auto"):
+        answer = sample_index.ask("How does DetectGPT decide whether a text was machine-generated?", mode,
+                                  top_k=3).answer
+        assert answer.kind == "insufficient" and "None of them mentions “DetectGPT”." in answer.text, mode
+    answer = sample_index.ask("DetectGPTはどのように機械生成の文章を見分けますか？", "hybrid", top_k=3).answer
+    assert answer.kind == "insufficient" and "「DetectGPT」はどの文書にも出てきません。" in answer.text
+    answer = sample_index.ask("Which algorithm detects hierarchical comunities?", "hybrid", top_k=3,
+                              spelling=False).answer
+    assert answer.kind == "extractive", answer.text
 
 
 def test_a_misspelt_query_is_searched_as_the_index_spells_it(sample_index, cache_dir):

@@ -18,7 +18,7 @@ from .citations import resolve_citations
 from ..llm.replies import structured_reply
 from .context import Source, format_sources, select_sources
 from .cross_encoder import shared_reader_model
-from .extractive import extractive_answer, insufficient
+from .extractive import extractive_answer, insufficient, unheard_answer
 from .reader import Reader
 from .relevance import LocalRelevanceScorer
 from .verify import AnswerVerifier
@@ -42,10 +42,12 @@ class QueryRewrites(BaseModel):
 class AnswerEngine:
     def __init__(self, config: AnswerConfig, llm: LLM | None, scorer: LocalRelevanceScorer,
                  count_tokens: Callable[[str], int],
-                 term_weights: Callable[[set[str]], dict[str, float]] | None = None):
+                 term_weights: Callable[[set[str]], dict[str, float]] | None = None,
+                 unheard: Callable[[Query], list[str]] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
-        the check of LLM answers."""
+        the check of LLM answers; `unheard`: the names of a query that no indexed text mentions."""
         self.config = config
+        self.unheard = unheard
         self.llm = llm
         self.scorer = scorer
         self.count_tokens = count_tokens
@@ -65,6 +67,14 @@ class AnswerEngine:
                       on_token: Callable[[str], None] | None = None) -> Answer:
         lang = self.language(query)
         cfg = self.config
+        # A question about something no document mentions ("How does DetectGPT decide ...?") is not
+        # answered from passages that share its other words, by the reader or the LLM.
+        unheard = self.unheard(query) if self.unheard is not None else []
+        if unheard:
+            answer = unheard_answer(lang, unheard)
+            if on_token:
+                on_token(answer.text)
+            return answer
         sources = select_sources(hits, cfg.context_tokens, self.count_tokens, cfg.max_sources)
         if not sources:
             return insufficient(lang, "no passage was retrieved (or all fell under the threshold)")

@@ -33,6 +33,20 @@ def insufficient(language: str, note: str = "") -> Answer:
                   language=language, note=note)
 
 
+def unheard_answer(language: str, names: Sequence[str]) -> Answer:
+    """"Insufficient", naming what the question asks about that no indexed text mentions: the
+    passages retrieved for the rest of its words are about something else."""
+    if language == "ja":
+        said = "、".join(f"「{n}」" for n in names) + "はどの文書にも出てきません。"
+    else:
+        quoted = [f"“{n}”" for n in names]
+        said = f"None of them mentions {' or '.join(quoted) if len(quoted) < 3 else ', '.join(quoted)}."
+    answer = insufficient(language, "the question names what no indexed text mentions (nor a word two edits "
+                                    f"away): {', '.join(names)}")
+    answer.text = f"{answer.text}{'' if language == 'ja' else ' '}{said}"
+    return answer
+
+
 def extractive_answer(query: Query, query_vector: np.ndarray, sources: Sequence[Source], reader: Reader,
                       language: str, min_score: float = 3.0) -> Answer:
     """One line per quote (adjacent sentences of a passage joined), the best first, each ending

@@ -35,7 +35,7 @@ from ..levels import Extraction, LevelFour, LevelTwo
 from ..levels.entity_graph import EntityGraph, build_entity_graph
 from ..llm import LLM, create_llm
 from ..nlp.tokens import TokenCounter
-from ..nlp.typos import corrected
+from ..nlp.typos import corrected, unheard_names
 from ..query import Query
 from ..retrieval import LoadedIndex, Searcher
 from ..retrieval.rankers import QUERY_TEXT_CHARS
@@ -153,7 +153,8 @@ class Workspace:
             scorer = LocalRelevanceScorer(self.cached_embedder().embed_passages)
             llm = create_llm(self.config.llm, self.cache_dir())
             self._answers = AnswerEngine(self.config.answer, llm, scorer, TokenCounter().count,
-                                         term_weights=lambda terms: self.loaded().searcher.index.bm25.idf(terms))
+                                         term_weights=lambda terms: self.loaded().searcher.index.bm25.idf(terms),
+                                         unheard=lambda query: self.loaded().unheard(query))
         return self._answers
 
     @property
@@ -224,14 +225,19 @@ class IndexContext:
         searched)."""
         if not (self.workspace.config.search.spelling if spelling is None else spelling):
             return query, {}
-        bm25, analyzer = self.searcher.index.bm25, self.searcher.analyzer
-
-        def indexed(word: str) -> tuple[str, int]:
-            terms = analyzer.terms(word)
-            return (terms[0], bm25.document_frequency(terms[0])) if len(terms) == 1 else (word, 0)
-
-        text, corrections = corrected(query.text, indexed)
+        text, corrections = corrected(query.text, self._indexed)
         return query.derive(text), corrections
+
+    def unheard(self, query: Query) -> list[str]:
+        """The names of the query that no indexed text mentions, nor a word two edits from them
+        (nlp/typos.py): an answer from these documents cannot be about them."""
+        return query.view("unheard names", lambda: unheard_names(query.text, self._indexed,
+                                                                 self.searcher.index.bm25.has_term_near))
+
+    def _indexed(self, word: str) -> tuple[str, int]:
+        """The word's index term and how many indexed texts hold it (0: none, or not one term)."""
+        terms = self.searcher.analyzer.terms(word)
+        return (terms[0], self.searcher.index.bm25.document_frequency(terms[0])) if len(terms) == 1 else (word, 0)
 
     # ------------------------------------------------------------------ vectors
     def embed_query(self, query: Query) -> np.ndarray:

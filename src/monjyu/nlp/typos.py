@@ -52,6 +52,27 @@ def corrected(text: str, indexed: Callable[[str], tuple[str, int]]) -> tuple[str
     return fixed, found
 
 
+# A word of Latin letters alone, whole (not part of a hyphenated or numbered name such as "SARS-CoV-2"),
+# in any case, in English or Japanese text ("DetectGPTはどのように…").
+_NAME = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z]+(?![A-Za-z0-9_-])")
+
+
+def unheard_names(text: str, indexed: Callable[[str], tuple[str, int]], near: Callable[[str], bool]) -> list[str]:
+    """The words of `text` that name something no indexed text mentions ("DetectGPT",
+    "lecanemab"), as written: at least `MIN_LETTERS` letters, not an English word, no index term, and
+    no index term two edits or fewer from its own (`near(term)`): "immunoglobin" or "Bacilius" may
+    be a misspelling of a word the index holds, and is not counted. `indexed` as in `corrected`."""
+    english = _english()
+    out = []
+    for word in dict.fromkeys(_NAME.findall(text)):
+        if len(word) < MIN_LETTERS or word.lower() in english:
+            continue
+        term, held = indexed(word)
+        if not held and not near(term):
+            out.append(word)
+    return out
+
+
 def _correction(word: str, english, indexed: Callable[[str], tuple[str, int]]) -> str | None:
     held = {e: indexed(e) for e in sorted(english.edit_distance_1(word))}
     held = {e: found for e, found in held.items() if found[1]}

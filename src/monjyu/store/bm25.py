@@ -22,6 +22,8 @@ import bm25s
 import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
 
 _PARAMS = "params.index.json"
 K1, B = 1.2, 0.75
@@ -129,6 +131,7 @@ class BM25Index:
         self.n_docs = n_docs
         self._vocab = retriever.vocab_dict if retriever is not None else {}
         self._postings = postings  # kept by a build, for saving
+        self._near: list[str] | None = None  # the vocabulary as a list, made on the first has_term_near
 
     @classmethod
     def build_from_column(cls, terms: pa.ChunkedArray, rows: int = 16_384) -> "BM25Index":
@@ -199,6 +202,13 @@ class BM25Index:
             return 0
         indptr = self._retriever.scores["indptr"]
         return int(indptr[i + 1] - indptr[i])
+
+    def has_term_near(self, term: str, edits: int = 2) -> bool:
+        """Whether the index holds a term at most `edits` edits (Levenshtein, rapidfuzz) from
+        `term`: a word the index lacks may be a misspelling of that one."""
+        if self._near is None:
+            self._near = list(self._vocab)
+        return process.extractOne(term, self._near, scorer=Levenshtein.distance, score_cutoff=edits) is not None
 
     def scores(self, query_terms: list[str]) -> np.ndarray:
         """BM25 score of every text unit (row order of the text_units table)."""
