@@ -8,6 +8,8 @@ answers of an earlier commit, run from a `git worktree` over the same indexes.
         --papers ../shared/bench-data/papers-pdf --papers-index IDX2 \
         --beir ../shared/bench-data/2wiki --beir-index IDX3 --baseline 1e8d856
     python bench/answer_quality.py ... --half fit      # the covidqa papers a reader may be fitted on
+    python bench/answer_quality.py --covidqa ... --covidqa-questions bench/data/covidqa_questions_ja.jsonl
+        # 100 of its questions in Japanese (--covidqa-questions-field question_en: the same in English)
     python bench/answer_quality.py --covidqa ... --sample 200 --seed 13 --papers ... \
         --compare-config smollm2.yaml                   # an LLM writer beside the offline reader
 
@@ -39,12 +41,16 @@ GLOBAL_QUESTIONS = ROOT / "bench" / "data" / "covidqa_global_questions.jsonl"
 REFERENCE_WORDS = 60
 
 
-def covidqa_questions(folder: Path, half: str) -> list[dict]:
+def covidqa_questions(folder: Path, half: str, questions: Path | None = None, field: str = "question") -> list[dict]:
+    """The half's questions of covidqa-dev (the halves are its papers', whatever `questions` holds):
+    its own, or those of `questions` (covidqa_questions_ja.jsonl), asked as their `field` says."""
     rows = [json.loads(line) for line in open(folder / "questions.jsonl", encoding="utf-8") if line.strip()]
     docs = sorted({r["doc"] for r in rows})
     fit = set(docs[0::2])
     keep = {"fit": fit, "test": set(docs) - fit, "all": set(docs)}[half]
-    return [{"id": str(r["id"]), "question": r["question"], "answers": r["answers"], "doc": r["doc"]}
+    if questions is not None:
+        rows = [json.loads(line) for line in open(questions, encoding="utf-8") if line.strip()]
+    return [{"id": str(r["id"]), "question": r[field], "answers": r["answers"], "doc": r["doc"]}
             for r in rows if r["doc"] in keep]
 
 
@@ -241,6 +247,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--covidqa", type=Path, help="covidqa-dev folder (questions.jsonl, docs/)")
     ap.add_argument("--covidqa-index", type=Path)
+    ap.add_argument("--covidqa-questions", type=Path, help="other questions over covidqa-dev's papers "
+                    "(bench/data/covidqa_questions_ja.jsonl: Japanese translations), in place of its own")
+    ap.add_argument("--covidqa-questions-field", default="question",
+                    help="the field of --covidqa-questions asked (question_en: the same questions in English)")
     ap.add_argument("--papers", type=Path, help="papers-pdf folder")
     ap.add_argument("--papers-index", type=Path)
     ap.add_argument("--papers-qa", type=Path, default=PAPERS_QA)
@@ -280,8 +290,9 @@ def main() -> None:
 
     jobs = []
     if args.covidqa:
-        qs = covidqa_questions(args.covidqa, args.half)
-        jobs.append({"name": f"covidqa-{args.half}", "questions": qs[:args.limit] if args.limit else qs,
+        qs = covidqa_questions(args.covidqa, args.half, args.covidqa_questions, args.covidqa_questions_field)
+        asked = "" if args.covidqa_questions is None else f" {args.covidqa_questions.stem} {args.covidqa_questions_field}"
+        jobs.append({"name": f"covidqa-{args.half}{asked}", "questions": qs[:args.limit] if args.limit else qs,
                      "index": args.covidqa_index, "docs": args.covidqa / "docs", "langs": {"en"}})
     if args.papers:
         qs = papers_questions(args.papers_qa)
