@@ -333,6 +333,26 @@ def test_the_lead_is_a_sentence_the_model_reads_as_an_answer(tmp_path, cache_dir
     assert answer.kind == "extractive" and "28%" in answer.text.splitlines()[0], answer.text
 
 
+TERVIL = {  # a sentence with the question's words that answers nothing, and one that answers
+    "tervil-fever.md": "# Tervil fever in the river valleys\n\nTervil fever is an acute viral illness of adults in "
+                       "the river valleys, fatal in some cases, spread by mosquitoes.\n\nMost patients "
+                       "recover within two weeks. The case fatality rate of Tervil fever in adults was 12% during "
+                       "the outbreak.\n\nCattle are vaccinated every spring.\n",
+    "mosquito-control.md": VALLEY_VIRUS["mosquito-control.md"],
+}
+
+
+def test_a_japanese_question_over_english_sentences_is_read_in_english_words(tmp_path, cache_dir):
+    """The model learnt questions over sentences of their own language: a Japanese question over
+    English papers is read as its English words (nlp.glossary.english_reading: "How much Tervil
+    adult case fatality rate?"), in which the model reads the answer where it reads none in the
+    Japanese, and the answer leads with it as the English question's does."""
+    m = _indexed(tmp_path, cache_dir, TERVIL)
+    for question in ("What is the case fatality rate of Tervil fever in adults?", "Tervilの成人における致死率はどのくらいですか？"):
+        answer = m.search(question, top_k=5).answer
+        assert answer.kind == "extractive" and "12%" in answer.text.splitlines()[0], (question, answer.text)
+
+
 PNEUMONIA = {  # the question's words in one sentence, what answers it in another
     "childhood-pneumonia.md": "# Childhood pneumonia in the last decade\n\n## Burden\n\nThe overall burden of "
                               "childhood pneumonia has been reduced substantially over the last decade, despite an "

@@ -30,6 +30,16 @@ def test_only_japanese_queries_get_glosses():
     assert terms[:2] == ["transform", "損失"] and "loss" in terms[2:]
 
 
+def test_a_japanese_question_read_as_english_words():
+    """Its question word, its Latin words as written, its content words' first glosses, a date as
+    English writes it; not the grammar (する, いる, particles)."""
+    reading = shared_glossary().english_reading
+    assert reading("Tervilの成人における致死率はどのくらいですか？") == "How much Tervil adult case fatality rate?"
+    assert reading("EGR1は細胞内のどこに蓄積しますか？") == "Where EGR1 cell accumulation?"
+    assert reading("2019年12月に何が報告されましたか？").startswith("What December 2019 ")
+    assert reading("なぜ2013年にMERS-CoVが広がったのですか？").startswith("Why 2013 MERS-CoV ")
+
+
 def test_a_missing_dictionary_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "jamdict_data", None)  # as if the package were not installed
     with pytest.raises(MonjyuError, match="jamdict-data"):

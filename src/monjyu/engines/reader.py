@@ -288,7 +288,11 @@ class Reader:
         for c, z in zip(out, scores):
             c.score = float(z)
         if self.model is not None:
-            self._read(text, out, forms)
+            # The model learnt questions over sentences of their own language: a Japanese question
+            # over English sentences only is read as its English words (Glossary.english_reading).
+            asked = (shared_glossary().english_reading(text)
+                     if query.language == "ja" and all(c.language != "ja" for c in out) else text)
+            self._read(asked, out, forms)
         return out
 
     def _read(self, query: str, candidates: list[Candidate], forms: dict[str, tuple[str, bool]]) -> None:
@@ -393,7 +397,9 @@ class Reader:
         choice = asks == "choice" or (bool(paired) and asks not in ("compare", "list"))
         extent = _EXTENT["choice" if choice else asks]
         lead = pool[0]
-        if extent is _FACT and decides and lead.answers < UNSURE_LEAD:
+        # Over a sentence of another language the model reads a question it never learnt in that pairing
+        # (a Japanese one as its English words): its sureness, fitted within one language, is not taken.
+        if extent is _FACT and decides and (lead.answers < UNSURE_LEAD or lead.language != lang):
             extent = _UNSURE_FACT
         picked: list[Candidate] = [lead]
         words = len(lead.quote.split())

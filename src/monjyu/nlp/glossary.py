@@ -34,6 +34,23 @@ _GLOSSES = ("SELECT g.text FROM {table} k JOIN Sense s ON s.idseq = k.idseq JOIN
             "WHERE k.text = ? AND +g.lang = 'eng' ORDER BY k.idseq, s.ID, g.rowid")
 MAX_GLOSS_WORDS = 3  # a longer gloss explains the word rather than translating it
 
+# The question word of a Japanese question, as an English one opens ("なぜ" -> "Why"); the first
+# that the question holds, in this order ("何人" before "何").
+_ASKS = (("なぜ|どうして|何故", "Why"), ("いつ", "When"), ("どこ", "Where"), ("誰|だれ", "Who"),
+         ("何人|いくつ|何種類|何個|何件|何回", "How many"), ("どれくらい|どのくらい|どれほど", "How much"),
+         ("どのように|どうやって|どのようにして|どう", "How"), ("何|どの|どれ|どんな|どういう", "What"))
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+# A date as English writes it: "2019年12月" -> "December 2019", "2013年" -> "2013", "12月" -> "December".
+_DATES = ((re.compile(r"(\d{4})年(1[0-2]|0?[1-9])月"), lambda m: f"{_MONTHS[int(m[2]) - 1]} {m[1]}"),
+          (re.compile(r"(1[0-2]|0?[1-9])月"), lambda m: _MONTHS[int(m[1]) - 1]),
+          (re.compile(r"(\d+)[年日]"), lambda m: m[1]))
+_LATIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+\-/]*")
+# The words a reading keeps: nouns, verbs, adjectives; not する, ある, いる, なる (非自立可能: they
+# carry the grammar, not what is asked) nor numerals.
+_READ_POS = ("名詞", "動詞", "形容詞", "形状詞")
+_NOT_READ_POS1 = _SKIP_POS1 | {"非自立可能"}
+
 
 def jmdict_path() -> Path:
     """The JMdict database the `jamdict-data` package installs."""
@@ -75,6 +92,37 @@ class Glossary:
             if len(text.split()) <= MAX_GLOSS_WORDS and terms:
                 return tuple(terms)
         return ()
+
+    def gloss(self, word: str) -> str:
+        """The word's first short English gloss as written ("使う" -> "use", "治療" -> "medical
+        treatment"), or "" if it has none."""
+        for text in self._rows("Kanji", word) or self._rows("Kana", word):
+            text = " ".join(_PARENTHESES.sub(" ", text).split())
+            text = text[3:] if text.startswith("to ") else text
+            if text and len(text.split()) <= MAX_GLOSS_WORDS:
+                return text
+        return ""
+
+    def english_reading(self, question: str) -> str:
+        """A Japanese question as English words, for a reader that learnt English questions over
+        English sentences: its question word, then its Latin words as written and its content words'
+        first glosses, in its order ("Tervilの成人における致死率はどのくらいですか？" -> "How much
+        Tervil adult case fatality rate?"). Word order and grammar are lost, the words an answering
+        sentence holds often not."""
+        asks = next((english for pattern, english in _ASKS if re.search(pattern, question)), "")
+        for pattern, written in _DATES:
+            question = pattern.sub(lambda m: f" {written(m)} ", question)
+        words: list[str] = []
+        for run in re.split(rf"({_LATIN.pattern})", question):
+            if _LATIN.fullmatch(run):
+                words.append(run)
+                continue
+            for word, pos in self._analyzer.japanese_morphemes(run):
+                if pos[0] in _READ_POS and pos[1] not in _NOT_READ_POS1 and not _HIRAGANA_ONLY.fullmatch(word):
+                    english = self.gloss(word)
+                    if english and english not in words:
+                        words.append(english)
+        return " ".join(([asks] if asks else []) + words) + "?"
 
     def terms(self, text: str) -> list[str]:
         """The English index terms of the content nouns of the Japanese runs of `text`."""
