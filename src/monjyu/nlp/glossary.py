@@ -94,8 +94,8 @@ class Glossary:
         return ()
 
     def gloss(self, word: str) -> str:
-        """The word's first short English gloss as written ("使う" -> "use", "治療" -> "medical
-        treatment"), or "" if it has none."""
+        """The word's first short English gloss as written, without "to" and parentheses ("使う" ->
+        "use", "治療" -> "treatment"), or "" if it has none."""
         for text in self._rows("Kanji", word) or self._rows("Kana", word):
             text = " ".join(_PARENTHESES.sub(" ", text).split())
             text = text[3:] if text.startswith("to ") else text
