@@ -69,7 +69,7 @@ def test_a_question_about_what_no_document_mentions_is_not_answered(sample_index
     """The passages retrieved for its other words are about something else: the answer says which
     name no indexed text mentions, in every mode that answers from passages and in Japanese, and a
     name two edits from an indexed word (a likely misspelling) is answered."""
-    for mode in ("hybrid", "hybridrag", "auto"):
+    for mode in ("hybrid", "hybridrag", "lazy", "auto"):
         answer = sample_index.ask("How does DetectGPT decide whether a text was machine-generated?", mode,
                                   top_k=3).answer
         assert answer.kind == "insufficient" and "None of them mentions “DetectGPT”." in answer.text, mode
