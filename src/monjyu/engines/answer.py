@@ -67,14 +67,8 @@ class AnswerEngine:
                       on_token: Callable[[str], None] | None = None) -> Answer:
         lang = self.language(query)
         cfg = self.config
-        # A question about something no document mentions ("How does DetectGPT decide ...?") is not
-        # answered from passages that share its other words, by the reader or the LLM.
-        unheard = self.unheard(query) if self.unheard is not None else []
-        if unheard:
-            answer = unheard_answer(lang, unheard)
-            if on_token:
-                on_token(answer.text)
-            return answer
+        if (refused := self.refused_as_unheard(query, on_token)) is not None:
+            return refused
         sources = select_sources(hits, cfg.context_tokens, self.count_tokens, cfg.max_sources)
         if not sources:
             return insufficient(lang, "no passage was retrieved (or all fell under the threshold)")
@@ -100,6 +94,18 @@ class AnswerEngine:
         if not text.strip():
             return extractive("the LLM returned an empty answer, so this answer is extractive")
         return self.checked(text, sources, lang)
+
+    def refused_as_unheard(self, query: Query, on_token: Callable[[str], None] | None = None) -> Answer | None:
+        """"Insufficient", naming them, for a question about something no document mentions ("How
+        does DetectGPT decide ...?"): it is not answered from passages that share its other words,
+        by the reader or the LLM. None for any other question."""
+        unheard = self.unheard(query) if self.unheard is not None else []
+        if not unheard:
+            return None
+        answer = unheard_answer(self.language(query), unheard)
+        if on_token:
+            on_token(answer.text)
+        return answer
 
     def checked(self, text: str, sources: Sequence[Source], lang: str) -> Answer:
         """The LLM's answer with its citations resolved and (answer.verify) each sentence checked

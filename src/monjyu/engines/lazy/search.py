@@ -41,7 +41,6 @@ from ...retrieval.communities import Community
 from ...retrieval.fusion import weighted_rrf
 from ...types import LazySearchResult, RelevantSentence
 from ..answer import AnswerEngine
-from ..extractive import unheard_answer
 from ..classify import rule_classify
 from ..context import Source
 from ..relevance import sentences_of
@@ -111,7 +110,7 @@ class LazySearch:
         self.prompts_dir = prompts_dir
         self.min_sentence_score = min_sentence_score  # local relevance a theme's sentence needs to a topic
         self.check_answer = answers.checked
-        self.unheard = answers.unheard
+        self.refused_as_unheard = answers.refused_as_unheard
         self.writer = ClaimWriter(config, self.searcher, self.scorer, self.llm, self.count_tokens, self.prompts_dir,
                                   self.check_answer)
         self.global_questions = GlobalQuestions(config, self.searcher, self.scorer, self.llm, self.level4,
@@ -575,11 +574,9 @@ class LazySearch:
             kept_text_unit_ids=list(best), hits=hits, total_count=len(best),
             levels_reached=[0, 1, *range(2, level2["level"] + 1)] if level2 else [0, 1] if self.searcher.index.graph is not None else [0])
         result.level2 = level2
-        unheard = self.unheard(asked) if answer and self.unheard is not None else []
-        if unheard:  # as AnswerEngine.aanswer: nothing the documents say is about it
-            result.answer = unheard_answer(lang, unheard)
-            if on_token:
-                on_token(result.answer.text)
+        refused = self.refused_as_unheard(asked, on_token) if answer else None
+        if refused is not None:  # a question about something no document mentions
+            result.answer = refused
         elif answer:
             result.claims, result.answer, state.llm_calls = await self.writer.claims_and_answer(
                 query, lang, relevant, state.llm_calls, state.visits, conversation, timings, phase, on_token)
