@@ -18,6 +18,7 @@ import functools
 import re
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import MonjyuError
@@ -76,6 +77,7 @@ class Glossary:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self.english = functools.lru_cache(maxsize=50_000)(self._english)
+        self.gloss = functools.lru_cache(maxsize=50_000)(self._gloss)
 
     def _rows(self, table: str, word: str) -> list[str]:
         with self._lock:
@@ -84,20 +86,23 @@ class Glossary:
                 self._db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
             return [text for (text,) in self._db.execute(_GLOSSES.format(table=table), (word,))]
 
+    def _glosses(self, word: str) -> Iterator[str]:
+        """The word's English glosses in JMdict's order, their parenthesised notes left out."""
+        for text in self._rows("Kanji", word) or self._rows("Kana", word):
+            yield " ".join(_PARENTHESES.sub(" ", text).split())
+
     def _english(self, word: str) -> tuple[str, ...]:
         """The index terms of the word's first short gloss ("順序" -> order), or () if it has none."""
-        for text in self._rows("Kanji", word) or self._rows("Kana", word):
-            text = _PARENTHESES.sub(" ", text)
+        for text in self._glosses(word):
             terms = self._analyzer.terms(text)
             if len(text.split()) <= MAX_GLOSS_WORDS and terms:
                 return tuple(terms)
         return ()
 
-    def gloss(self, word: str) -> str:
+    def _gloss(self, word: str) -> str:
         """The word's first short English gloss as written, without "to" and parentheses ("使う" ->
-        "use", "治療" -> "treatment"), or "" if it has none."""
-        for text in self._rows("Kanji", word) or self._rows("Kana", word):
-            text = " ".join(_PARENTHESES.sub(" ", text).split())
+        "use", "治療" -> "treatment"), or "" if it has none (`gloss`, cached as `english` is)."""
+        for text in self._glosses(word):
             text = text[3:] if text.startswith("to ") else text
             if text and len(text.split()) <= MAX_GLOSS_WORDS:
                 return text

@@ -131,7 +131,6 @@ class BM25Index:
         self.n_docs = n_docs
         self._vocab = retriever.vocab_dict if retriever is not None else {}
         self._postings = postings  # kept by a build, for saving
-        self._near: list[str] | None = None  # the vocabulary as a list, made on the first has_term_near
 
     @classmethod
     def build_from_column(cls, terms: pa.ChunkedArray, rows: int = 16_384) -> "BM25Index":
@@ -206,9 +205,7 @@ class BM25Index:
     def has_term_near(self, term: str, edits: int = 2) -> bool:
         """Whether the index holds a term at most `edits` edits (Levenshtein, rapidfuzz) from
         `term`: a word the index lacks may be a misspelling of that one."""
-        if self._near is None:
-            self._near = list(self._vocab)
-        return process.extractOne(term, self._near, scorer=Levenshtein.distance, score_cutoff=edits) is not None
+        return process.extractOne(term, self._vocab.keys(), scorer=Levenshtein.distance, score_cutoff=edits) is not None
 
     def scores(self, query_terms: list[str]) -> np.ndarray:
         """BM25 score of every text unit (row order of the text_units table)."""
