@@ -10,6 +10,8 @@ answers of an earlier commit, run from a `git worktree` over the same indexes.
     python bench/answer_quality.py ... --half fit      # the covidqa papers a reader may be fitted on
     python bench/answer_quality.py --covidqa ... --covidqa-questions bench/data/covidqa_questions_ja.jsonl
         # 100 of its questions in Japanese (--covidqa-questions-field question_en: the same in English)
+    python bench/answer_quality.py --papers ... --papers-index IDX2 --authors bench/data/papers_pdf_authors.jsonl
+        # who wrote a paper and when: the byline's names and year
     python bench/answer_quality.py --covidqa ... --sample 200 --seed 13 --papers ... \
         --compare-config smollm2.yaml                   # an LLM writer beside the offline reader
 
@@ -122,6 +124,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     cites_gold: list[float] = []
     both_found, both_answered, both_each, both_spoken = 0, 0, 0, 0  # choice questions whose two sides are in the top 5
     refused = 0
+    authors_rows: list[tuple[bool, bool, bool | None, bool]] = []
     for rec in records:
         q = by_id[rec["id"]]
         refused += rec["answer_kind"] == "insufficient"
@@ -141,6 +144,10 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
             cited_docs = {rec["top_document_id"]} if use_reference_passage else \
                 {c["document_id"] for c in rec["citations"]}
             cites_gold.append(len(cited_docs & set(q["gold"])) / len(q["gold"]))
+        if "authors" in q:  # bench/data/papers_pdf_authors.jsonl: the byline's names and year, the right paper
+            named = [_plain(a) in _plain(text) for a in q["authors"]]
+            authors_rows.append((named[0], all(named), str(q["year"]) in text if "year" in q else None,
+                                 (rec["citations"][0]["doc"] if rec["citations"] else "") == q["doc"]))
         if use_reference_passage:
             continue
         kinds = {c["number"]: c["kind"] for c in rec["citations"]}
@@ -164,6 +171,12 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     if cites_gold:
         out["cites_gold"] = sum(x > 0 for x in cites_gold) / n  # at least one gold document cited
         out["cites_all_gold"] = sum(x == 1 for x in cites_gold) / n
+    if authors_rows:
+        out["first_author"] = sum(r[0] for r in authors_rows) / n
+        out["authors"] = sum(r[1] for r in authors_rows) / n
+        years = [r[2] for r in authors_rows if r[2] is not None]
+        out["year"] = sum(years) / max(len(years), 1)
+        out["right_paper"] = sum(r[3] for r in authors_rows) / n
     if both_found:
         out["both_top5"] = both_found
         out["answered_both_top5"] = both_answered / both_found
@@ -180,6 +193,13 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
         out["non_body_lines"] = off_kind / max(lines_total, 1)
         out["other_language_lines"] = off_lang / max(lines_total, 1)
     return out
+
+
+def _plain(text: str) -> str:
+    """Lower case, one space, no accents: a name as the PDF's text layer or the gold writes it."""
+    import unicodedata
+
+    return _squash("".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)))
 
 
 def _squash(text: str) -> str:
@@ -261,6 +281,8 @@ def main() -> None:
                     "(bench/data/yesno_comparison_qa.jsonl): answered, and each side quoted, when both are in the top 5")
     ap.add_argument("--offtopic", type=Path, help="questions covidqa-dev does not answer "
                     "(bench/data/covidqa_offtopic_questions.jsonl, with the global set's off-topic ones): 'insufficient' share")
+    ap.add_argument("--authors", type=Path, help="who wrote a papers-pdf paper and when (bench/data/papers_pdf_authors.jsonl): "
+                    "the byline's first author and names, the year, the right paper cited first")
     ap.add_argument("--half", choices=["fit", "test", "all"], default="test")
     ap.add_argument("--mode", default="hybrid")
     ap.add_argument("--config", type=Path)
@@ -314,6 +336,12 @@ def main() -> None:
                 ap.error(f"--choice has {name} questions: give that set and its index too")
             if qs:
                 jobs.append({"name": f"choice {name}", "questions": qs, "index": index, "docs": docs, "langs": {"en"}})
+    if args.authors:
+        if not (args.papers and args.papers_index):
+            ap.error("--authors asks over papers-pdf: give --papers and --papers-index too")
+        qs = papers_questions(args.authors)
+        jobs.append({"name": "papers-pdf authors", "questions": qs, "index": args.papers_index, "docs": args.papers,
+                     "langs": {"en"}})
     if args.offtopic and not args.covidqa:
         ap.error("--offtopic asks over covidqa-dev: give --covidqa and --covidqa-index too")
     if args.offtopic:

@@ -612,6 +612,22 @@ def test_a_cut_sentence_shows_its_cut_and_a_footnote_mark_is_left_out(tmp_path, 
     assert not quotable_span(glued, 0, len(glued))
 
 
+def test_a_question_or_a_table_s_labels_in_a_body_sentence_are_not_quoted():
+    """A question the text asks answers nothing; a body sentence a table's labels run into reads as
+    prose only by function words written as labels ("Ours-JFT"), which prose writes in lower case."""
+    from monjyu.engines.quotes import quotable_span
+
+    for unquoted in ("How does ZeRO work with MP?", "With fewer inductive biases for vision than ResNets, how crucial "
+                     "is the dataset size?", "ViTの学習にはどれだけのデータが必要か？",
+                     "Interestingly, this Ours-JFT Ours-JFT Ours-I21k BiT-L Noisy Student (ViT-H/14) (ViT-L/16) "
+                     "(ResNet152x4) (EfficientNet-L2)"):
+        assert not quotable_span(unquoted, 0, len(unquoted)), unquoted
+    for quoted in ("Our Vision Transformer (ViT) attains excellent results when pre-trained at sufficient scale.",
+                   "BACKGROUND: THE PATIENTS WERE TREATED WITH REMDESIVIR IN THE WARD.",
+                   "In Our Results, the model does better."):
+        assert quotable_span(quoted, 0, len(quoted)), quoted
+
+
 DECLARED = {  # a report's conclusion, and what the report says of itself
     "report.md": "# No evidence of a laboratory origin\n\nThere is currently no credible evidence that the virus was "
                  "engineered in a laboratory; it most likely arose in nature by recombination in an intermediate "

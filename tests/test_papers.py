@@ -403,6 +403,12 @@ def test_plain_text_paper_header(tmp_path):
     assert doc.title == "A Plain Text Paper About Viruses"
     assert doc.authors == ["Marie Curie", "Louis Pasteur"] and doc.year == 2019
     assert doc.metadata["doi"] == "10.1000/xyz.123" and doc.date == "2019-05-01"
+    # The labelled header of a CORD-19 export: the labels are no part of the names or the date.
+    txt.write_text("Another Paper\n\nhttps://example.org/b\n\nAuthors: Chan, Jasper Fuk-Woo; Kok, Kin-Hang\n"
+                   "Date: 2020-01-28\nDOI: 10.1080/222.2020\n\nAbstract: Viruses spread.\n", encoding="utf-8")
+    [labelled] = load_file(txt, "txt", CFG)
+    assert labelled.authors == ["Jasper Fuk-Woo Chan", "Kin-Hang Kok"] and labelled.year == 2020
+    assert labelled.date == "2020-01-28"
     body = [(s.path, doc.text[s.start:s.end]) for s in doc.sections if s.kind == "text"]
     # The labelled abstract is its own section; the body after it is not abstract, and its
     # export label ("Text:") is no part of the text.

@@ -14,6 +14,7 @@ from ..errors import ServiceError
 from ..llm import LLM, Message, load_prompt
 from ..query import Query
 from ..types import Answer, SearchHit
+from .byline import ASKING_WORDS, asks_byline, byline_answer, named_paper
 from .citations import resolve_citations
 from ..llm.replies import structured_reply
 from .context import Source, format_sources, select_sources
@@ -72,6 +73,10 @@ class AnswerEngine:
         sources = select_sources(hits, cfg.context_tokens, self.count_tokens, cfg.max_sources)
         if not sources:
             return insufficient(lang, "no passage was retrieved (or all fell under the threshold)")
+        if (byline := self.byline(query, sources, lang)) is not None:
+            if on_token:
+                on_token(byline.text)
+            return byline
 
         def extractive(note: str = "") -> Answer:
             answer = extractive_answer(query, query_vector, sources, self.reader, lang,
@@ -106,6 +111,17 @@ class AnswerEngine:
         if on_token:
             on_token(answer.text)
         return answer
+
+    def byline(self, query: Query, sources: Sequence[Source], lang: str) -> Answer | None:
+        """Who wrote the paper the question names, or when it was published, from the byline the
+        index keeps (engines/byline.py), with no LLM call: no passage says it. None for any other
+        question, and where no retrieved paper is the one named."""
+        asked = asks_byline(query.text)
+        if asked is None:
+            return None
+        terms = self.scorer.analyzer.terms
+        source = named_paper(sources, set(self.scorer.query_terms(query)) - set(terms(ASKING_WORDS)), terms)
+        return byline_answer(asked, source, lang) if source is not None else None
 
     def checked(self, text: str, sources: Sequence[Source], lang: str) -> Answer:
         """The LLM's answer with its citations resolved and (answer.verify) each sentence checked

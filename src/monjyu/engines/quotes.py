@@ -1,9 +1,9 @@
 """What a retrieved sentence looks like as quoted, and whether it may be quoted at all.
 
-An answer quotes statements of body text that read as prose: not a title line, a caption, a
-reference entry, a table row, a formula a PDF lost its symbols from, what a paper declares of
-itself (a disclaimer, its authors' interests), nor a sentence that only points to a table or a
-figure. A quote leaves out what would mislead beside the answer's own markers (the paper's "[12]",
+An answer quotes statements of body text that read as prose: not a question, a title line, a
+caption, a reference entry, a table row, a formula a PDF lost its symbols from, what a paper
+declares of itself (a disclaimer, its authors' interests), nor a sentence that only points to a
+table or a figure. A quote leaves out what would mislead beside the answer's own markers (the paper's "[12]",
 author-year citations, footnote numbers, figure pointers) and shows a sentence cut at a page's or a
 column's end as cut.
 """
@@ -159,12 +159,21 @@ def _reads_as_prose(text: str) -> bool:
     if _MATH_HOLES.search(text):
         return False
     words = _WORD.findall(text)
-    function_words = sum(w.lower() in EN_STOPWORDS for w in words)
+    function_words = _function_words(words)
     if function_words >= max(2, len(words) // 10):
         return True
     written_as_sentence = bool(re.match(r"\s*[A-Z]", text)) and text.rstrip().endswith((".", "!", "?"))
     return (function_words >= 1 and written_as_sentence
             and sum(w.isalpha() and w.islower() for w in words) * 2 > len(words))
+
+
+def _function_words(words: list[str]) -> int:
+    """How many of `words` are function words as prose writes them: in lower case, or opening it. A
+    table's labels may be function words written capitalised ("Ours-JFT Ours-I21k BiT-L ..."), which
+    prose writes so only first; text written all in capitals counts them all."""
+    if sum(w.isupper() for w in words) * 2 > len(words):
+        return sum(w.lower() in EN_STOPWORDS for w in words)
+    return sum(w.lower() in EN_STOPWORDS and (i == 0 or not w[:1].isupper()) for i, w in enumerate(words))
 
 
 def _pieces_are_words(text: str) -> bool:
@@ -182,15 +191,17 @@ def quotable(sentence: Sentence) -> bool:
 
 
 def quotable_span(text: str, a: int, b: int) -> bool:
-    """The sentence text[a:b] of a passage of body text reads as prose: not a title line, a
-    reference list entry, a caption, a name list, a table row, a formula, a declaration or a pointer
-    to a table or a figure."""
+    """The sentence text[a:b] of a passage of body text reads as prose and states something: not a
+    question, a title line, a reference list entry, a caption, a name list, a table row, a formula,
+    a declaration or a pointer to a table or a figure."""
     if is_title_line(text, a, b):
         return False
     line_start = text.rfind("\n", 0, a) + 1
     if _ENTRY_LINE.match(text[line_start:line_start + 200]):
         return False
     quote = _without_pointers(text[a:b])
+    if quote.endswith(("?", "？")):  # a question the text asks ("How does ZeRO work with MP?") answers nothing
+        return False
     if (_FIGURE_TEXT.match(quote) or _CAPTION_INSIDE.search(quote) or _REFERENCE_ENTRY.search(quote)
             or len(_INITIALS.findall(quote)) >= 2 or _DECLARATION.search(quote) or _POINTER_ONLY.search(quote)):
         return False

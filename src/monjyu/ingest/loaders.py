@@ -126,6 +126,12 @@ _ABSTRACT_LABEL = re.compile(r"^(abstract|summary|概要|要旨)\s*[:：.]\s*", 
 _BODY_LABEL = re.compile(r"^(text|body|main text|full text|本文)\s*[:：]\s*", re.IGNORECASE)  # CORD-19 exports: "Text: ..."
 
 
+# The labels of a header's author and date lines (CORD-19 exports: "Authors: Chan, Jasper Fuk-Woo; Kok,
+# Kin-Hang", "Date: 2020-01-28"): the value is read without them.
+_HEADER_LABEL = re.compile(r"^(authors?|author\(s\)|date|published|著者|日付)\s*[:：]\s*", re.IGNORECASE)
+_AUTHORS_LABELS = frozenset({"author", "authors", "author(s)", "著者"})
+
+
 def _paper_header(blocks: list[Block]) -> tuple[str, list[str], str, str, int]:
     """Plain-text papers often start with a header: a title line, then lines of authors
     ("Surname, Given; ..."), a date, a DOI, a URL. Returns title, authors, date, DOI and how many
@@ -139,12 +145,14 @@ def _paper_header(blocks: list[Block]) -> tuple[str, list[str], str, str, int]:
         if block.kind == "heading" or _ABSTRACT_LABEL.match(block.text) or not all(map(_header_line, lines)):
             break
         for line in lines:
-            line = line.strip()
+            line, label = line.strip(), ""
+            if labelled := _HEADER_LABEL.match(line):
+                line, label = line[labelled.end():], labelled.group(1).lower()
             if m := DOI.search(line):
                 doi = doi or m.group(1)
             elif _ISO_DATE.match(line):
                 date = date or line
-            elif ";" in line and not authors and len(line) < 2000:
+            elif (";" in line or label in _AUTHORS_LABELS) and not authors and len(line) < 2000:
                 authors = [_given_surname(a) for a in line.split(";") if a.strip()]
         used += 1
     return title, [a for a in authors if a], date, doi, used

@@ -1,0 +1,81 @@
+"""Who wrote a paper and when it was published, answered from the byline the index keeps for it
+(engines/byline.py), through the real index: plain-text papers with a CORD-19 export's header, and
+real arXiv PDFs."""
+
+from __future__ import annotations
+
+import pytest
+
+from monjyu import Monjyu
+from monjyu.engines.byline import asks_byline
+from tests.llm_server import llm_server  # noqa: F401  (fixture)
+
+ZEBRAS = ("Grazing Patterns of Plains Zebras\n\nAuthors: Grevy, Anna; Burchell, William\nDate: 2018-06-02\n\n"
+          "Abstract: Plains zebras graze in herds on short grass.\n\nText: Zebras move between water and grass "
+          "every day. The herds graze at dawn and at dusk, and rest in the shade at noon. Lions follow the herds "
+          "to the water.\n")
+LIONS = ("Hunting Success of Lions\n\nAuthors: Packer, Craig\nDate: 2011-03-15\n\nAbstract: Lions hunt at night "
+         "in prides.\n\nText: Lions hunt large prey together. A pride of lions takes buffalo and wildebeest, and "
+         "the success of a hunt grows with the size of the pride.\n")
+
+
+@pytest.mark.parametrize("question, asked", [
+    ("Who wrote the ZeRO paper?", "authors"),
+    ("Who are the authors of MuZero?", "authors"),
+    ("Which researchers wrote the paper on STaR?", "authors"),
+    ("Name the authors of the deep residual learning paper.", "authors"),
+    ("ViTの論文の著者は誰ですか？", "authors"),
+    ("ResNetの論文を書いたのは誰ですか？", "authors"),
+    ("When was the FlashAttention paper published?", "year"),
+    ("PonderNetの論文は何年に発表されましたか？", "year"),
+    # what the authors say, did or found is asked of the body text
+    ("According to the ZeRO authors, what are the trade-offs of data parallelism?", None),
+    ("RWKVの著者たちは、このモデルの限界としてどのような点を挙げていますか？", None),
+    ("Who conducted the study?", None),
+    ("When was the virus first identified?", None),
+])
+def test_a_question_asks_for_the_byline_only_when_it_asks_who_wrote_or_when_published(question, asked):
+    assert asks_byline(question) == asked
+
+
+@pytest.fixture(scope="module")
+def savanna(tmp_path_factory, cache_dir) -> Monjyu:
+    from monjyu.config import MonjyuConfig
+
+    root = tmp_path_factory.mktemp("savanna")
+    (root / "papers").mkdir()
+    (root / "papers" / "zebras.txt").write_text(ZEBRAS, encoding="utf-8")
+    (root / "papers" / "lions.txt").write_text(LIONS, encoding="utf-8")
+    m = Monjyu(root / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
+    assert not m.index([root / "papers"]).failures
+    return m
+
+
+def test_who_wrote_a_paper_is_answered_from_its_byline(savanna):
+    answer = savanna.search("Who wrote the paper on zebra grazing?", top_k=5).answer
+    assert answer.text == "“Grazing Patterns of Plains Zebras” (2018) is by Anna Grevy and William Burchell. [1]"
+    assert [c.source_path.rsplit("/", 1)[-1] for c in answer.citations] == ["zebras.txt"]
+    assert answer.kind == "extractive" and "byline" in answer.note
+    ja = savanna.search("ライオンの狩りの論文の著者は誰ですか？", top_k=5).answer
+    assert ja.text == "「Hunting Success of Lions」（2011年）の著者はCraig Packerです。[1]"
+    year = savanna.search("When was the paper on the hunting success of lions published?", top_k=5).answer
+    assert year.text == "“Hunting Success of Lions” by Craig Packer was published in 2011. [1]"
+
+
+def test_what_the_authors_found_is_still_read_from_the_text(savanna):
+    answer = savanna.search("According to the authors, what do lions follow?", top_k=5).answer
+    assert "byline" not in answer.note and "Lions follow the herds to the water." in answer.text
+
+
+def test_a_byline_answer_costs_no_llm_call(savanna, make_config, llm_server):  # noqa: F811
+    m = Monjyu(savanna.index_dir, make_config(llm=llm_server.config()))
+    result = m.search("Who are the authors of the lion hunting paper?", top_k=5)
+    assert result.answer.text.endswith("is by Craig Packer. [1]") and llm_server.requests == []
+
+
+def test_the_authors_of_a_real_pdf_are_its_first_page_s(cited_papers):
+    answer = cited_papers.search("Who wrote PonderNet?", top_k=5).answer
+    assert answer.text == "“PonderNet: Learning to Ponder” (2021) is by Andrea Banino, Jan Balaguer and Charles Blundell. [1]"
+    ja = cited_papers.search("ResNetの論文を書いたのは誰ですか？", top_k=5).answer
+    assert "Kaiming He、Xiangyu Zhang、Shaoqing Ren、Jian Sun" in ja.text
+    assert ja.citations[0].source_path.endswith("resnet.pdf")
