@@ -61,7 +61,7 @@ def test_postgres_stopped_in_the_middle_of_a_publish(own_postgres, tmp_path, sam
 
     monkeypatch.setattr(postgres_store.PostgresIndex, "_write_files", server_stops)
     add_a_document(samples_copy, "late-note")
-    with pytest.raises(MonjyuError, match=r"cannot write generation g000002 to postgresql://.*still holds the previous"):
+    with pytest.raises(MonjyuError, match=r"(?s)cannot write generation g000002 to postgresql://.*still holds the previous"):
         Monjyu(tmp_path / "writer", config).index([samples_copy])
     monkeypatch.undo()
     own_postgres.start()
