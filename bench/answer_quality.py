@@ -11,7 +11,8 @@ answers of an earlier commit, run from a `git worktree` over the same indexes.
     python bench/answer_quality.py --covidqa ... --covidqa-questions bench/data/covidqa_questions_ja.jsonl
         # 100 of its questions in Japanese (--covidqa-questions-field question_en: the same in English)
     python bench/answer_quality.py --papers ... --papers-index IDX2 --authors bench/data/papers_pdf_authors.jsonl
-        # who wrote a paper and when: the byline's names and year
+        # who wrote a paper and when: the byline's names and year (--by-author papers_pdf_by_author.jsonl:
+        # which papers someone wrote)
     python bench/answer_quality.py --covidqa ... --sample 200 --seed 13 --papers ... \
         --compare-config smollm2.yaml                   # an LLM writer beside the offline reader
 
@@ -125,6 +126,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     both_found, both_answered, both_each, both_spoken = 0, 0, 0, 0  # choice questions whose two sides are in the top 5
     refused = 0
     authors_rows: list[tuple[bool, bool, bool | None, bool]] = []
+    by_author_rows: list[tuple[float, bool, bool]] = []
     for rec in records:
         q = by_id[rec["id"]]
         refused += rec["answer_kind"] == "insufficient"
@@ -148,6 +150,10 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
             named = [_plain(a) in _plain(text) for a in q["authors"]]
             authors_rows.append((named[0], all(named), str(q["year"]) in text if "year" in q else None,
                                  (rec["citations"][0]["doc"] if rec["citations"] else "") == q["doc"]))
+        if "docs" in q and "author" in q:  # bench/data/papers_pdf_by_author.jsonl: the author's papers cited
+            cited = {c["doc"] for c in rec["citations"]}
+            by_author_rows.append((len(cited & set(q["docs"])) / len(q["docs"]), set(q["docs"]) <= cited,
+                                   bool(cited) and cited <= set(q["docs"])))
         if use_reference_passage:
             continue
         kinds = {c["number"]: c["kind"] for c in rec["citations"]}
@@ -177,6 +183,10 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
         years = [r[2] for r in authors_rows if r[2] is not None]
         out["year"] = sum(years) / max(len(years), 1)
         out["right_paper"] = sum(r[3] for r in authors_rows) / n
+    if by_author_rows:
+        out["papers_found"] = sum(r[0] for r in by_author_rows) / n
+        out["all_papers"] = sum(r[1] for r in by_author_rows) / n
+        out["only_theirs"] = sum(r[2] for r in by_author_rows) / n
     if both_found:
         out["both_top5"] = both_found
         out["answered_both_top5"] = both_answered / both_found
@@ -283,6 +293,8 @@ def main() -> None:
                     "(bench/data/covidqa_offtopic_questions.jsonl, with the global set's off-topic ones): 'insufficient' share")
     ap.add_argument("--authors", type=Path, help="who wrote a papers-pdf paper and when (bench/data/papers_pdf_authors.jsonl): "
                     "the byline's first author and names, the year, the right paper cited first")
+    ap.add_argument("--by-author", type=Path, help="which papers-pdf papers someone wrote "
+                    "(bench/data/papers_pdf_by_author.jsonl): the share of theirs cited, all cited, none of another's")
     ap.add_argument("--half", choices=["fit", "test", "all"], default="test")
     ap.add_argument("--mode", default="hybrid")
     ap.add_argument("--config", type=Path)
@@ -342,6 +354,11 @@ def main() -> None:
         qs = papers_questions(args.authors)
         jobs.append({"name": "papers-pdf authors", "questions": qs, "index": args.papers_index, "docs": args.papers,
                      "langs": {"en"}})
+    if args.by_author:
+        if not (args.papers and args.papers_index):
+            ap.error("--by-author asks over papers-pdf: give --papers and --papers-index too")
+        jobs.append({"name": "papers-pdf by author", "questions": papers_questions(args.by_author),
+                     "index": args.papers_index, "docs": args.papers, "langs": {"en"}})
     if args.offtopic and not args.covidqa:
         ap.error("--offtopic asks over covidqa-dev: give --covidqa and --covidqa-index too")
     if args.offtopic:

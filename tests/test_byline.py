@@ -19,6 +19,11 @@ LIONS = ("Hunting Success of Lions\n\nAuthors: Packer, Craig\nDate: 2011-03-15\n
          "the success of a hunt grows with the size of the pride.\n")
 
 
+HYENAS = ("Hyenas as Hunters\n\nAuthors: Kruuk, Hans; Packer, Craig\nDate: 2015-09-01\n\nAbstract: Spotted hyenas "
+          "hunt more than they scavenge.\n\nText: Hyenas hunt in clans at night and chase wildebeest over long "
+          "distances. Lions often take the kill from them.\n")
+
+
 @pytest.mark.parametrize("question, asked", [
     ("Who wrote the ZeRO paper?", "authors"),
     ("Who are the authors of MuZero?", "authors"),
@@ -46,6 +51,7 @@ def savanna(tmp_path_factory, cache_dir) -> Monjyu:
     (root / "papers").mkdir()
     (root / "papers" / "zebras.txt").write_text(ZEBRAS, encoding="utf-8")
     (root / "papers" / "lions.txt").write_text(LIONS, encoding="utf-8")
+    (root / "papers" / "hyenas.txt").write_text(HYENAS, encoding="utf-8")
     m = Monjyu(root / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
     assert not m.index([root / "papers"]).failures
     return m
@@ -57,7 +63,7 @@ def test_who_wrote_a_paper_is_answered_from_its_byline(savanna):
     assert [c.source_path.rsplit("/", 1)[-1] for c in answer.citations] == ["zebras.txt"]
     assert answer.kind == "extractive" and "byline" in answer.note
     ja = savanna.search("ライオンの狩りの論文の著者は誰ですか？", top_k=5).answer
-    assert ja.text == "「Hunting Success of Lions」（2011年）の著者はCraig Packerです。[1]"
+    assert ja.text.startswith("「Hunting Success of Lions」（2011年）の著者はCraig Packerです。[")
     year = savanna.search("When was the paper on the hunting success of lions published?", top_k=5).answer
     assert year.text == "“Hunting Success of Lions” by Craig Packer was published in 2011. [1]"
 
@@ -71,6 +77,38 @@ def test_a_byline_answer_costs_no_llm_call(savanna, make_config, llm_server):  #
     m = Monjyu(savanna.index_dir, make_config(llm=llm_server.config()))
     result = m.search("Who are the authors of the lion hunting paper?", top_k=5)
     assert result.answer.text.endswith("is by Craig Packer. [1]") and llm_server.requests == []
+
+
+def test_which_papers_an_author_wrote_are_listed_from_the_bylines_each_cited():
+    from monjyu.engines.byline import Authors, Paper
+
+    authors = Authors([(Paper("a", "Attention", 2017), ["Ashish Vaswani", "Noam Shazeer"]),
+                       (Paper("p", "Primer", 2021), ["David R. So", "Noam Shazeer"]),
+                       (Paper("d", "Distilling", 2015), ["Geoffrey Hinton", "Jeff Dean"]),
+                       (Paper("s", "STaR", 2022), ["Noah D. Goodman"])])
+    asked = authors.asked("Which papers did Noam Shazeer write?")
+    assert asked.name == "Noam Shazeer" and [p.title for p in asked.papers] == ["Attention", "Primer"]
+    assert authors.asked("Papers by Noah Goodman").name == "Noah D. Goodman"  # initials aside
+    assert authors.asked("What does Hinton's paper say about temperature?").rest == \
+        "What does paper say about temperature?"  # a surname only one author has
+    assert authors.asked("Kaiming Heの論文はどれですか？") is None  # no such author here
+    assert authors.asked("Jeff Deanが書いた論文は？").name == "Jeff Dean"
+    for other in ("Which papers cite Noam Shazeer?", "According to Hinton, what is distillation?",
+                  "Who wrote the Primer paper?", "What did the dean say?"):
+        assert authors.asked(other) is None, other
+
+
+def test_an_author_s_papers_through_the_index(savanna):
+    answer = savanna.search("Which papers did Craig Packer write?", top_k=5).answer
+    assert answer.text.startswith("Craig Packer is an author of 2 of the indexed papers: ")
+    assert "“Hunting Success of Lions” (2011) [" in answer.text and "“Hyenas as Hunters” (2015) [" in answer.text
+    assert sorted(c.source_path.rsplit("/", 1)[-1] for c in answer.citations) == ["hyenas.txt", "lions.txt"]
+    ja = savanna.search("Craig Packerの論文はどれですか？", top_k=5).answer
+    assert ja.text.startswith("Craig Packerが著者に名を連ねる論文は2本です：")
+    # a question about something in an author's paper searches their papers alone, read without the name
+    result = savanna.search("What does the paper by Grevy say about lions?", top_k=5)
+    assert {h.source_path.rsplit("/", 1)[-1] for h in result.hits} == {"zebras.txt"}
+    assert "Lions follow the herds to the water." in result.answer.text
 
 
 def test_the_authors_of_a_real_pdf_are_its_first_page_s(cited_papers):

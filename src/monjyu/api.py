@@ -275,11 +275,10 @@ class Monjyu:
         return replace(request, top_k=top_k)
 
     async def _run(self, query: Query, request: SearchRequest) -> Result:
-        """The mode's engine (auto: by question type) runs the request on one generation, its spelling corrected."""
+        """The mode's engine (auto: by question type) runs the request on one generation, as searched
+        (`IndexContext.searched`: its spelling corrected, an author it asks about the filter)."""
         context = self.workspace.current()
-        query, corrections = context.spelled(query, request.spelling)
-        if corrections and request.public is not None:
-            request = replace(request, public=request.public.model_copy(update={"text": query.text}))
+        query, request, corrections = context.searched(query, request)
         if request.mode == "auto":
             engine = (await self._route(query, context))["engine"]
             request = request.to(self.config.search.mode if engine == "search" else engine)

@@ -14,7 +14,8 @@ from ..errors import ServiceError
 from ..llm import LLM, Message, load_prompt
 from ..query import Query
 from ..types import Answer, SearchHit
-from .byline import ASKING_WORDS, asks_byline, byline_answer, named_paper
+from .byline import (ASKING_WORDS, AskedAuthor, asks_byline, byline_answer, named_paper, only_lists_papers,
+                     papers_by_answer)
 from .citations import resolve_citations
 from ..llm.replies import structured_reply
 from .context import Source, format_sources, select_sources
@@ -44,11 +45,17 @@ class AnswerEngine:
     def __init__(self, config: AnswerConfig, llm: LLM | None, scorer: LocalRelevanceScorer,
                  count_tokens: Callable[[str], int],
                  term_weights: Callable[[set[str]], dict[str, float]] | None = None,
-                 unheard: Callable[[Query], list[str]] | None = None):
+                 unheard: Callable[[Query], list[str]] | None = None,
+                 asked_author: Callable[[Query], AskedAuthor | None] | None = None,
+                 first_passage: Callable[[str], SearchHit | None] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
-        the check of LLM answers; `unheard`: the names of a query that no indexed text mentions."""
+        the check of LLM answers; `unheard`: the names of a query that no indexed text mentions;
+        `asked_author`: the author on the bylines whose papers a query asks about; `first_passage`: a
+        document's first unit of body text, cited for a paper listed that no source is from."""
         self.config = config
         self.unheard = unheard
+        self.asked_author = asked_author
+        self.first_passage = first_passage
         self.llm = llm
         self.scorer = scorer
         self.count_tokens = count_tokens
@@ -78,8 +85,13 @@ class AnswerEngine:
                 on_token(byline.text)
             return byline
 
+        author = self.asked_author(query) if self.asked_author is not None else None
+        # "What does the paper by Hinton say about temperature?" is read as "What does the paper say
+        # about temperature?": the sources are Hinton's papers, and no sentence of them names him
+        read = query.derive(author.rest) if author is not None and author.rest else query
+
         def extractive(note: str = "") -> Answer:
-            answer = extractive_answer(query, query_vector, sources, self.reader, lang,
+            answer = extractive_answer(read, query_vector, sources, self.reader, lang,
                                        min_score=cfg.min_sentence_score)
             if note:
                 answer.note = f"{note}; {answer.note}" if answer.note else note
@@ -113,13 +125,16 @@ class AnswerEngine:
         return answer
 
     def byline(self, query: Query, sources: Sequence[Source], lang: str) -> Answer | None:
-        """Who wrote the paper the question names, or when it was published, from the byline the
-        index keeps (engines/byline.py), with no LLM call: no passage says it. None for any other
-        question, and where no retrieved paper is the one named."""
+        """Who wrote the paper the question names, when it was published, or which papers someone
+        wrote, from the bylines the index keeps (engines/byline.py), with no LLM call: no passage
+        says it. None for any other question, and where no retrieved paper is the one named."""
+        terms = self.scorer.analyzer.terms
+        author = self.asked_author(query) if self.asked_author is not None else None
+        if author is not None and only_lists_papers(query.text, author, terms):
+            return papers_by_answer(author, sources, lang, self.first_passage)
         asked = asks_byline(query.text)
         if asked is None:
             return None
-        terms = self.scorer.analyzer.terms
         source = named_paper(sources, set(self.scorer.query_terms(query)) - set(terms(ASKING_WORDS)), terms)
         return byline_answer(asked, source, lang) if source is not None else None
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,13 @@ import numpy as np
 from ..config import MonjyuConfig
 from ..embed import CachedEmbedder, Embedder, EmbeddingCache, create_embedder
 from ..engines.answer import AnswerEngine
+from ..engines.byline import AskedAuthor, Authors, Paper, ties_to_an_author
 from ..engines.baseline import BaselineRAG
 from ..engines.hybrid.engine import HybridRAGEngine
 from ..engines.hybrid.rerank import Reranker, create_reranker
 from ..engines.lazy import LazySearchEngine
 from ..engines.relevance import LocalRelevanceScorer
+from ..engines.request import SearchRequest
 from ..errors import EmbedderMismatchError, MonjyuError
 from ..index import read_manifest
 from ..index.builder import generation_dir
@@ -39,6 +42,7 @@ from ..nlp.typos import corrected, unheard_names
 from ..query import Query
 from ..retrieval import LoadedIndex, Searcher
 from ..retrieval.rankers import QUERY_TEXT_CHARS
+from ..schemas import SearchFilters
 from ..store.base import LevelRecords
 from ..store.factory import open_store
 from ..store.level_records import SQLiteLevelRecords
@@ -154,7 +158,9 @@ class Workspace:
             llm = create_llm(self.config.llm, self.cache_dir())
             self._answers = AnswerEngine(self.config.answer, llm, scorer, TokenCounter().count,
                                          term_weights=lambda terms: self.loaded().searcher.index.bm25.idf(terms),
-                                         unheard=lambda query: self.loaded().unheard(query))
+                                         unheard=lambda query: self.loaded().unheard(query),
+                                         asked_author=lambda query: self.loaded().asked_author(query),
+                                         first_passage=lambda document_id: self.loaded().first_passage(document_id))
         return self._answers
 
     @property
@@ -207,6 +213,8 @@ class IndexContext:
         self.searcher = Searcher(loaded, config.search, embed_texts=self.embed_texts)
         self._level3: tuple[int, EntityGraph | None] = (0, None)  # (extractions it was built from, graph)
         self._engines: dict[str, Any] = {}
+        self._bylines: Authors | None = None  # the names on the bylines, read on the first question
+        self._first_rows: dict[str, int] = {}  # each document's first unit of body text
 
     def _attach_store_search(self, loaded: LoadedIndex) -> None:
         """The store's own ANN index where the embedded store would use LanceDB's (generations of
@@ -233,6 +241,45 @@ class IndexContext:
         (nlp/typos.py): an answer from these documents cannot be about them."""
         return query.view("unheard names", lambda: unheard_names(query.text, self._indexed,
                                                                  self.searcher.index.bm25.has_term_near))
+
+    def asked_author(self, query: Query) -> AskedAuthor | None:
+        """The author on the collection's bylines whose papers the query asks about ("Which papers
+        did Noam Shazeer write?", "the paper by Hinton"; engines/byline.py), or None."""
+        return query.view("asked author",
+                          lambda: self._authors().asked(query.text) if ties_to_an_author(query.text) else None)
+
+    def searched(self, query: Query, request: SearchRequest) -> tuple[Query, SearchRequest, dict[str, str]]:
+        """The query and the request as searched, and the spelling corrections made: the words that no
+        indexed text holds corrected (`spelled`), and the search bounded to the papers of the author
+        the query asks about ("Which papers did X write?", "the paper by X"; `asked_author`) where the
+        request's filters bound no authors themselves."""
+        query, corrections = self.spelled(query, request.spelling)
+        if corrections and request.public is not None:
+            request = replace(request, public=request.public.model_copy(update={"text": query.text}))
+        author = self.asked_author(query)
+        if author is not None and not (request.filters and request.filters.authors):
+            filters = (request.filters or SearchFilters()).model_copy(update={"authors": [author.name]})
+            request = replace(request, filters=filters)
+        return query, request, corrections
+
+    def first_passage(self, document_id: str) -> SearchHit | None:
+        """The document's first unit of body text, as a search would return it (a paper's listing cites it)."""
+        self._authors()
+        row = self._first_rows.get(document_id)
+        return self.searcher.hit(row, 0.0, 0, None, None) if row is not None else None
+
+    def _authors(self) -> Authors:
+        if self._bylines is None:
+            c = self.searcher.index.columns
+            documents, first = {}, {}
+            for row, (d, t, y, a, kind, chunk) in enumerate(zip(c["document_id"], c["title"], c["year"], c["authors"],
+                                                                  c["kind"], c["chunk_index"])):
+                documents.setdefault(d, (Paper(d, t, int(y) if y is not None else None), a))
+                if (kind or "text") == "text" and (d not in first or chunk < c["chunk_index"][first[d]]):
+                    first[d] = row
+            self._first_rows = first
+            self._bylines = Authors(documents.values())
+        return self._bylines
 
     def _indexed(self, word: str) -> tuple[str, int]:
         """The word's index term and how many indexed texts hold it (0: none, or not one term)."""
