@@ -496,3 +496,27 @@ def test_citations_open_the_cited_page_in_zotero(library, cache_dir):
             assert c["page"] and c["zotero"]["open_pdf"] == (
                 f"zotero://open-pdf/library/items/{key['attachment_key']}?page={c['page']}")
             assert c["zotero"]["select"] == f"zotero://select/library/items/{key['key']}"
+
+
+def test_who_wrote_an_item_and_which_items_a_creator_wrote_are_read_from_the_library(library):
+    """The byline answers read the library's creators: "Who wrote “TITLE”?" names the item's first
+    creator and cites the item; "Which papers did CREATOR write?" cites every item they are a creator
+    of (from the SQLite file through plain SQL)."""
+    from monjyu import load_config
+
+    expected = expected_items(ZOTERO_DEV / "zotero.sqlite")
+    m = Monjyu(library["index"], load_config(library["config"]))
+    for doc_id, want in sorted(expected.items())[:3]:
+        answer = m.search(f"Who wrote “{want['title']}”?", top_k=5).answer
+        assert want["first_creator"] in answer.text and answer.citations[0].document_id == doc_id, answer.text
+    db = sqlite3.connect(f"file:{ZOTERO_DEV / 'zotero.sqlite'}?immutable=1", uri=True)
+    creators: dict[str, set[str]] = {}
+    for key, first, last in db.execute("SELECT i.key, c.firstName, c.lastName FROM items i JOIN itemCreators ic "
+                                       "ON ic.itemID = i.itemID JOIN creators c ON c.creatorID = ic.creatorID"):
+        if f"zotero/{key}" in expected and first and last:
+            creators.setdefault(f"{first} {last}", set()).add(f"zotero/{key}")
+    db.close()
+    name, items = max(sorted(creators.items()), key=lambda kv: len(kv[1]))  # the creator of the most items
+    answer = m.search(f"Which papers did {name} write?", top_k=5).answer
+    assert answer.text.startswith(f"{name} is an author of {len(items)} of the indexed papers")
+    assert {c.document_id for c in answer.citations} == items
