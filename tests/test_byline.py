@@ -16,7 +16,8 @@ ZEBRAS = ("Grazing Patterns of Plains Zebras\n\nAuthors: Grevy, Anna; Burchell, 
           "to the water.\n")
 LIONS = ("Hunting Success of Lions\n\nAuthors: Packer, Craig\nDate: 2011-03-15\n\nAbstract: Lions hunt at night "
          "in prides.\n\nText: Lions hunt large prey together. A pride of lions takes buffalo and wildebeest, and "
-         "the success of a hunt grows with the size of the pride.\n")
+         "the success of a hunt grows with the size of the pride.\n\nCraig Packer Field counts of hunts by prides "
+         "of lions, the hunting success analysis and the writing.\n")
 
 
 HYENAS = ("Hyenas as Hunters\n\nAuthors: Kruuk, Hans; Packer, Craig\nDate: 2015-09-01\n\nAbstract: Spotted hyenas "
@@ -73,6 +74,13 @@ def test_what_the_authors_found_is_still_read_from_the_text(savanna):
     assert "byline" not in answer.note and "Lions follow the herds to the water." in answer.text
 
 
+def test_a_sentence_opening_with_an_author_of_its_own_paper_is_not_quoted(savanna):
+    """Who did what in a paper ("Craig Packer Field counts of hunts ..."), as its contributions list it,
+    answers no question about its subject."""
+    answer = savanna.search("How was the hunting success of prides of lions counted?", top_k=5).answer
+    assert answer.kind == "extractive" and "Craig Packer Field" not in answer.text, answer.text
+
+
 def test_a_byline_answer_costs_no_llm_call(savanna, make_config, llm_server):  # noqa: F811
     m = Monjyu(savanna.index_dir, make_config(llm=llm_server.config()))
     result = m.search("Who are the authors of the lion hunting paper?", top_k=5)
@@ -89,6 +97,8 @@ def test_which_papers_an_author_wrote_are_listed_from_the_bylines_each_cited():
     asked = authors.asked("Which papers did Noam Shazeer write?")
     assert asked.name == "Noam Shazeer" and [p.title for p in asked.papers] == ["Attention", "Primer"]
     assert authors.asked("Papers by Noah Goodman").name == "Noah D. Goodman"  # initials aside
+    assert authors.asked("which papers did noam shazeer write").name == "Noam Shazeer"  # as typed
+    assert authors.asked("papers by geoffrey x y hinton") is None and authors.asked("what did he write?") is None
     assert authors.asked("What does Hinton's paper say about temperature?").rest == \
         "What does paper say about temperature?"  # a surname only one author has
     assert authors.asked("Kaiming Heの論文はどれですか？") is None  # no such author here

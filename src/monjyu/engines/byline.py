@@ -109,8 +109,8 @@ def byline_answer(asked: str, source: Source, language: str) -> Answer | None:
 
 # ---------------------------------------------------------------------------- papers by an author
 
-# A run of capitalised Latin words, where a name is looked for ("Noam Shazeer", "Kaiming Heの論文").
-_NAME_WORD = r"[A-Z\u00C0-\u00DE][A-Za-z\u00C0-\u024F'’.-]*"
+# A run of Latin words, where a name is looked for ("Noam Shazeer", "noam shazeer", "Kaiming Heの論文").
+_NAME_WORD = r"[A-Za-z\u00C0-\u024F][A-Za-z\u00C0-\u024F'’.-]*"
 _NAME_RUN = re.compile(rf"{_NAME_WORD}(?:\s+{_NAME_WORD})*")
 # How a question ties a name to the papers it wrote: "by X", "papers of X", "X's paper", "X wrote",
 # "X has written", "X is an author of", "Xが書いた", "Xの論文", "Xが著者".
@@ -155,7 +155,7 @@ class AskedAuthor:
 
 class Authors:
     """The names on the collection's bylines, to find the one a question names: by given name and
-    surname (initials and accents aside), or by a surname only one of them has."""
+    surname in any case (initials and accents aside), or by a capitalised surname only one of them has."""
 
     def __init__(self, bylines: Iterable[tuple[Paper, Sequence[str]]]):
         """`bylines`: each document and its authors."""
@@ -183,7 +183,11 @@ class Authors:
                     if text[end - 2:end] in ("'s", "’s"):  # "Hinton's paper": the name, then its "'s"
                         end -= 2
                     key = _name_key(text[start:end])
-                    name = self.by_key.get(key) if length > 1 else self.by_surname.get(key)
+                    # a full name in any case, no longer than the byline writes it; a surname capitalised
+                    name = (self.by_key.get(key) if length > 1 else
+                            self.by_surname.get(key) if text[start].isupper() else None)
+                    if name and length > len(name.split()):
+                        name = None
                     before, after = _BY_BEFORE.search(text[:start]), _BY_AFTER.match(text[end:])
                     if name and (before or after):
                         papers = sorted(self.papers[name], key=lambda p: (p.year or 0, p.title, p.document_id))

@@ -184,10 +184,15 @@ def _pieces_are_words(text: str) -> bool:
 
 
 def quotable(sentence: Sentence) -> bool:
-    """A statement of body text, or of the user's own annotations, that reads as prose."""
+    """A statement of body text, or of the user's own annotations, that reads as prose, and not one
+    that opens with the name of an author of its own paper: who did what ("Bo Peng Original RWKV
+    idea, original code, ..."), as a contributions section lists it."""
     hit = sentence.source.hit
     a, b = sentence.start_char - hit.start_char, sentence.end_char - hit.start_char
-    return hit.kind in (TEXT, ANNOTATION) and quotable_span(hit.text, a, b)
+    if hit.kind not in (TEXT, ANNOTATION) or not quotable_span(hit.text, a, b):
+        return False
+    opening = hit.text[a:a + 80]
+    return not any(" " in name and opening.startswith(name) for name in hit.authors)
 
 
 def quotable_span(text: str, a: int, b: int) -> bool:
