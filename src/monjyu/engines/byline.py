@@ -44,6 +44,8 @@ ASKING_WORDS = "paper papers article study work author authors wrote written wri
 NAMED = 6
 SCANNED = 5  # the passages whose documents may be the one asked about
 LISTED = 20  # the papers of an author an answer lists; it counts the others
+NAME_WORDS = 6  # the most words of a name looked for (a pasted section is read in linear time)
+CUE_CHARS = 40  # how far before and after a name the words tying it to the papers are looked for
 
 
 def asks_byline(text: str) -> str | None:
@@ -177,7 +179,7 @@ class Authors:
             return None
         for run in _NAME_RUN.finditer(text):
             words = list(re.finditer(r"\S+", run.group()))
-            for length in range(len(words), 0, -1):
+            for length in range(min(len(words), NAME_WORDS), 0, -1):
                 for i in range(len(words) - length + 1):
                     start, end = run.start() + words[i].start(), run.start() + words[i + length - 1].end()
                     if text[end - 2:end] in ("'s", "’s"):  # "Hinton's paper": the name, then its "'s"
@@ -186,13 +188,15 @@ class Authors:
                     # a full name in any case, no longer than the byline writes it; a surname capitalised
                     name = (self.by_key.get(key) if length > 1 else
                             self.by_surname.get(key) if text[start].isupper() else None)
-                    if name and length > len(name.split()):
-                        name = None
-                    before, after = _BY_BEFORE.search(text[:start]), _BY_AFTER.match(text[end:])
-                    if name and (before or after):
+                    if not name or length > len(name.split()):
+                        continue
+                    # the words tying the name to the papers, read close to it
+                    at = max(0, start - CUE_CHARS)
+                    before, after = _BY_BEFORE.search(text[at:start]), _BY_AFTER.match(text[end:end + CUE_CHARS])
+                    if before or after:
                         papers = sorted(self.papers[name], key=lambda p: (p.year or 0, p.title, p.document_id))
                         # the rest of the question: without "by X" or "X's" (an "X wrote" keeps its verb)
-                        cut_from = before.start() if before else start
+                        cut_from = at + before.start() if before else start
                         cut_to = end + len(after.group()) if after and after.group()[:1] in "'’" else end
                         return AskedAuthor(name, tuple(papers), " ".join(f"{text[:cut_from]} {text[cut_to:]}".split()))
         return None
