@@ -14,8 +14,7 @@ from ..errors import ServiceError
 from ..llm import LLM, Message, load_prompt
 from ..query import Query
 from ..types import Answer, SearchHit
-from .byline import (ASKING_WORDS, AskedAuthor, asks_byline, byline_answer, named_paper, only_lists_papers,
-                     papers_by_answer)
+from .byline import AskedAuthor, asks_byline, byline_answer, named_paper, only_lists_papers, papers_by_answer
 from .citations import resolve_citations
 from ..llm.replies import structured_reply
 from .context import Source, format_sources, select_sources
@@ -135,7 +134,7 @@ class AnswerEngine:
         asked = asks_byline(query.text)
         if asked is None:
             return None
-        source = named_paper(sources, set(self.scorer.query_terms(query)) - set(terms(ASKING_WORDS)), terms)
+        source = named_paper(sources, self.scorer.query_terms(query), terms)
         return byline_answer(asked, source, lang) if source is not None else None
 
     def checked(self, text: str, sources: Sequence[Source], lang: str) -> Answer:

@@ -57,12 +57,14 @@ def asks_byline(text: str) -> str | None:
     return None
 
 
-def named_paper(sources: Sequence[Source], question_terms: set[str],
+def named_paper(sources: Sequence[Source], question_terms: Iterable[str],
                 terms: Callable[[str], list[str]]) -> Source | None:
     """The first passage of the paper the question names: of the documents of the first `SCANNED`
     passages, the one most of those passages come from (then the one whose title holds most of
-    `question_terms`, then the first); None where it holds only one of them and its title none of
-    the question's words, or where it has no byline (another paper's would answer wrongly)."""
+    `question_terms`, the words that ask for a byline aside, then the first); None where it holds
+    only one of them and its title none of the question's words, or where it has no byline (another
+    paper's would answer wrongly)."""
+    question_terms = set(question_terms) - set(terms(ASKING_WORDS))
     first: dict[str, Source] = {}
     counts: dict[str, int] = {}
     for s in list(sources)[:SCANNED]:

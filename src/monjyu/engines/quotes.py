@@ -2,10 +2,10 @@
 
 An answer quotes statements of body text that read as prose: not a question, a title line, a
 caption, a reference entry, a table row, a formula a PDF lost its symbols from, what a paper
-declares of itself (a disclaimer, its authors' interests), nor a sentence that only points to a
-table or a figure. A quote leaves out what would mislead beside the answer's own markers (the paper's "[12]",
-author-year citations, footnote numbers, figure pointers) and shows a sentence cut at a page's or a
-column's end as cut.
+declares of itself (a disclaimer, its authors' interests, who did what), nor a sentence that only
+points to a table or a figure. A quote leaves out what would mislead beside the answer's own
+markers (the paper's "[12]", author-year citations, footnote numbers, figure pointers) and shows a
+sentence cut at a page's or a column's end as cut.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ from ..schemas import SearchFilters
 from ..store.base import LevelRecords
 from ..store.factory import open_store
 from ..store.level_records import SQLiteLevelRecords
+from ..types import SearchHit
 
 # Control characters but tab, line feed and carriage return (C0, DEL, C1): spaces in a query.
 _CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -269,6 +270,8 @@ class IndexContext:
         return self.searcher.hit(row, 0.0, 0, None, None) if row is not None else None
 
     def _authors(self) -> Authors:
+        """The names on this generation's bylines (and each document's first unit of body text), read
+        from the units' columns on the first question that may name an author."""
         if self._bylines is None:
             c = self.searcher.index.columns
             documents, first = {}, {}
