@@ -81,6 +81,14 @@ def test_a_sentence_opening_with_an_author_of_its_own_paper_is_not_quoted(savann
     assert answer.kind == "extractive" and "Craig Packer Field" not in answer.text, answer.text
 
 
+def test_lazy_search_answers_from_the_bylines_too(savanna):
+    answer = savanna.lazy_search("Who wrote the paper on zebra grazing?").answer
+    assert answer.text.startswith("“Grazing Patterns of Plains Zebras” (2018) is by Anna Grevy and William Burchell. [")
+    listed = savanna.lazy_search("Which papers did Craig Packer write?").answer
+    assert listed.text.startswith("Craig Packer is an author of 2 of the indexed papers: ")
+    assert sorted(c.source_path.rsplit("/", 1)[-1] for c in listed.citations) == ["hyenas.txt", "lions.txt"]
+
+
 def test_a_byline_answer_costs_no_llm_call(savanna, make_config, llm_server):  # noqa: F811
     m = Monjyu(savanna.index_dir, make_config(llm=llm_server.config()))
     result = m.search("Who are the authors of the lion hunting paper?", top_k=5)

@@ -112,7 +112,7 @@ class LazySearch:
         self.check_answer = answers.checked
         self.refused_as_unheard = answers.refused_as_unheard
         self.writer = ClaimWriter(config, self.searcher, self.scorer, self.llm, self.count_tokens, self.prompts_dir,
-                                  self.check_answer)
+                                  self.check_answer, answers.byline)
         self.global_questions = GlobalQuestions(config, self.searcher, self.scorer, self.llm, self.level4,
                                                 self.embed_query, self.min_sentence_score, self.prompts_dir,
                                                 self.count_tokens, self.writer)

@@ -11,6 +11,7 @@ from string import Template
 from ...config import LazyConfig
 from ...errors import ServiceError
 from ...llm import LLM, Message, load_prompt
+from ...query import Query
 from ...retrieval import Searcher
 from ...types import Answer, Claim, RelevantSentence, SearchHit
 from ..answer import generate
@@ -36,7 +37,10 @@ class ClaimWriter:
 
     def __init__(self, config: LazyConfig, searcher: Searcher, scorer: LocalRelevanceScorer, llm: LLM | None,
                  count_tokens: Callable[[str], int], prompts_dir: str | None,
-                 check_answer: Callable[[str, Sequence[Source], str], Answer] | None):
+                 check_answer: Callable[[str, Sequence[Source], str], Answer] | None,
+                 byline: Callable[[Query, Sequence[Source], str], Answer | None] | None = None):
+        """`check_answer`: the LLM answer's check (AnswerEngine.checked); `byline`: the answer to who
+        wrote a paper or which papers someone wrote, from the bylines (AnswerEngine.byline)."""
         self.config = config
         self.searcher = searcher
         self.scorer = scorer
@@ -44,6 +48,7 @@ class ClaimWriter:
         self.count_tokens = count_tokens
         self.prompts_dir = prompts_dir
         self.check_answer = check_answer
+        self.byline = byline
 
     def sources(self, claims: Sequence[Claim]) -> tuple[list[Source], dict[str, int]]:
         number: dict[str, int] = {}
@@ -60,6 +65,10 @@ class ClaimWriter:
         if not claims:
             return insufficient(lang, "no sentence passed the relevance test")
         sources, number = self.sources(claims)
+        if self.byline is not None and (byline := self.byline(Query.of(query), sources, lang)) is not None:
+            if on_token:
+                on_token(byline.text)
+            return byline  # the bylines say it, no claim does
         listing = "\n".join(f"- {c.statement} " + "".join(f"[{number[u]}]" for u in c.text_unit_ids) for c in claims)
         note = ""
         if self.llm is not None and not use_llm:
