@@ -82,7 +82,7 @@ class GlobalQuestions:
                        for c, s, owner in zip(claims, scores, owners) if s >= cfg.relevance_threshold]
             relevant = sorted((c for c, _ in passing), key=lambda c: -c.score)
             relevant = cut_to_budget(relevant, cfg.context_tokens, self.count_tokens)
-            written_answer = await self.writer.answer(query, lang, relevant, [], on_token, use_llm=True) if answer else None
+            written_answer = await self.writer.answer(asked, lang, relevant, [], on_token, use_llm=True) if answer else None
         units = list(dict.fromkeys(u for c in relevant for u in c.text_unit_ids))
         # The map step shows each community by its report's title, or, where its report is
         # missing (beyond this search's budget, or failed), by its offline theme label.

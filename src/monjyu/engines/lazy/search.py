@@ -579,7 +579,7 @@ class LazySearch:
             result.answer = refused
         elif answer:
             result.claims, result.answer, state.llm_calls = await self.writer.claims_and_answer(
-                query, lang, relevant, state.llm_calls, state.visits, conversation, timings, phase, on_token)
+                asked, lang, relevant, state.llm_calls, state.visits, conversation, timings, phase, on_token)
             result.turn = len(conversation.turns) if conversation is not None else 0
         return result
 

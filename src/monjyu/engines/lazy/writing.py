@@ -60,12 +60,12 @@ class ClaimWriter:
                     sources.append(Source(number[unit], self.searcher.hit(self.searcher.row_of(unit), 0.0, 0, None, None)))
         return sources, number
 
-    async def answer(self, query: str, lang: str, claims: Sequence[Claim], relevant: Sequence[RelevantSentence],
+    async def answer(self, query: Query, lang: str, claims: Sequence[Claim], relevant: Sequence[RelevantSentence],
                       on_token: Callable[[str], None] | None, use_llm: bool) -> Answer:
         if not claims:
             return insufficient(lang, "no sentence passed the relevance test")
         sources, number = self.sources(claims)
-        if self.byline is not None and (byline := self.byline(Query.of(query), sources, lang)) is not None:
+        if self.byline is not None and (byline := self.byline(query, sources, lang)) is not None:
             if on_token:
                 on_token(byline.text)
             return byline  # the bylines say it, no claim does
@@ -77,7 +77,7 @@ class ClaimWriter:
             system = Template(load_prompt("lazy_answer", lang, self.prompts_dir)).safe_substitute(
                 response_type=self.config.response_type)
             user = Template(load_prompt("lazy_answer_user", lang, self.prompts_dir)).safe_substitute(
-                claims=listing, question=query)
+                claims=listing, question=query.text)
             messages = [Message("system", system), Message("user", user)]
             try:
                 written = await generate(self.llm, messages, on_token)
@@ -108,7 +108,7 @@ class ClaimWriter:
         return Answer(text=text, kind="extractive", citations=citations, language=lang, note=note)
 
 
-    async def claims_and_answer(self, query: str, lang: str, relevant: list[RelevantSentence], llm_calls: int,
+    async def claims_and_answer(self, query: Query, lang: str, relevant: list[RelevantSentence], llm_calls: int,
                                 visits: list[dict], conversation: LazyConversation | None, timings: dict[str, float],
                                 phase: PhaseCallback, on_token: Callable[[str], None] | None
                                 ) -> tuple[list[Claim], Answer, int]:
@@ -126,7 +126,7 @@ class ClaimWriter:
         by_llm, rest = list(groups.values())[:max(0, allowed)], list(groups.values())[max(0, allowed):]
         claims = sentence_claims([s for g in rest for s in g])
         if by_llm:
-            more, calls = await llm_claims(self.llm, query, by_llm, lang, self.prompts_dir)
+            more, calls = await llm_claims(self.llm, query.text, by_llm, lang, self.prompts_dir)
             claims += more
             llm_calls += calls
         if conversation:
@@ -143,7 +143,7 @@ class ClaimWriter:
         phase("answer", {"kind": answer.kind})
 
         if conversation is not None:
-            conversation.turns.append((query, answer.text))
+            conversation.turns.append((query.text, answer.text))
             conversation.claims = claims
             conversation.productive_communities = list(dict.fromkeys(
                 [v["id"] for v in visits if v["relevant"] and v["id"] is not None]
