@@ -79,9 +79,7 @@ class AnswerEngine:
         sources = select_sources(hits, cfg.context_tokens, self.count_tokens, cfg.max_sources)
         if not sources:
             return insufficient(lang, "no passage was retrieved (or all fell under the threshold)")
-        if (byline := self.byline(query, sources, lang)) is not None:
-            if on_token:
-                on_token(byline.text)
+        if (byline := self.byline(query, sources, lang, on_token)) is not None:
             return byline
 
         author = self.asked_author(query) if self.asked_author is not None else None
@@ -123,19 +121,22 @@ class AnswerEngine:
             on_token(answer.text)
         return answer
 
-    def byline(self, query: Query, sources: Sequence[Source], lang: str) -> Answer | None:
+    def byline(self, query: Query, sources: Sequence[Source], lang: str,
+               on_token: Callable[[str], None] | None = None) -> Answer | None:
         """Who wrote the paper the question names, when it was published, or which papers someone
         wrote, from the bylines the index keeps (engines/byline.py), with no LLM call: no passage
         says it. None for any other question, and where no retrieved paper is the one named."""
         terms = self.scorer.analyzer.terms
         author = self.asked_author(query) if self.asked_author is not None else None
+        answer = None
         if author is not None and only_lists_papers(query.text, author, terms):
-            return papers_by_answer(author, sources, lang, self.first_passage)
-        asked = asks_byline(query.text)
-        if asked is None:
-            return None
-        source = named_paper(sources, self.scorer.query_terms(query), terms)
-        return byline_answer(asked, source, lang) if source is not None else None
+            answer = papers_by_answer(author, sources, lang, self.first_passage)
+        elif (asked := asks_byline(query.text)) is not None:
+            source = named_paper(sources, self.scorer.query_terms(query), terms)
+            answer = byline_answer(asked, source, lang) if source is not None else None
+        if answer is not None and on_token:
+            on_token(answer.text)
+        return answer
 
     def checked(self, text: str, sources: Sequence[Source], lang: str) -> Answer:
         """The LLM's answer with its citations resolved and (answer.verify) each sentence checked

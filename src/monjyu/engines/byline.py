@@ -221,9 +221,10 @@ def papers_by_answer(author: AskedAuthor, sources: Sequence[Source], language: s
     """Every paper whose byline names the author, those among `sources` first, each cited to its first
     passage there; the others to their first passage (`first_passage`), numbered after the sources:
     the filtered search may have ranked one paper's passages above every other's."""
+    theirs = author.documents
     cited: dict[str, Source] = {}
     for s in sources:
-        if s.hit.document_id in author.documents:
+        if s.hit.document_id in theirs:
             cited.setdefault(s.hit.document_id, s)
     papers = sorted(author.papers, key=lambda p: p.document_id not in cited)  # stable: retrieved first, then by year
     papers, more = papers[:LISTED], len(papers) - LISTED

@@ -38,7 +38,8 @@ class ClaimWriter:
     def __init__(self, config: LazyConfig, searcher: Searcher, scorer: LocalRelevanceScorer, llm: LLM | None,
                  count_tokens: Callable[[str], int], prompts_dir: str | None,
                  check_answer: Callable[[str, Sequence[Source], str], Answer] | None,
-                 byline: Callable[[Query, Sequence[Source], str], Answer | None] | None = None):
+                 byline: Callable[[Query, Sequence[Source], str, Callable[[str], None] | None], Answer | None]
+                 | None = None):
         """`check_answer`: the LLM answer's check (AnswerEngine.checked); `byline`: the answer to who
         wrote a paper or which papers someone wrote, from the bylines (AnswerEngine.byline)."""
         self.config = config
@@ -65,9 +66,7 @@ class ClaimWriter:
         if not claims:
             return insufficient(lang, "no sentence passed the relevance test")
         sources, number = self.sources(claims)
-        if self.byline is not None and (byline := self.byline(query, sources, lang)) is not None:
-            if on_token:
-                on_token(byline.text)
+        if self.byline is not None and (byline := self.byline(query, sources, lang, on_token)) is not None:
             return byline  # the bylines say it, no claim does
         listing = "\n".join(f"- {c.statement} " + "".join(f"[{number[u]}]" for u in c.text_unit_ids) for c in claims)
         note = ""
