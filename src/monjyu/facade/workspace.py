@@ -277,7 +277,8 @@ class IndexContext:
             documents, first = {}, {}
             for row, (d, t, y, a, kind, chunk) in enumerate(zip(c["document_id"], c["title"], c["year"], c["authors"],
                                                                   c["kind"], c["chunk_index"])):
-                documents.setdefault(d, (Paper(d, t, int(y) if y is not None else None), a))
+                if d not in documents:
+                    documents[d] = (Paper(d, t, int(y) if y is not None else None), a)
                 if (kind or "text") == "text" and (d not in first or chunk < c["chunk_index"][first[d]]):
                     first[d] = row
             self._first_rows = first
