@@ -32,6 +32,7 @@ from data import covidqa_validation  # noqa: E402
 
 from monjyu import Monjyu, load_config  # noqa: E402
 from monjyu.engines.context import select_sources  # noqa: E402
+from monjyu.engines.quotes import clean_quote  # noqa: E402
 from monjyu.engines.reader import FEATURES, WEIGHTS, model_column  # noqa: E402
 from monjyu.eval.qa import answer_words, holds_answer  # noqa: E402
 from monjyu.query import Query  # noqa: E402
@@ -50,7 +51,9 @@ def label(sentence: str, answers: list[str]) -> bool:
 
 
 def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
-    """Each question's candidates as the feature reader has them: features, quotes, labels."""
+    """Each question's candidates as the feature reader has them: features, quotes, labels, and the
+    sentence before each and its passage (what a model that reads context is given; a passage's
+    list is shared by its candidates, and the pickle keeps it once)."""
     engine = m.workspace.answers()
     cfg = m.config.answer
     manifest = m.workspace.manifest()
@@ -62,8 +65,10 @@ def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
         cands = engine.reader.candidates(Query.of(q["question"]), vector, sources)
         if not cands:
             continue
+        quoted = {id(c.passage): [clean_quote(x.text) for x in c.passage] for c in cands}
         rows.append({"question": q["question"], "doc": q["doc"], "quotes": [c.quote for c in cands],
                      "before": [c.before for c in cands],
+                     "passages": [(quoted[id(c.passage)], c.position) for c in cands],
                      "X": np.array([c.features for c in cands]),
                      "y": np.array([label(c.quote, q["answers"]) for c in cands]),
                      "holds": np.array([holds_answer(c.quote, q["answers"]) for c in cands])})
@@ -74,7 +79,8 @@ def add_model_column(rows: list[dict], model, candidates: int) -> None:
     """The model's log-odds as a last column, as the reader computes it (reader.model_column)."""
     for r in rows:
         features = r["X"][:, :len(FEATURES)]
-        column = model_column(model, r["question"], r["quotes"], features @ WEIGHTS, candidates, r.get("before"))
+        column = model_column(model, r["question"], r["quotes"], features @ WEIGHTS, candidates, r.get("before"),
+                              r.get("passages"))
         r["X"] = np.hstack([features, column[:, None]])
 
 

@@ -149,3 +149,65 @@ def test_a_model_setting_without_the_model_reader_is_refused():
     for setting in ({"reader_candidates": 24}, {"sure_sentence_score": 5.0}):
         with pytest.raises(ValidationError, match="applies to answer.reader: model only"):
             AnswerConfig(reader="features", **setting)
+
+
+def test_a_window_reaches_out_one_neighbour_before_and_one_after_in_turn():
+    from monjyu.engines.cross_encoder import window
+
+    assert window([10, 10, 10, 10, 10], 2, 30) == (1, 4)
+    assert window([10, 10, 10, 10, 10], 2, 40) == (0, 4)
+    assert window([10, 10, 10, 10, 10], 0, 30) == (0, 3)  # none before: the room goes after
+    assert window([10, 50, 10, 10], 1, 55) == (1, 2)  # no neighbour fits
+    assert window([10, 50, 10, 10], 2, 35) == (2, 4)  # the one before does not fit, the one after does
+
+
+def test_a_passage_long_for_one_window_is_read_in_several():
+    from monjyu.engines.cross_encoder import window_inputs
+
+    tok = shared_reader_model().tok
+    passage = [f"Sentence {i} says something about topic number {i} in about twenty words of text, "
+               "which takes some room." for i in range(20)]
+    other = ["A second passage.", "It has two sentences."]
+    asked = [(passage, 0), (passage, 1), (passage, 19), (other, 1)]
+    inputs = window_inputs(tok, question_ids(tok, "What?"), [p[i] for p, i in asked], asked)
+    assert sorted(i for _, spans in inputs for i in spans) == [0, 1, 2, 3] and len(inputs) == 3
+    for ids, spans in inputs:
+        for i, (a, b) in spans.items():
+            assert ids[a:b] == tok.content_ids(asked[i][0][asked[i][1]])
+
+
+def test_window_ids_mark_each_sentence_and_cut_at_the_trained_length():
+    from monjyu.engines.cross_encoder import WINDOW_TOKENS, window_ids
+
+    ids, spans = window_ids([7, 8], [[1, 2, 3], [4, 5]], 0, 2, [9])
+    assert ids == [0, 7, 8, 2, 2, 9, 1, 2, 3, 4, 5, 2] and spans == [(6, 9), (9, 11)]
+    ids, spans = window_ids([7], [[1] * 300, [4, 5]], 0, 2, [9])
+    assert len(ids) == WINDOW_TOKENS and spans == [(5, WINDOW_TOKENS - 1), (WINDOW_TOKENS - 1, WINDOW_TOKENS - 1)]
+
+
+def test_a_window_model_reads_each_sentence_among_its_neighbours(tmp_path):
+    """A model whose reader.json says it reads windows (training/reader/windows.py) is given each
+    sentence with its passage's sentences around it, and a sentence's log-odds is the head's
+    largest over the sentence's own tokens, as the float model computes it (the shipped weights,
+    relabelled, stand in for a window model: the path is what is tested)."""
+    from monjyu.engines.cross_encoder import READS_WINDOW, reference_states, window_inputs
+
+    for name in ("reader.int8.onnx", "reader.json"):
+        shutil.copy(model_dir() / name, tmp_path / name)
+    meta = json.loads((tmp_path / "reader.json").read_text())
+    (tmp_path / "reader.json").write_text(json.dumps(meta | {"reads": READS_WINDOW}))
+    model = ReaderModel(tmp_path)
+    assert model.reads_window and not shared_reader_model().reads_window
+    question = "What was the case fatality rate of the outbreak?"
+    passage = ["An outbreak of the virus was reported in 1995.", "It killed 35% of the children infected.",
+               "Samples were stored at -80 °C."]
+    run = model.scores(question, passage, passages=[(passage, i) for i in range(3)])
+    q = question_ids(model.tok, question)
+    inputs = window_inputs(model.tok, q, passage, [(passage, i) for i in range(3)])
+    assert len(inputs) == 1  # one window reads all three
+    ids, spans = inputs[0]
+    states = reference_states(model.weights, model.words, np.array([ids]), np.ones((1, len(ids)), np.float32))
+    for i, (a, b) in spans.items():
+        assert model.tok.content_ids(passage[i]) == ids[a:b]
+        assert abs(run[i] - model.weights.head(states[0, a:b]).max()) < 0.25
+    assert model.scores(question, passage[1:2])[0] != run[1]  # alone, it reads otherwise

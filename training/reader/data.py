@@ -99,10 +99,22 @@ def squad_groups(records: list[dict], rng: random.Random, answerable: bool,
     return groups
 
 
+def answer_pieces(answers: list[str]):
+    """sentence -> whether it holds a 5-word piece of an answer (the whole of a shorter one), as
+    reader_fit.py labels covidqa-dev's sentences."""
+    from monjyu.eval.qa import answer_words
+
+    pieces = []
+    for a in answers:
+        w = answer_words(a)
+        n = min(5, len(w))
+        pieces += [" " + " ".join(w[i:i + n]) + " " for i in range(len(w) - n + 1)]
+    return lambda sentence: any(p in " " + " ".join(answer_words(sentence)) + " " for p in pieces)
+
+
 def covidqa_groups(folder: Path, rng: random.Random, negatives: int = 6) -> list[dict]:
     """The fit half's questions over their own paper's sentences (answers are spans of the paper:
     a sentence holding a 5-word piece of one is positive, as reader_fit.py labels)."""
-    from monjyu.eval.qa import answer_words
 
     rows = [json.loads(line) for line in open(folder / "questions.jsonl", encoding="utf-8") if line.strip()]
     docs = sorted({r["doc"] for r in rows})
@@ -115,15 +127,10 @@ def covidqa_groups(folder: Path, rng: random.Random, negatives: int = 6) -> list
         if r["doc"] not in paper:
             paper[r["doc"]] = with_before(sentences((folder / "docs" / r["doc"]).read_text(encoding="utf-8")))
         sents = paper[r["doc"]]
-        pieces = []
-        for a in r["answers"]:
-            w = answer_words(a)
-            n = min(5, len(w))
-            pieces += [" " + " ".join(w[i:i + n]) + " " for i in range(len(w) - n + 1)]
+        holds = answer_pieces(r["answers"])
         pos, neg = [], []
         for s in sents:
-            hay = " " + " ".join(answer_words(s[0])) + " "
-            (pos if any(p in hay for p in pieces) else neg).append(s)
+            (pos if holds(s[0]) else neg).append(s)
         if not pos:
             continue
         hard = _by_overlap(r["question"], neg)
@@ -190,3 +197,94 @@ def build(reader_data: Path, covidqa: Path, candidates: list[dict], seed: int = 
     val += squad_groups([r for r in unans if r["title"] in held], rng, False, 99, 0)
     covid_val = [g for g in candidate_groups(candidates) if g["doc"] in covid_held]
     return {"train": train, "val": val, "covidqa-val": covid_val}
+
+
+# --------------------------------------------------------------------------- windows (a model that reads context)
+
+def paragraph_group(r: dict, passage: list[str], rng: random.Random, answerable: bool,
+                    elsewhere: list[str] | None = None) -> dict | None:
+    """One question over its paragraph, for a window model: every sentence labelled, the windows
+    centred on its answer (or, unanswerable, on the sentence sharing most words with it); with
+    `elsewhere`, another paragraph of the article too (a passage the search may also bring back)."""
+    answers = [a["text"] for a in r["answers"]] if answerable else []
+    labels = [int(_contains(s, answers)) for s in passage]
+    if answerable and not any(labels):
+        return None  # the answer crosses a sentence boundary: no sentence holds it
+    q = _words(r["question"])
+    centres = ([i for i, y in enumerate(labels) if y][:2] if answerable
+               else [max(range(len(passage)), key=lambda i: len(q & _words(passage[i])))])
+    passages = [(passage, labels, centres)]
+    if elsewhere:
+        passages.append((elsewhere, [0] * len(elsewhere), [rng.randrange(len(elsewhere))]))
+    return {"source": r["source"], "lang": r["lang"], "question": r["question"], "passages": passages}
+
+
+def paragraph_groups(records: list[dict], rng: random.Random, answerable: bool, elsewhere: bool = False,
+                     cover: bool = False) -> list[dict]:
+    """`cover`: windows over every sentence of the paragraph (validation reads them all)."""
+    split: dict[str, list[str]] = {}
+    by_article: dict[str, list[str]] = defaultdict(list)
+    for r in records:
+        if r["context"] not in split:
+            split[r["context"]] = sentences(r["context"])
+            by_article[r["title"]].append(r["context"])
+    groups = []
+    for r in records:
+        others = [c for c in by_article[r["title"]] if c != r["context"] and split[c]]
+        other = split[rng.choice(others)] if elsewhere and others else None
+        g = paragraph_group(r, split[r["context"]], rng, answerable, other) if split[r["context"]] else None
+        if g is not None:
+            if cover:
+                g["passages"] = [(p, y, None) for p, y, _ in g["passages"]]
+            groups.append(g)
+    return groups
+
+
+def covidqa_window_groups(folder: Path, rng: random.Random, papers: set[str], validation: bool = False) -> list[dict]:
+    """covidqa-dev questions of `papers` over their paper, windows centred on the answering
+    sentences, on those sharing most words with the question (the search's likely candidates) and
+    on one at random; `validation`: on the answering ones and the 9 sharing most words, each read
+    only in its own window (as the reader reads its candidates)."""
+
+    rows = [json.loads(line) for line in open(folder / "questions.jsonl", encoding="utf-8") if line.strip()]
+    paper: dict[str, list[str]] = {}
+    groups = []
+    for r in rows:
+        if r["doc"] not in papers:
+            continue
+        if r["doc"] not in paper:
+            paper[r["doc"]] = sentences((folder / "docs" / r["doc"]).read_text(encoding="utf-8"))
+        sents = paper[r["doc"]]
+        holds = answer_pieces(r["answers"])
+        labels = [int(holds(s)) for s in sents]
+        if not any(labels):
+            continue
+        q = _words(r["question"])
+        hard = sorted((i for i, y in enumerate(labels) if not y), key=lambda i: -len(q & _words(sents[i])))
+        pos = [i for i, y in enumerate(labels) if y]
+        if validation:
+            centres = pos + hard[:9]
+        else:
+            centres = pos[:2] + hard[:3] + ([rng.choice(hard[3:])] if hard[3:] else [])
+        groups.append({"source": "covidqa-fit", "lang": "en", "question": r["question"], "doc": r["doc"],
+                       "passages": [(sents, labels, centres)], "targets": validation})
+    return groups
+
+
+def build_windows(reader_data: Path, covidqa: Path, seed: int = 13, covidqa_repeat: int = 2) -> dict[str, list[dict]]:
+    """{"train", "val", "covidqa-val"} window groups, from the same sources and held-out splits as
+    `build` (covidqa-dev from its papers; the search's candidates are not needed)."""
+    rng = random.Random(seed)
+    squad = read_jsonl_gz(reader_data / "squad11-dev.jsonl.gz")
+    unans = read_jsonl_gz(reader_data / "squad20-dev-unanswerable.jsonl.gz")
+    held = validation_articles(squad, unans)
+    train = paragraph_groups([r for r in squad if r["title"] not in held], rng, True, elsewhere=True)
+    train += paragraph_groups([r for r in unans if r["title"] not in held], rng, False)
+    train += paragraph_groups(read_jsonl_gz(reader_data / "jaquad-train.jsonl.gz"), rng, True)
+    docs = sorted({json.loads(line)["doc"] for line in open(covidqa / "questions.jsonl", encoding="utf-8") if line.strip()})
+    covid_held = covidqa_validation(covidqa)
+    train += covidqa_window_groups(covidqa, rng, set(docs[0::2]) - covid_held) * covidqa_repeat
+    rng.shuffle(train)
+    val = paragraph_groups([r for r in squad if r["title"] in held], rng, True, cover=True)
+    val += paragraph_groups([r for r in unans if r["title"] in held], rng, False, cover=True)
+    return {"train": train, "val": val, "covidqa-val": covidqa_window_groups(covidqa, rng, covid_held, True)}

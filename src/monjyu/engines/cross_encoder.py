@@ -11,7 +11,11 @@ as the default embedder runs e5 (`ReaderModel`).
 Input layout (training and scoring share `question_ids` and `pair_ids`): <s> "query: " question </s> </s> "passage: "
 sentence </s>, the question cut to QUESTION_TOKENS and the pair to PAIR_TOKENS. A model trained
 with context (reader.json: "reads": READS_BEFORE) also reads the sentence before, after the
-sentence and a </s>: "passage: " sentence </s> before, cut first when the pair is too long.
+sentence and a </s>: "passage: " sentence </s> before, cut first when the pair is too long. A
+model trained on windows (READS_WINDOW) reads the sentence among its neighbours in the passage,
+<s> "query: " question </s> </s> "passage:" sentence sentence ... </s> (`window_ids`), and gives a
+log-odds at every token: the sentence's is the largest over its own tokens, so the context says
+what "it" is while the answer is still credited to the sentence that holds it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ QUESTION_TOKENS = 40
 PAIR_TOKENS = 128
 READS_SENTENCE = "the sentence"  # reader.json "reads": what the model was trained to read
 READS_BEFORE = "the sentence and the one before it"
+READS_WINDOW = "the sentence among its neighbours in the passage"
+WINDOW_TOKENS = 256
 
 
 def model_dir() -> Path:
@@ -63,6 +69,41 @@ def join_pair(question: list[int], sentence: list[int], bos: int, eos: int) -> l
 def pair_ids(tok, question: list[int], sentence: str, before: str = "") -> list[int]:
     """Token ids of one (question_ids, sentence) pair, as the model was trained on them."""
     return join_pair(question, sentence_ids(tok, sentence, before), tok.bos, tok.eos)
+
+
+def window(lengths: Sequence[int], target: int, room: int) -> tuple[int, int]:
+    """The sentences [a, b) read with sentence `target`: it and its neighbours, taken one before and
+    one after in turn, while their token `lengths` fit in `room`."""
+    a, b, used = target, target + 1, lengths[target]
+    while True:
+        before = a > 0 and used + lengths[a - 1] <= room
+        after = b < len(lengths) and used + lengths[b] <= room
+        if not (before or after):
+            return a, b
+        if before and (not after or target - a <= b - 1 - target):
+            a -= 1
+            used += lengths[a]
+        else:
+            used += lengths[b]
+            b += 1
+
+
+def window_room(question: list[int], prefix: list[int], tokens: int = WINDOW_TOKENS) -> int:
+    """The tokens a window's sentences have beside the question and the markers."""
+    return tokens - len(question) - len(prefix) - 4
+
+
+def window_ids(question: list[int], sentences: Sequence[list[int]], bos: int, eos: int,
+               prefix: list[int], tokens: int = WINDOW_TOKENS) -> tuple[list[int], list[tuple[int, int]]]:
+    """<s> question </s> </s> prefix sentence sentence ... </s> and each sentence's token span [a, b)
+    (the part of a sentence past `tokens` is cut; one left out has an empty span)."""
+    ids = [bos, *question, eos, eos, *prefix]
+    spans = []
+    for s in sentences:
+        start = len(ids)
+        ids += s[:max(0, tokens - 1 - start)]
+        spans.append((start, len(ids)))
+    return [*ids, eos], spans
 
 
 def pad_batch(rows: Sequence[list[int]], pad: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +142,8 @@ class ReaderWeights:
         return _layer_norm(words.word_rows(ids).astype(np.float32) + self.pos[:ids.shape[1]], *self.eln, self.eps)
 
     def head(self, first: np.ndarray) -> np.ndarray:
-        """Log-odds from the `<s>` states [B, H]: pooler (dense + tanh), then the linear head."""
+        """Log-odds from the `<s>` states [B, H] (a window model: any token's states): pooler (dense +
+        tanh), then the linear head."""
         return (np.tanh(first @ self.pool[0] + self.pool[1]) @ self.out[0] + self.out[1]).reshape(-1)
 
 
@@ -185,11 +227,14 @@ class ReaderModel:
         self.tok = shared_tokenizer(default_model_path())
         self.threshold = float(self.meta["threshold"])
         self.reads_before = self.meta.get("reads") == READS_BEFORE
+        self.reads_window = self.meta.get("reads") == READS_WINDOW
 
-    def scores(self, question: str, sentences: Sequence[str], before: Sequence[str] | None = None) -> np.ndarray:
+    def scores(self, question: str, sentences: Sequence[str], before: Sequence[str] | None = None,
+               passages: Sequence[tuple[Sequence[str], int]] | None = None) -> np.ndarray:
         """Log-odds that each sentence holds the answer to `question` (float32, one per sentence);
         `before`: the sentence before each in its passage ("" for none), read where the model was
-        trained with it."""
+        trained with it; `passages`: each sentence's passage (its sentences) and its place there,
+        which a window model reads it in (without them it reads each sentence alone)."""
         out = np.empty(len(sentences), dtype=np.float32)
         if not sentences:
             return out
@@ -199,18 +244,54 @@ class ReaderModel:
 
             queue = self._queues.queue = import_openvino().AsyncInferQueue(self._compiled, self._in_flight)
 
-        def done(request, i: int) -> None:
-            out[i] = self.weights.head(request.get_output_tensor(0).data[:, 0])[0]
+        q = question_ids(self.tok, question)
+        if self.reads_window:
+            inputs = window_inputs(self.tok, q, sentences, passages or [([s], 0) for s in sentences],
+                                   int(self.meta.get("window_tokens", WINDOW_TOKENS)))
+        else:
+            before = before if before is not None and self.reads_before else [""] * len(sentences)
+            inputs = [(pair_ids(self.tok, q, s, b), {i: (0, 1)})  # read at <s>
+                      for i, (s, b) in enumerate(zip(sentences, before, strict=True))]
+
+        def done(request, j: int) -> None:
+            states = request.get_output_tensor(0).data[0]
+            for i, (a, b) in inputs[j][1].items():
+                out[i] = self.weights.head(states[a:max(b, a + 1)]).max()  # a sentence of no tokens: the next
 
         queue.set_callback(done)
-        q = question_ids(self.tok, question)
-        before = before if before is not None and self.reads_before else [""] * len(sentences)
-        for i, (sentence, previous) in enumerate(zip(sentences, before, strict=True)):
-            ids = np.array([pair_ids(self.tok, q, sentence, previous)], dtype=np.int64)
+        for j, (ids, _) in enumerate(inputs):
+            ids = np.array([ids], dtype=np.int64)
             queue.start_async({"x": self.weights.embedded(self.words, ids),
-                               "mask": np.zeros((1, 1, 1, ids.shape[1]), dtype=np.float32)}, i)
+                               "mask": np.zeros((1, 1, 1, ids.shape[1]), dtype=np.float32)}, j)
         queue.wait_all()
         return out
+
+
+def window_inputs(tok, question: list[int], sentences: Sequence[str], passages: Sequence[tuple[Sequence[str], int]],
+                  tokens: int = WINDOW_TOKENS) -> list[tuple[list[int], dict[int, tuple[int, int]]]]:
+    """A window model's inputs: (ids, {sentence: its token span}) for windows that cover every
+    sentence, each sentence being the `at`-th of its passage (`passages[i]`, which `sentences[i]`
+    replaces there: the reader may spell it out). A window around a passage's first sentence not yet
+    read also reads the others that fall in it: fewer windows than sentences."""
+    prefix = tok.content_ids("passage:")
+    room = window_room(question, prefix, tokens)
+    by_passage: dict[int, list[int]] = {}
+    for i, (passage, _) in enumerate(passages):
+        by_passage.setdefault(id(passage), []).append(i)
+    inputs = []
+    for members in by_passage.values():
+        texts = list(passages[members[0]][0])
+        for i in members:
+            texts[passages[i][1]] = sentences[i]
+        pieces = [tok.content_ids(t) for t in texts]
+        todo = sorted(members, key=lambda i: passages[i][1])
+        while todo:
+            a, b = window([len(p) for p in pieces], passages[todo[0]][1], room)
+            ids, spans = window_ids(question, pieces[a:b], tok.bos, tok.eos, prefix, tokens)
+            inside = [i for i in todo if a <= passages[i][1] < b]
+            inputs.append((ids, {i: spans[passages[i][1] - a] for i in inside}))
+            todo = [i for i in todo if i not in inside]
+    return inputs
 
 
 def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
@@ -221,6 +302,12 @@ def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) 
 def reference_logits(w: ReaderWeights, words, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The model the file holds, computed in float numpy (each int8 product multiplied out): what
     a runtime is checked against (the tests, the reader runtime benchmark); too slow to answer with."""
+    return w.head(reference_states(w, words, ids, mask)[:, 0])
+
+
+def reference_states(w: ReaderWeights, words, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The encoder's last states [B, L, H] in float numpy (`reference_logits`; a window model's
+    head reads every token's)."""
     from scipy.special import erf
 
     def dense(h, weight, bias):
@@ -238,7 +325,7 @@ def reference_logits(w: ReaderWeights, words, ids: np.ndarray, mask: np.ndarray)
         h = _layer_norm(h + dense(context, ly.ao_w, ly.ao_b), ly.aln_w, ly.aln_b, w.eps)
         f = dense(h, ly.fi_w, ly.fi_b)
         h = _layer_norm(h + dense(0.5 * f * (1 + erf(f / np.sqrt(2))), ly.fo_w, ly.fo_b), ly.oln_w, ly.oln_b, w.eps)
-    return w.head(h[:, 0])
+    return h
 
 
 @cache

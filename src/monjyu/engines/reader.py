@@ -155,12 +155,13 @@ MODEL_WEIGHTS = np.append(WEIGHTS, np.float32(0.138))
 
 
 def model_column(model: ReaderModel, query: str, quotes: list[str], feature_scores: np.ndarray,
-                 read: int, before: list[str] | None = None) -> np.ndarray:
-    """The model's log-odds for each quote (with the sentence `before` it in its passage, for a
-    model that reads it): it reads the `read` quotes the features score best; a quote it did not
-    read counts as the least likely of those it read."""
+                 read: int, before: list[str] | None = None, passages: list | None = None) -> np.ndarray:
+    """The model's log-odds for each quote (with the sentence `before` it, or its `passages` and
+    place there, for a model that reads them): it reads the `read` quotes the features score best;
+    a quote it did not read counts as the least likely of those it read."""
     order = np.argsort(-feature_scores, kind="stable")[:read]
-    logits = model.scores(query, [quotes[i] for i in order], [before[i] for i in order] if before else None)
+    logits = model.scores(query, [quotes[i] for i in order], [before[i] for i in order] if before else None,
+                          [passages[i] for i in order] if passages else None)
     column = np.full(len(quotes), float(logits.min()), dtype=np.float32)
     column[order] = logits
     return column
@@ -184,7 +185,7 @@ class Candidate:
     titled: frozenset[str] = frozenset()  # the terms of its document's title (what "it" may stand for)
     score: float = 0.0  # the model's log-odds that the sentence holds the answer (relative to the others)
     answers: float | None = None  # the trained model's own log-odds (answer.reader: model; model_column)
-    previous: Sentence | None = None  # the sentence before it in its passage
+    passage: list[Sentence] = field(default_factory=list)  # its passage's sentences (`position` indexes them)
 
     @cached_property
     def quote(self) -> str:
@@ -195,7 +196,7 @@ class Candidate:
     def before(self) -> str:
         """The sentence before it, as quoted: what a model trained with it reads beside it (worked out
         only for such a model, and for the training candidates)."""
-        return clean_quote(self.previous.text) if self.previous is not None else ""
+        return clean_quote(self.passage[self.position - 1].text) if self.position else ""
 
 
 class Reader:
@@ -282,7 +283,7 @@ class Reader:
             c = Candidate(s, pos, detect_language(quote), f, float(relevance[i]),
                           frozenset(own | letter_names(analyzer, s.text)), titles[s.source.number])
             c.quote = quote  # the cached quote: worked out once, here, for the features
-            c.previous = siblings[pos - 1] if pos else None
+            c.passage = siblings
             out.append(c)
         scores = np.array([c.features for c in out]) @ WEIGHTS
         for c, z in zip(out, scores):
@@ -301,8 +302,12 @@ class Reader:
         where the question writes the long form), and the score that combines them with the
         features."""
         before = [spelled_out(c.before, forms) for c in candidates] if self.model.reads_before else None
+        passages = None
+        if self.model.reads_window:
+            quoted = {id(c.passage): [spelled_out(clean_quote(x.text), forms) for x in c.passage] for c in candidates}
+            passages = [(quoted[id(c.passage)], c.position) for c in candidates]
         column = model_column(self.model, query, [spelled_out(c.quote, forms) for c in candidates],
-                              np.array([c.score for c in candidates]), self.model_candidates, before)
+                              np.array([c.score for c in candidates]), self.model_candidates, before, passages)
         for c, z in zip(candidates, column):
             c.answers = float(z)
             c.score = float(np.append(c.features, c.answers) @ MODEL_WEIGHTS)

@@ -1,0 +1,41 @@
+"""The reader's training data (training/reader/data.py; training itself needs torch and never runs
+here): a window model's groups label every sentence of a paragraph and centre its windows on the
+answer, and the windows are cut as the reader cuts them at run time."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "reader"))
+
+from data import paragraph_group, paragraph_groups  # noqa: E402
+
+RECORD = {"source": "squad11", "lang": "en", "title": "Normans", "question": "When did the conquest begin?",
+          "context": "The Normans came from Normandy. The conquest of England began in 1066. "
+                     "It ended with William crowned king.",
+          "answers": [{"text": "1066"}]}
+
+
+def test_a_paragraph_group_labels_every_sentence_and_centres_on_the_answer():
+    passage = ["The Normans came from Normandy.", "The conquest of England began in 1066.",
+               "It ended with William crowned king."]
+    group = paragraph_group(RECORD, passage, random.Random(0), answerable=True)
+    assert group["passages"] == [(passage, [0, 1, 0], [1])]
+    unanswerable = paragraph_group({**RECORD, "question": "Who ended the conquest of Normandy?"}, passage,
+                                   random.Random(0), answerable=False)
+    assert unanswerable["passages"][0][1] == [0, 0, 0]
+    assert unanswerable["passages"][0][2] == [1]  # the sentence sharing most words with the question
+    assert paragraph_group({**RECORD, "answers": [{"text": "Normandy. The"}]}, passage, random.Random(0),
+                           answerable=True) is None  # the answer crosses a sentence boundary
+
+
+def test_another_paragraph_of_the_article_is_read_as_a_negative_and_validation_covers_each_sentence():
+    other = {**RECORD, "context": "Hastings is a town in East Sussex. It is on the coast.", "question": "Where?",
+             "answers": [{"text": "East Sussex"}]}
+    groups = paragraph_groups([RECORD, other], random.Random(0), True, elsewhere=True)
+    first = groups[0]["passages"]
+    assert len(first) == 2 and first[1][1] == [0, 0] and len(first[1][2]) == 1
+    covered = paragraph_groups([RECORD], random.Random(0), True, cover=True)
+    assert covered[0]["passages"][0][2] is None  # windows over the whole paragraph
