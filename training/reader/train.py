@@ -245,13 +245,21 @@ class CrossEncoder(nn.Module):
         self.out = nn.Linear(H, 1)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def states(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The last layer's states [B, L, H]."""
         L = embeddings.shape[1]
         x = self.drop(self.eln(embeddings + self.pos[:L]))
         bias = ((1.0 - mask) * -1e4)[:, None, None, :]
         for layer in self.layers:
             x = layer(x, bias)
-        return self.out(self.drop(torch.tanh(self.pool(x[:, 0])))).squeeze(-1)
+        return x
+
+    def head(self, states: torch.Tensor) -> torch.Tensor:
+        """Log-odds from states [..., H] (the <s> state's, or a window model's every token's)."""
+        return self.out(self.drop(torch.tanh(self.pool(states)))).squeeze(-1)
+
+    def forward(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.head(self.states(embeddings, mask)[:, 0])
 
     def load_shipped(self, folder: Path) -> None:
         """Start from a shipped model (`folder`/reader.int8.onnx, its int8 products dequantized)

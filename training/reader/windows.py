@@ -152,12 +152,7 @@ class WindowPack(Pack):
 def token_logits(model: CrossEncoder, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """The head at every token: [B, L] log-odds (export keeps the head at <s> only: the runtime
     applies it to every token in numpy)."""
-    L = embeddings.shape[1]
-    x = model.drop(model.eln(embeddings + model.pos[:L]))
-    bias = ((1.0 - mask) * -1e4)[:, None, None, :]
-    for layer in model.layers:
-        x = layer(x, bias)
-    return model.out(model.drop(torch.tanh(model.pool(x)))).squeeze(-1)
+    return model.head(model.states(embeddings, mask))
 
 
 def sentence_logits(model: CrossEncoder, rows: nn.Module, windows: list[dict], pad: int,
