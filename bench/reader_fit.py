@@ -32,8 +32,7 @@ from data import covidqa_validation  # noqa: E402
 
 from monjyu import Monjyu, load_config  # noqa: E402
 from monjyu.engines.context import select_sources  # noqa: E402
-from monjyu.engines.quotes import clean_quote  # noqa: E402
-from monjyu.engines.reader import FEATURES, WEIGHTS, model_column  # noqa: E402
+from monjyu.engines.reader import FEATURES, WEIGHTS, model_column, passage_quotes  # noqa: E402
 from monjyu.eval.qa import answer_words, holds_answer  # noqa: E402
 from monjyu.query import Query  # noqa: E402
 
@@ -65,10 +64,9 @@ def collect(m: Monjyu, questions: list[dict]) -> list[dict]:
         cands = engine.reader.candidates(Query.of(q["question"]), vector, sources)
         if not cands:
             continue
-        quoted = {id(c.passage): [clean_quote(x.text) for x in c.passage] for c in cands}
         rows.append({"question": q["question"], "doc": q["doc"], "quotes": [c.quote for c in cands],
                      "before": [c.before for c in cands],
-                     "passages": [(quoted[id(c.passage)], c.position) for c in cands],
+                     "passages": passage_quotes(cands),
                      "X": np.array([c.features for c in cands]),
                      "y": np.array([label(c.quote, q["answers"]) for c in cands]),
                      "holds": np.array([holds_answer(c.quote, q["answers"]) for c in cands])})

@@ -230,8 +230,9 @@ def paragraph_groups(records: list[dict], rng: random.Random, answerable: bool, 
             by_article[r["title"]].append(r["context"])
     groups = []
     for r in records:
-        others = [c for c in by_article[r["title"]] if c != r["context"] and split[c]]
-        other = split[rng.choice(others)] if elsewhere and others else None
+        other = None
+        if elsewhere and (others := [c for c in by_article[r["title"]] if c != r["context"] and split[c]]):
+            other = split[rng.choice(others)]
         g = paragraph_group(r, split[r["context"]], rng, answerable, other) if split[r["context"]] else None
         if g is not None:
             if cover:

@@ -284,9 +284,10 @@ def window_inputs(tok, question: list[int], sentences: Sequence[str], passages: 
         for i in members:
             texts[passages[i][1]] = sentences[i]
         pieces = [tok.content_ids(t) for t in texts]
+        lengths = [len(p) for p in pieces]
         todo = sorted(members, key=lambda i: passages[i][1])
         while todo:
-            a, b = window([len(p) for p in pieces], passages[todo[0]][1], room)
+            a, b = window(lengths, passages[todo[0]][1], room)
             ids, spans = window_ids(question, pieces[a:b], tok.bos, tok.eos, prefix, tokens)
             inside = [i for i in todo if a <= passages[i][1] < b]
             inputs.append((ids, {i: spans[passages[i][1] - a] for i in inside}))

@@ -167,6 +167,17 @@ def model_column(model: ReaderModel, query: str, quotes: list[str], feature_scor
     return column
 
 
+def passage_quotes(candidates: Sequence["Candidate"], forms: dict[str, tuple[str, bool]] | None = None
+                   ) -> list[tuple[list[str], int]]:
+    """Each candidate's passage as quoted (spelled out with the question's `forms`) and its place
+    there, what a model that reads windows is given: one list a passage, shared by its candidates."""
+    quoted: dict[int, list[str]] = {}
+    for c in candidates:
+        if id(c.passage) not in quoted:
+            quoted[id(c.passage)] = [spelled_out(clean_quote(x.text), forms or {}) for x in c.passage]
+    return [(quoted[id(c.passage)], c.position) for c in candidates]
+
+
 class Side(NamedTuple):
     """A thing a question weighs ("..., A or B?")."""
 
@@ -302,10 +313,7 @@ class Reader:
         where the question writes the long form), and the score that combines them with the
         features."""
         before = [spelled_out(c.before, forms) for c in candidates] if self.model.reads_before else None
-        passages = None
-        if self.model.reads_window:
-            quoted = {id(c.passage): [spelled_out(clean_quote(x.text), forms) for x in c.passage] for c in candidates}
-            passages = [(quoted[id(c.passage)], c.position) for c in candidates]
+        passages = passage_quotes(candidates, forms) if self.model.reads_window else None
         column = model_column(self.model, query, [spelled_out(c.quote, forms) for c in candidates],
                               np.array([c.score for c in candidates]), self.model_candidates, before, passages)
         for c, z in zip(candidates, column):
