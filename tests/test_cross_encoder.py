@@ -52,6 +52,20 @@ def test_openvino_runs_the_model_the_file_holds():
     assert list(np.argsort(-run)[:2]) == list(np.argsort(-exact)[:2])
 
 
+def test_int8_rows_widened_once_read_as_the_int8_products_do():
+    """The reader with its int8 rows as float constants (what a CPU with AMX runs) reads as the
+    int8 products do: the same log-odds on a CPU with AMX, within int8 activations' rounding
+    elsewhere."""
+    from monjyu.embed.e5_openvino import products_in_int8
+
+    question = "How is the virus transmitted between people?"
+    sentences = ["The virus spreads mainly through respiratory droplets when an infected person coughs.",
+                 "Samples were stored at -80 °C until analysis.",
+                 "ウイルスは飛沫を介して人から人へ感染する。"]
+    int8, widened = (ReaderModel(int8=flag).scores(question, sentences) for flag in (True, False))
+    assert np.abs(int8 - widened).max() < (1e-6 if not products_in_int8() else 0.25), (int8, widened)
+
+
 def test_threads_reading_at_once_get_what_one_reading_alone_gets():
     """Each pair is queued on the model's streams; the web app's and MCP server's threads each
     get their own queue, so concurrent searches neither mix nor lose their scores."""

