@@ -30,7 +30,7 @@ def test_int8_weights_widened_once_give_the_vectors_of_the_int8_products():
         vectors[int8] = embedder.embed_passages(TEXTS + [LONG])
     if not products_in_int8():
         assert np.array_equal(vectors[True], vectors[False])
-    assert (vectors[True] * vectors[False]).sum(axis=1).min() > 0.999
+    assert (vectors[True] * vectors[False]).sum(axis=1).min() > 0.99  # as each is to e5numpy
 
 
 def test_openvino_loads_without_its_telemetry(tmp_path):
