@@ -56,14 +56,12 @@ def speed(embedder, texts: list[str]) -> tuple[float, np.ndarray]:
 def operator_shares(texts: list[str]) -> dict[str, float]:
     """Seconds per operator kind over the units: the default embedder's encoder on one thread,
     compiled with OpenVINO's counters, run on the embedder's own windows and batches."""
-    from monjyu.embed.e5_openvino import (ACTIVATION_GROUP, E5OpenVinoModel, encoder_model, import_openvino,
-                                          products_in_int8)
+    from monjyu.embed.e5_openvino import ACTIVATION_GROUP, E5OpenVinoModel, encoder_model, import_openvino
 
     model = E5OpenVinoModel(threads=1)
     core = import_openvino().Core()
     bf16 = "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-    counted = encoder_model(model.w, products_in_int8())
-    model._compiled = core.compile_model(counted, "CPU", {  # the embedder's settings, counted
+    model._compiled = core.compile_model(encoder_model(model.w), "CPU", {  # the embedder's settings, counted
         "NUM_STREAMS": "1", "INFERENCE_NUM_THREADS": "1", "INFERENCE_PRECISION_HINT": "bf16" if bf16 else "f32",
         "DYNAMIC_QUANTIZATION_GROUP_SIZE": str(ACTIVATION_GROUP), "PERF_COUNT": "YES"})
     model._requests = threading.local()

@@ -48,10 +48,11 @@ def import_openvino():
     return openvino
 
 
+@cache
 def products_in_int8() -> bool:
     """Whether the weight products run from int8 weights: everywhere but on a CPU with AMX's bf16
     tiles (Linux's cpuinfo flag `amx_bf16`), where the plugin widens int8 weights to bf16 at every
-    call: there they are widened once, when the model is built."""
+    call: there they are widened once, when the model is built. Read once a process."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
             flags = next((line for line in info if line.startswith("flags")), "")
@@ -67,17 +68,18 @@ def _int8_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.round(wt / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
 
 
-def encoder_model(w: E5Weights, int8: bool = True):
+def encoder_model(w: E5Weights, int8: bool | None = None):
     """The post-LN BERT encoder e5numpy computes, as an OpenVINO model: x [B, L, H] (embeddings after
     their LayerNorm) and the additive key mask [B, 1, 1, L] in, hidden states [B, L, H] out. With
     `int8`, weights are int8 constants with their scales (the decompression pattern the CPU plugin
     runs in int8); without, the same int8 rows times their scales as float constants. A float [in,
     out] weight is quantized here, an (int8 [out, in], scale [out, 1]) pair is taken as it is (the
-    reader's weights, quantized when it was exported)."""
+    reader's weights, quantized when it was exported). `int8` None: as `products_in_int8` chooses."""
     ov = import_openvino()
     import openvino.opset13 as op
 
     H, NH, hd = w.H, w.NH, w.hd
+    int8 = products_in_int8() if int8 is None else int8
     axes = lambda *v: op.constant(np.array(v, np.int64))  # noqa: E731
     x = op.parameter([-1, -1, H], np.float32, name="x")
     mask = op.parameter([-1, 1, 1, -1], np.float32, name="mask")
@@ -107,7 +109,7 @@ def encoder_model(w: E5Weights, int8: bool = True):
 
 
 @cache
-def compiled_encoder(model_path: str, streams: int, threads: int, int8: bool):
+def compiled_encoder(model_path: str, streams: int, threads: int, int8: bool | None):
     """The encoder compiled for this CPU, once per process and settings (~0.4 s: every Monjyu
     instance of a server or a test run shares it; its inference requests are per thread)."""
     return compile_for_cpu(encoder_model(E5Weights(model_path), int8), streams, threads)
@@ -132,8 +134,8 @@ class E5OpenVinoModel(E5NumpyModel):
         super().__init__(path, threads=threads)
         # with e5numpy's worker pool: a stream of one thread per worker; without it, one stream on all cores
         streams = self._threads if self._pool is not None else 1
-        self._compiled = compiled_encoder(path or default_model_path(), streams, max(streams, threads or cpu_cores()),
-                                          products_in_int8() if int8 is None else int8)
+        threads = max(streams, threads or cpu_cores())
+        self._compiled = compiled_encoder(path or default_model_path(), streams, threads, int8)
         self._requests = threading.local()
 
     def forward(self, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:

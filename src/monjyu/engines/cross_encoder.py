@@ -208,7 +208,7 @@ class ReaderModel:
 
     def __init__(self, path: Path | None = None, threads: int = 1, int8: bool | None = None):
         from ..embed.e5_numpy import E5Weights, default_model_path, shared_tokenizer
-        from ..embed.e5_openvino import compile_for_cpu, encoder_model, products_in_int8
+        from ..embed.e5_openvino import compile_for_cpu, encoder_model
 
         folder = path or model_dir()
         onnx_file = folder / "reader.int8.onnx"
@@ -222,8 +222,7 @@ class ReaderModel:
         except Exception as exc:  # noqa: BLE001 - a truncated or foreign file fails in onnx or json
             raise ConfigError(f"the reader model {onnx_file} cannot be loaded ({type(exc).__name__}: {exc}); "
                               "reinstall monjyu, or set answer.reader: features") from None
-        self._compiled = compile_for_cpu(encoder_model(self.weights, products_in_int8() if int8 is None else int8),
-                                         threads, threads)
+        self._compiled = compile_for_cpu(encoder_model(self.weights, int8), threads, threads)
         self._in_flight = 2 * threads  # pairs queued: a stream never waits for the next one's input
         self._queues = threading.local()
         self.words = E5Weights(default_model_path())  # the frozen word rows
