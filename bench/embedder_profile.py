@@ -85,13 +85,12 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=300)
     args = ap.parse_args()
     from monjyu.embed.e5_numpy import NumpyE5Embedder
-    from monjyu.embed.e5_openvino import E5OpenVinoModel, OpenVinoE5Embedder, products_in_int8
+    from monjyu.embed.e5_openvino import OpenVinoE5Embedder, products_in_int8
 
     print(cpu())
     embedders = {"e5numpy": NumpyE5Embedder(), "e5openvino (default)": OpenVinoE5Embedder()}
     if not products_in_int8():  # a CPU with AMX: the int8 products it runs elsewhere, beside
-        embedders["e5openvino, int8 products"] = OpenVinoE5Embedder()
-        embedders["e5openvino, int8 products"]._model = E5OpenVinoModel(int8=True)
+        embedders["e5openvino, int8 products"] = OpenVinoE5Embedder(int8=True)
     w = embedders["e5numpy"]._model.w
     weights = w.NL * (4 * w.H * w.H + 2 * w.H * w.FF)  # the encoder's weight products, multiply-adds a token
     for spec in args.docs:

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from monjyu.embed.e5_openvino import E5OpenVinoModel, OpenVinoE5Embedder, products_in_int8
+from monjyu.embed.e5_openvino import OpenVinoE5Embedder, products_in_int8
 
 from .test_e5_onnx import LONG, TEXTS, assert_close_to_float32
 
@@ -24,8 +24,7 @@ def test_int8_weights_widened_once_give_the_vectors_of_the_int8_products():
     to bf16 at every call, the very same vectors."""
     vectors = {}
     for int8 in (True, False):
-        embedder = OpenVinoE5Embedder(threads=1)
-        embedder._model = E5OpenVinoModel(threads=1, int8=int8)
+        embedder = OpenVinoE5Embedder(threads=1, int8=int8)
         assert_close_to_float32(embedder, "e5openvino-int8-", min_cosine=0.99)
         vectors[int8] = embedder.embed_passages(TEXTS + [LONG])
     if not products_in_int8():

