@@ -119,6 +119,10 @@ def test_the_things_a_question_weighs_from_the_words_that_join_them():
     assert question_sides("テキストよりも画像の方が多いのですか？") == ["画像", "テキスト"]
     assert question_sides("FlashAttentionは近似attention手法より速いのですか？") == \
         ["FlashAttention 速いのですか", "近似attention手法"]
+    # と as "called", "as" or "with" joins nothing
+    for question in ("STaRで「rationalization」という手順を加えたのはなぜですか？", "宿主受容体との相互作用を担っているのは何ですか？",
+                     "病原体が広がる原因として考えられるのは何ですか？"):
+        assert question_sides(question) == [], question
     assert question_sides("What does RRF do?") == []
     assert question_sides("Does FlashAttention reduce the number of HBM accesses?") == []
 
@@ -291,6 +295,29 @@ def test_a_comparison_quotes_each_side_before_more_of_the_best(tmp_path, cache_d
                       "reservoir?", top_k=5).answer
     assert answer.kind == "extractive"
     assert answer.text.splitlines()[1].startswith("At the Birch reservoir the water level varies"), answer.text
+
+TRAINING_RUNS = {  # each side named twice: once with the fact the question weighs, once with another
+    "translation-models.md": "# Training the translation models\n\nThe Transformer allows far more parallel "
+                             "training and reaches a new state of the art after twelve hours on eight GPUs. "
+                             "Checkpoints were written every ten minutes. For our base models, each training step "
+                             "took about 0.4 seconds on the cluster. The big model used a dropout rate of 0.1 for "
+                             "the English task, instead of 0.3. For our big models, step time "
+                             "was 1.0 seconds on the cluster.\n",
+    "gpu-cluster.md": "# The GPU cluster\n\nThe cluster has eight GPUs in one machine. Jobs are queued by the "
+                      "scheduler overnight.\n",
+}
+
+
+def test_a_side_is_quoted_where_it_is_said_what_the_other_side_s_quote_says(tmp_path, cache_dir):
+    """The base model's training step time is quoted; of the big model's two sentences, the one that
+    says what that quote says (its step time: "step", "seconds", "cluster", words the question does
+    not use) is quoted, not the one the reader scores higher (its dropout rate)."""
+    m = _indexed(tmp_path, cache_dir, TRAINING_RUNS)
+    answer = m.search("Which model needed more training time on the eight GPUs: the base model or the big model?",
+                      top_k=5).answer
+    assert answer.kind == "extractive"
+    assert "step time was 1.0 seconds" in answer.text and "dropout" not in answer.text, answer.text
+
 
 WARDS = {  # the lead sets itself against the sentence before, which answers for the other side unnamed
     "northern-ward.md": "# Intensive care in the northern ward\n\nOur team managed forty critically ill patients "

@@ -54,13 +54,15 @@ def question_asks(query: str) -> str:
     return ""
 
 
-# The two things a question sets side by side, by the words that join them.
+# The two things a question sets side by side, by the words that join them. Japanese と joins two
+# things, but not in という ("called"), として ("as"), との ("with"), とする or となる.
+_JA_AND = r"と(?!いう|いった|して|の|する|なる)"
 _PAIRED = [re.compile(p, re.I) for p in (
     # AとBのどちら, AとBでは、…どちら, AとBのうち: a side runs from a comma or a topic's は
-    r"(?:^|[、，,\s]|は)([^、，,は]+?)と[、，,]?\s*([^、，,は]+?)(?:とでは|では|のうち|の中では?|の|で)(?:[、，,][^、，,]*?)?"
+    r"(?:^|[、，,\s]|は)([^、，,は]+?)" + _JA_AND + r"[、，,]?\s*([^、，,は]+?)(?:とでは|では|のうち|の中では?|の|で)(?:[、，,][^、，,]*?)?"
     r"(?:どちら|どっち)",
     r"(?:^|[、，,\s]|は)([^、，,は]+?)(?:ですか|でしょうか|か)[、，,]\s*それとも\s*([^、，,]+?)(?:ですか|でしょうか|か)?$",  # Aですか、それともBですか
-    r"^([^、，,は]+?)と[、，,]?\s*([^、，,は]+?)(?:は|では|が)",  # AとBは…ですか (Are A and B ...?)
+    r"^([^、，,は]+?)" + _JA_AND + r"[、，,]?\s*([^、，,は]+?)(?:は|では|が)",  # AとBは…ですか (Are A and B ...?)
     r"\bbetween\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
     r"\b(?:out of|which of)\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
     r"\bboth\s+(.+?)\s+and\s+(.+?)(?=[,;]|$|\s(?:are|were|is|was|have|had|do|did)\b)",

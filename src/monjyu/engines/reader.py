@@ -99,6 +99,10 @@ MODEL_FIRST = 1.0
 # answer ("NDV has a number of appealing qualities as a vaccine vector."), and the next one gives it.
 # Not fitted: on the validation sets (benchmarks page) 25 held a little more, for 3 more words.
 SHORT_ANSWER = 20
+# Two sentences say the same of two things when they share this many words besides the question's
+# ("step", "time", "seconds"): one about a side that parallels a quote about the other is quoted
+# before one that only names it. Not fitted.
+PARALLEL_WORDS = 2
 # A sentence that opens by setting itself against the one before ("On the contrary, the mortality in
 # Wuhan ranged from 11 to 15%." after "... our patients had zero mortality."): for a question that
 # weighs two things, the sentence before is the other side, and is quoted with it. ("Similarly, ..."
@@ -456,22 +460,41 @@ class Reader:
             exact = [d for d, t in titles.items() if t == words] or list(titles)
             return exact[0] if len(exact) == 1 else None
 
+        asked = set(self.scorer.analyzer.terms(text))
+
+        def says_alike(c: Candidate, quotes: list[Candidate]) -> bool:
+            """`c` says of its side what one of `quotes` says of another, in the same words (at least
+            PARALLEL_WORDS of them beyond the question's and numbers: "For our big models, ... step
+            time was 1.0 seconds." beside "For our base models ..., each training step took about 0.4
+            seconds.")."""
+            return any(sum(not t.isdigit() for t in (c.terms & q.terms) - asked) >= PARALLEL_WORDS for q in quotes)
+
         def speak_to(sides: list[Side], among: list[Candidate], weighed: bool) -> None:
             """A side no quote speaks of yet is answered by the best sentence of `among` that does,
-            however it scores beside the lead; with `weighed` (the things the question weighs),
-            failing one, by the best sentence of a document whose title names it ("It was released
-            in 1961."), and in words parallel to a quote's if need be. A side that is the title of
-            one document among them is spoken of by that document alone."""
-            for side in sides:
+            however it scores beside the lead; with `weighed` (the things the question weighs), by
+            the best of those that say of it, and of no other side, what a quote says of another,
+            where one does (above a sentence that only names it: the big model's dropout rate, when
+            the base model's training time is quoted; not a restatement of that quote that names
+            both), failing any, by the best sentence of a document whose
+            title names it ("It was released in 1961."), and in words parallel to a quote's if need
+            be. A side that is the title of one document among them is spoken of by that document
+            alone."""
+            def speaker(side: Side) -> Callable[[Candidate], bool]:
                 own = named_document(side, among) if weighed else None
                 if own is None:
-                    speaks = lambda c: speaks_of(c.terms, side)  # noqa: E731
-                else:
-                    speaks = lambda c: c.sentence.source.hit.document_id == own  # noqa: E731
+                    return lambda c: speaks_of(c.terms, side)
+                return lambda c: c.sentence.source.hit.document_id == own
+
+            speakers = [speaker(side) for side in sides]
+            for side, speaks in zip(sides, speakers):
                 if len(picked) >= most or any(speaks(c) for c in picked):
                     continue
                 free = [c for c in among if c not in picked and fits(c, parallel=weighed)]
-                holder = next((c for c in free if speaks(c)), None)
+                holders = [c for c in free if speaks(c)]
+                of_others = lambda c: any(s(c) for s in speakers if s is not speaks)  # noqa: E731
+                others = [c for c in picked if of_others(c)] if weighed else []
+                holder = next((c for c in holders if not of_others(c) and says_alike(c, others)),
+                              holders[0] if holders else None)
                 if holder is None and weighed:
                     holder = next((c for c in free if speaks_of(c.titled, side)), None)
                 if holder is not None:
