@@ -460,7 +460,8 @@ class Reader:
             exact = [d for d, t in titles.items() if t == words] or list(titles)
             return exact[0] if len(exact) == 1 else None
 
-        asked = set(self.scorer.analyzer.terms(text))
+        # a Japanese question's words over English sentences are also its nouns' English glosses
+        asked = set(with_english_glosses(text, self.scorer.analyzer.terms(text), lang))
 
         def says_alike(c: Candidate, quotes: list[Candidate]) -> bool:
             """`c` says of its side what one of `quotes` says of another, in the same words (at least
