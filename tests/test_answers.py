@@ -319,6 +319,27 @@ def test_a_side_is_quoted_where_it_is_said_what_the_other_side_s_quote_says(tmp_
     assert "step time was 1.0 seconds" in answer.text and "dropout" not in answer.text, answer.text
 
 
+DIRECTORS = {  # a film's page names its director, whose own page says where he was born
+    "harbour-lights.md": "# Harbour Lights (film)\n\nHarbour Lights is a 1952 British drama film directed by Tomas "
+                         "Verell and starring Ann Rowe. The film was shot in a fishing village in Cornwall over "
+                         "one summer.\n",
+    "tomas-verell.md": "# Tomas Verell\n\nTomas Verell (born 3 May 1911 in Bergen) was a Norwegian film director "
+                       "and editor. He later taught editing at a film school in Oslo.\n",
+    "cornwall.md": "# Cornwall\n\nCornwall is a county in the south west of England. Its fishing villages draw "
+                   "painters and film crews.\n",
+}
+
+
+def test_a_question_asked_through_a_named_thing_quotes_the_next_document(tmp_path, cache_dir):
+    """"What is the place of birth of the director of film X?": X's sentence names the director, whose
+    page (the title the sentence names and the question does not) is quoted next, by its sentence
+    that names him."""
+    m = _indexed(tmp_path, cache_dir, DIRECTORS)
+    answer = m.search("What is the place of birth of the director of film Harbour Lights?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert "directed by Tomas Verell" in answer.text and "born 3 May 1911 in Bergen" in answer.text, answer.text
+
+
 WARDS = {  # the lead sets itself against the sentence before, which answers for the other side unnamed
     "northern-ward.md": "# Intensive care in the northern ward\n\nOur team managed forty critically ill patients "
                         "with early prone positioning and strict fluid balance. These measures have worked well so "

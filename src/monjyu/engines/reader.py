@@ -114,6 +114,7 @@ SET_AGAINST_BEFORE = re.compile(r"^(On the contrary|In contrast|By contrast|Conv
 # ---------------------------------------------------------------------------- names in a text
 
 _WORD = re.compile(r"[^\W_]+")
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "(film)", "(2017 Film)" after a title
 # A capitalised word that does not open the text; in Japanese text, a Latin word written after kana
 # or kanji ("Marjatta RaitaとBruce Coulter"), which no sentence rule capitalises.
 _CJK = "\u3000-\u30ff\u3400-\u9fff\uff00-\uffef"
@@ -518,6 +519,29 @@ class Reader:
                     and words + len(before.quote.split()) <= extent.words):
                 take(before)  # one quote with the lead, in the passage's order
             speak_to_each()
+        # each retrieved document's name: its title without a qualifier ("The Room (film)": "The Room")
+        titles = {c.sentence.source.hit.document_id: c.sentence.source.hit.document_title for c in candidates}
+        names = {doc: frozenset(self.scorer.analyzer.terms(_QUALIFIER.sub("", title))) for doc, title in titles.items()}
+
+        def bridge(quote: Candidate) -> Candidate | None:
+            """The best sentence of another retrieved document whose title `quote` names and the
+            question does not: the next step of a question asked through something ("the director
+            of film X": X's sentence names the director, whose page says where they were born)."""
+            quoted = {c.sentence.source.hit.document_id for c in picked}
+            # a name written as one (a capitalised word of it), not a common word ("live")
+            written = set(self.scorer.analyzer.terms(" ".join(_CAPITALISED.findall(" " + quote.quote))))
+            named = {doc for doc, name in names.items()
+                     if name <= quote.terms and name & written and not name <= asked} - quoted
+            steps = [c for c in candidates if c.sentence.source.hit.document_id in named
+                     and c.language == lead.language and fits(c)]
+            # a step names what it is about, qualifier and all, as the quote it follows does ("At the
+            # age of 30 he ..." does not; nor does a list of namesakes: "Empress (disambiguation)")
+            return max((c for c in steps if c.titled <= c.terms), key=lambda c: c.score, default=None)
+
+        for quote in list(picked):  # the lead, or the quote about each side
+            step = bridge(quote) if len(picked) < most else None
+            if step is not None:
+                take(step)
         if extent is _UNSURE_FACT:
             # The model is unsure of the lead, which the features and its reading chose together: a
             # sentence it is sure answers comes next, however far the features rank it below.
