@@ -327,6 +327,10 @@ DIRECTORS = {  # a film's page names its director, whose own page says where he 
                        "and editor. He later taught editing at a film school in Oslo.\n",
     "cornwall.md": "# Cornwall\n\nCornwall is a county in the south west of England. Its fishing villages draw "
                    "painters and film crews.\n",
+    "night-ferry.md": "# Night Ferry\n\nNight Ferry is a 1958 Danish thriller film directed by Ida Sorensen and "
+                      "starring Karl Holm. It follows a smuggler on the crossing to Oslo.\n",
+    "ida-sorensen.md": "# Ida Sorensen\n\nIda Sorensen (born 9 June 1920 in Aarhus) was a Danish film director. She "
+                       "later ran a cinema in Copenhagen.\n",
 }
 
 
@@ -338,6 +342,9 @@ def test_a_question_asked_through_a_named_thing_quotes_the_next_document(tmp_pat
     answer = m.search("What is the place of birth of the director of film Harbour Lights?", top_k=5).answer
     assert answer.kind == "extractive"
     assert "directed by Tomas Verell" in answer.text and "born 3 May 1911 in Bergen" in answer.text, answer.text
+    # two things weighed through what they name: a step from each
+    answer = m.search("Which film has the director who is older, Harbour Lights or Night Ferry?", top_k=5).answer
+    assert "born 3 May 1911 in Bergen" in answer.text and "born 9 June 1920 in Aarhus" in answer.text, answer.text
 
 
 WARDS = {  # the lead sets itself against the sentence before, which answers for the other side unnamed

@@ -533,13 +533,16 @@ class Reader:
             named = {doc for doc, name in names.items()
                      if name <= quote.terms and name & written and not name <= asked} - quoted
             steps = [c for c in candidates if c.sentence.source.hit.document_id in named
-                     and c.language == lead.language and fits(c)]
+                     and c.language == lead.language and fits(c, parallel=True)]  # it names a quoted name
             # a step names what it is about, qualifier and all, as the quote it follows does ("At the
             # age of 30 he ..." does not; nor does a list of namesakes: "Empress (disambiguation)")
             return max((c for c in steps if c.titled <= c.terms), key=lambda c: c.score, default=None)
 
-        for quote in list(picked):  # the lead, or the quote about each side
-            step = bridge(quote) if len(picked) < most else None
+        # from the lead, or from the quote about each side: a question that weighs things asked through
+        # them ("the director who is older, A or B?") takes a step from each, past its extent's sentences
+        steps_cap = most + (len(picked) - 1 if paired else 0)
+        for quote in list(picked):
+            step = bridge(quote) if len(picked) < steps_cap else None
             if step is not None:
                 take(step)
         if extent is _UNSURE_FACT:
