@@ -477,10 +477,9 @@ class Reader:
             the best of those that say of it, and of no other side, what a quote says of another,
             where one does (above a sentence that only names it: the big model's dropout rate, when
             the base model's training time is quoted; not a restatement of that quote that names
-            both), failing any, by the best sentence of a document whose
-            title names it ("It was released in 1961."), and in words parallel to a quote's if need
-            be. A side that is the title of one document among them is spoken of by that document
-            alone."""
+            both), failing any, by the best sentence of a document whose title names it ("It was
+            released in 1961."), and in words parallel to a quote's if need be. A side that is the
+            title of one document among them is spoken of by that document alone."""
             def speaker(side: Side) -> Callable[[Candidate], bool]:
                 own = named_document(side, among) if weighed else None
                 if own is None:
