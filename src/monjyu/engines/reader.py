@@ -127,6 +127,12 @@ _JA_LETTER_FIRST = re.compile(r"(?<![A-Za-z0-9])([A-Z])(?=([\u30a0-\u30ff\u4e00-
 _JA_LETTER_AFTER = re.compile(r"(?=([\u30a0-\u30ff\u4e00-\u9fff]+)([A-Z])(?![A-Za-z0-9]))")  # ビタミンD
 
 
+def capitalised_terms(analyzer, text: str) -> set[str]:
+    """The terms of `text`'s capitalised words, as names are written (`_CAPITALISED`: the word that
+    opens `text` counts only where the caller puts a space before it)."""
+    return set(analyzer.terms(" ".join(_CAPITALISED.findall(text))))
+
+
 def letter_names(analyzer, text: str) -> set[str]:
     """The one-letter names of `text` as terms: "e gene" for "the E gene", "hepatitis b"; in
     Japanese, with the English gloss of the word the letter is written against ("E遺伝子": "e
@@ -334,7 +340,7 @@ class Reader:
         top = max(weights.values(), default=0.0)
         # a Latin name opening a Japanese question is a name all the same
         opening = " " if query.language == "ja" else ""
-        capitalised = set(self.scorer.analyzer.terms(" ".join(_CAPITALISED.findall(opening + query.text))))
+        capitalised = capitalised_terms(self.scorer.analyzer, opening + query.text)
         return sorted((t for t in terms & capitalised if top and weights.get(t, 0.0) >= 0.5 * top),
                       key=lambda t: (-weights[t], t))
 
@@ -354,7 +360,7 @@ class Reader:
         out = []
         for side, text in zip(own, paired):
             if side:
-                named = side & set(terms(" ".join(_CAPITALISED.findall(" " + text))))
+                named = side & capitalised_terms(analyzer, " " + text)
                 out.append(Side({t: weights.get(t, 1.0) for t in side},
                                 max(named or side, key=lambda t: (weights.get(t, 1.0), t))))
         return out
@@ -461,8 +467,7 @@ class Reader:
             exact = [d for d, t in titles.items() if t == words] or list(titles)
             return exact[0] if len(exact) == 1 else None
 
-        # a Japanese question's words over English sentences are also its nouns' English glosses
-        asked = set(with_english_glosses(text, self.scorer.analyzer.terms(text), lang))
+        asked = self.scorer.query_terms(query)  # a Japanese question's with its nouns' English glosses
 
         def says_alike(c: Candidate, quotes: list[Candidate]) -> bool:
             """`c` says of its side what one of `quotes` says of another, in the same words (at least
@@ -519,8 +524,9 @@ class Reader:
                 take(before)  # one quote with the lead, in the passage's order
             speak_to_each()
         # each retrieved document's name: its title without a qualifier ("The Room (film)": "The Room")
-        titles = {c.sentence.source.hit.document_id: c.sentence.source.hit.document_title for c in candidates}
-        names = {doc: frozenset(self.scorer.analyzer.terms(_QUALIFIER.sub("", title))) for doc, title in titles.items()}
+        doc_titles = {c.sentence.source.hit.document_id: c.sentence.source.hit.document_title for c in candidates}
+        names = {doc: frozenset(self.scorer.analyzer.terms(_QUALIFIER.sub("", title)))
+                 for doc, title in doc_titles.items()}
 
         def bridge(quote: Candidate) -> Candidate | None:
             """The best sentence of another retrieved document whose title `quote` names and the
@@ -528,7 +534,7 @@ class Reader:
             of film X": X's sentence names the director, whose page says where they were born)."""
             quoted = {c.sentence.source.hit.document_id for c in picked}
             # a name written as one (a capitalised word of it), not a common word ("live")
-            written = set(self.scorer.analyzer.terms(" ".join(_CAPITALISED.findall(" " + quote.quote))))
+            written = capitalised_terms(self.scorer.analyzer, " " + quote.quote)
             named = {doc for doc, name in names.items()
                      if name <= quote.terms and name & written and not name <= asked} - quoted
             steps = [c for c in candidates if c.sentence.source.hit.document_id in named
