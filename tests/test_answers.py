@@ -347,6 +347,40 @@ def test_a_question_asked_through_a_named_thing_quotes_the_next_document(tmp_pat
     assert "born 3 May 1911 in Bergen" in answer.text and "born 9 June 1920 in Aarhus" in answer.text, answer.text
 
 
+COMPOSERS = {  # a film's page names its composer in a later sentence, whose own page says where she was born
+    "salt-road.md": "# Salt Road (film)\n\nSalt Road is a 1964 Belgian road film directed by Pieter Vos and starring "
+                    "Marc Dael. It was shot along the coast in one winter. Its score was written by Lena Hart.\n",
+    "lena-hart.md": "# Lena Hart\n\nHelena Maria Hart (born 2 April 1930 in Ghent) was a Belgian composer of film "
+                    "music and songs.\n",
+    "ostend.md": "# Ostend\n\nOstend is a coastal city in the Belgian province of West Flanders. Its beach draws "
+                 "film crews in winter.\n",
+}
+
+
+def test_a_question_asked_through_a_later_sentence_quotes_it_and_the_next_document(tmp_path, cache_dir):
+    """"Where was the composer of film X born?": X's first sentence names no retrieved page, a later one
+    names its composer, whose page opens with her full name ("Helena Maria Hart", the page "Lena
+    Hart"): the sentence that names her links the film to her page's opening sentence."""
+    m = _indexed(tmp_path, cache_dir, COMPOSERS)
+    answer = m.search("Where was the composer of the film Salt Road born?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert "Its score was written by Lena Hart." in answer.text and "in Ghent" in answer.text, answer.text
+
+
+def test_a_name_inside_a_longer_name_is_not_a_document_s_name():
+    """"Dream Chasers Records" does not name the page "Dream" (a film), nor "the Order of the British
+    Empire" the page "Empire"; "King Norodom Suramarit" names the page of the King Norodom Suramarit
+    it is about."""
+    from monjyu.engines.names import written_alone
+
+    assert not written_alone("Dream", "Mill launched his own label, Dream Chasers Records.", "Dream is a 2008 film.")
+    assert not written_alone("Empire", "She was made Dame Commander of the Order of the British Empire in 1965.",
+                             "Empire is a 2002 gangster film.")
+    assert written_alone("Norodom Suramarit", "She married King Norodom Suramarit in 1920.",
+                         "Norodom Suramarit (1896-1960) was King of Cambodia.")
+    assert written_alone("Jonny Greenwood", "... editor Leslie Jones, and composer Jonny Greenwood.", "")
+
+
 WARDS = {  # the lead sets itself against the sentence before, which answers for the other side unnamed
     "northern-ward.md": "# Intensive care in the northern ward\n\nOur team managed forty critically ill patients "
                         "with early prone positioning and strict fluid balance. These measures have worked well so "

@@ -32,6 +32,7 @@ from ..nlp.lang import detect_language
 from ..query import Query
 from .context import Source
 from .cross_encoder import ReaderModel
+from .names import QUALIFIER, capitalised_terms, in_a_row, letter_names, written_alone
 from .question_wording import asks_to_choose, is_question, question_asks, question_sides
 from .quotes import clean_quote, quotable
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
@@ -111,43 +112,7 @@ SET_AGAINST_BEFORE = re.compile(r"^(On the contrary|In contrast|By contrast|Conv
                                 r"In comparison|By comparison)\b|^(一方|これに対し|それに対し|対照的に)")
 
 
-# ---------------------------------------------------------------------------- names in a text
-
 _WORD = re.compile(r"[^\W_]+")
-_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "(film)", "(2017 Film)" after a title
-# A capitalised word that does not open the text; in Japanese text, a Latin word written after kana
-# or kanji ("Marjatta RaitaとBruce Coulter"), which no sentence rule capitalises.
-_CJK = "\u3000-\u30ff\u3400-\u9fff\uff00-\uffef"
-_CAPITALISED = re.compile(rf"(?:(?<=\s)|(?<=[{_CJK}]))[A-Z](?:[^\W{_CJK}]|['-])*")
-# A one-letter name and the word it names ("the E gene", "hepatitis B", "vitamin D"): the analyzer
-# drops lone letters, which would leave "the E gene or the N gene" two sides with the same terms.
-_LETTER_FIRST = re.compile(r"\b([A-Z])\s+(?=([a-z][a-z-]+)\b)")
-_LETTER_AFTER = re.compile(r"\b(?=([a-z][a-z-]+)\s+([A-Z])\b)")
-_JA_LETTER_FIRST = re.compile(r"(?<![A-Za-z0-9])([A-Z])(?=([\u30a0-\u30ff\u4e00-\u9fff]+))")  # E遺伝子
-_JA_LETTER_AFTER = re.compile(r"(?=([\u30a0-\u30ff\u4e00-\u9fff]+)([A-Z])(?![A-Za-z0-9]))")  # ビタミンD
-
-
-def capitalised_terms(analyzer, text: str) -> set[str]:
-    """The terms of `text`'s capitalised words, as names are written (`_CAPITALISED`: the word that
-    opens `text` counts only where the caller puts a space before it)."""
-    return set(analyzer.terms(" ".join(_CAPITALISED.findall(text))))
-
-
-def letter_names(analyzer, text: str) -> set[str]:
-    """The one-letter names of `text` as terms: "e gene" for "the E gene", "hepatitis b"; in
-    Japanese, with the English gloss of the word the letter is written against ("E遺伝子": "e
-    gene", "ビタミンD": "vitamin d"), so that they meet the English names of English papers."""
-    def glossed(word: str) -> list[str]:
-        return list(shared_glossary().english(word)) or shared_glossary().terms(word)
-
-    out = set()
-    for pattern, letter_first, read in ((_LETTER_FIRST, True, analyzer.terms), (_LETTER_AFTER, False, analyzer.terms),
-                                        (_JA_LETTER_FIRST, True, glossed), (_JA_LETTER_AFTER, False, glossed)):
-        for m in pattern.finditer(text):
-            letter, word = (m.group(1), m.group(2)) if letter_first else (m.group(2), m.group(1))
-            if stem := read(word):
-                out.add(f"{letter.lower()} {stem[0]}" if letter_first else f"{stem[0]} {letter.lower()}")
-    return out
 
 
 # ---------------------------------------------------------------------------- features and model
@@ -525,8 +490,10 @@ class Reader:
             speak_to_each()
         # each retrieved document's name: its title without a qualifier ("The Room (film)": "The Room")
         doc_titles = {c.sentence.source.hit.document_id: c.sentence.source.hit.document_title for c in candidates}
-        names = {doc: frozenset(self.scorer.analyzer.terms(_QUALIFIER.sub("", title)))
-                 for doc, title in doc_titles.items()}
+        doc_texts = {c.sentence.source.hit.document_id: c.sentence.source.hit.text for c in candidates}
+        name_lists = {doc: self.scorer.analyzer.terms(QUALIFIER.sub("", title)) for doc, title in doc_titles.items()}
+        names = {doc: frozenset(terms) for doc, terms in name_lists.items()}
+        q_list = query.view("terms", lambda: self.scorer.analyzer.terms(text))
 
         def bridge(quote: Candidate) -> Candidate | None:
             """The best sentence of another retrieved document whose title `quote` names and the
@@ -535,21 +502,44 @@ class Reader:
             quoted = {c.sentence.source.hit.document_id for c in picked}
             # a name written as one (a capitalised word of it), not a common word ("live")
             written = capitalised_terms(self.scorer.analyzer, " " + quote.quote)
+            said = self.scorer.analyzer.terms(quote.quote)
+            # the question names its subject ("Raghnall Mac Ruaidhrí's grandfather"), not the step
+            # ("Ruaidhrí Mac Ruaidhrí"); a title's words scattered over a quote do not name it
             named = {doc for doc, name in names.items()
-                     if name <= quote.terms and name & written and not name <= asked} - quoted
+                     if in_a_row(name_lists[doc], said) and name & written and not in_a_row(name_lists[doc], q_list)
+                     and written_alone(QUALIFIER.sub("", doc_titles[doc]), quote.quote, doc_texts[doc])} - quoted
             steps = [c for c in candidates if c.sentence.source.hit.document_id in named
                      and c.language == lead.language and fits(c, parallel=True)]  # it names a quoted name
             # a step names what it is about, qualifier and all, as the quote it follows does ("At the
-            # age of 30 he ..." does not; nor does a list of namesakes: "Empress (disambiguation)")
-            return max((c for c in steps if c.titled <= c.terms), key=lambda c: c.score, default=None)
+            # age of 30 he ..." does not; nor does a list of namesakes: "Empress (disambiguation)");
+            # failing one, its document opens with a sentence that names it in full ("Charles Edward
+            # Anderson Berry (October 18, 1926 - ...)" on the page "Chuck Berry")
+            step = max((c for c in steps if c.titled <= c.terms), key=lambda c: c.score, default=None)
+            return step or next((c for c in steps if c.position == 0
+                                 and names[c.sentence.source.hit.document_id] & c.terms), None)
 
-        # from the lead, or from the quote about each side: a question that weighs things asked through
-        # them ("the director who is older, A or B?") takes a step from each, past its extent's sentences
+        def linked_step(quote: Candidate) -> tuple[Candidate, Candidate] | None:
+            """Where `quote` names no next step, the best sentence of its passage that does ("... and
+            composer Jonny Greenwood.") and that step, within the answer's words."""
+            for link in sorted((c for c in candidates if c.sentence.source is quote.sentence.source
+                                and c not in picked and fits(c, parallel=True)), key=lambda c: -c.score):
+                step = bridge(link)
+                if step is not None and words + len(link.quote.split()) + len(step.quote.split()) <= extent.words:
+                    return link, step
+            return None
+
+        # From the lead, or from the quote about each side: a question that weighs things asked through
+        # them ("the director who is older, A or B?") takes a step from each, past its extent's
+        # sentences. A question about one thing may take it through a link, one sentence more (a
+        # question that weighs two is not: a side's passage names its cast, not what the question asks).
         steps_cap = most + (len(picked) - 1 if paired else 0)
         for quote in list(picked):
             step = bridge(quote) if len(picked) < steps_cap else None
             if step is not None:
                 take(step)
+            elif not paired and len(picked) <= steps_cap and (linked := linked_step(quote)) is not None:
+                take(linked[0])
+                take(linked[1])
         if extent is _UNSURE_FACT:
             # The model is unsure of the lead, which the features and its reading chose together: a
             # sentence it is sure answers comes next, however far the features rank it below.

@@ -1,0 +1,77 @@
+"""Names in a text, as the reader matches them: the terms of capitalised words, one-letter names
+("the E gene", "E遺伝子"), and whether a text writes a document's title as a name of its own."""
+
+from __future__ import annotations
+
+import re
+
+from ..nlp.glossary import shared_glossary
+
+QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "(film)", "(2017 Film)" after a title
+# A capitalised word that does not open the text; in Japanese text, a Latin word written after kana
+# or kanji ("Marjatta RaitaとBruce Coulter"), which no sentence rule capitalises.
+_CJK = "\u3000-\u30ff\u3400-\u9fff\uff00-\uffef"
+_CAPITALISED = re.compile(rf"(?:(?<=\s)|(?<=[{_CJK}]))[A-Z](?:[^\W{_CJK}]|['-])*")
+# A one-letter name and the word it names ("the E gene", "hepatitis B", "vitamin D"): the analyzer
+# drops lone letters, which would leave "the E gene or the N gene" two sides with the same terms.
+_LETTER_FIRST = re.compile(r"\b([A-Z])\s+(?=([a-z][a-z-]+)\b)")
+_LETTER_AFTER = re.compile(r"\b(?=([a-z][a-z-]+)\s+([A-Z])\b)")
+_JA_LETTER_FIRST = re.compile(r"(?<![A-Za-z0-9])([A-Z])(?=([\u30a0-\u30ff\u4e00-\u9fff]+))")  # E遺伝子
+_JA_LETTER_AFTER = re.compile(r"(?=([\u30a0-\u30ff\u4e00-\u9fff]+)([A-Z])(?![A-Za-z0-9]))")  # ビタミンD
+
+
+def capitalised_terms(analyzer, text: str) -> set[str]:
+    """The terms of `text`'s capitalised words, as names are written (`_CAPITALISED`: the word that
+    opens `text` counts only where the caller puts a space before it)."""
+    return set(analyzer.terms(" ".join(_CAPITALISED.findall(text))))
+
+
+def in_a_row(name: list[str], terms: list[str]) -> bool:
+    """`terms` hold the terms of `name`, one after the other."""
+    n = len(name)
+    return n > 0 and any(terms[i:i + n] == name for i in range(len(terms) - n + 1))
+
+
+_WRITTEN = re.compile(r"[^\W_][\w'’-]*")
+
+
+def written_alone(name: str, text: str, known: str) -> bool:
+    """`text` writes `name` as a name of its own, not inside a longer one ("Dream Chasers Records",
+    "the Order of the British Empire" for the pages "Dream" and "Empire"): the capitalised words
+    that run on from it are words of `known`, the named document's text ("King Norodom Suramarit" on
+    the page of King Norodom Suramarit). True where `text` does not spell it out word for word."""
+    words = [(m.group(), m.start()) for m in _WRITTEN.finditer(text)]
+    lower = [w.lower() for w, _ in words]
+    wanted = [w.lower() for w in _WRITTEN.findall(name)]
+    known_words = {w.lower() for w in _WRITTEN.findall(known)}
+    n, found = len(wanted), False
+    for i in range(len(words) - n + 1):
+        if not n or lower[i:i + n] != wanted:
+            continue
+        found = True
+        before = i - 1
+        while before >= 0 and words[before][0][0].isupper():
+            before -= 1
+        after = i + n
+        while after < len(words) and words[after][0][0].isupper():
+            after += 1
+        if all(w in known_words for w in lower[before + 1:i] + lower[i + n:after]):
+            return True
+    return not found
+
+
+def letter_names(analyzer, text: str) -> set[str]:
+    """The one-letter names of `text` as terms: "e gene" for "the E gene", "hepatitis b"; in
+    Japanese, with the English gloss of the word the letter is written against ("E遺伝子": "e
+    gene", "ビタミンD": "vitamin d"), so that they meet the English names of English papers."""
+    def glossed(word: str) -> list[str]:
+        return list(shared_glossary().english(word)) or shared_glossary().terms(word)
+
+    out = set()
+    for pattern, letter_first, read in ((_LETTER_FIRST, True, analyzer.terms), (_LETTER_AFTER, False, analyzer.terms),
+                                        (_JA_LETTER_FIRST, True, glossed), (_JA_LETTER_AFTER, False, glossed)):
+        for m in pattern.finditer(text):
+            letter, word = (m.group(1), m.group(2)) if letter_first else (m.group(2), m.group(1))
+            if stem := read(word):
+                out.add(f"{letter.lower()} {stem[0]}" if letter_first else f"{stem[0]} {letter.lower()}")
+    return out
