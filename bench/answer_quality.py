@@ -57,8 +57,15 @@ def covidqa_questions(folder: Path, half: str, questions: Path | None = None, fi
             for r in rows if r["doc"] in keep]
 
 
-def beir_questions(folder: Path, multihop: bool) -> list[dict]:
-    """A BEIR set's questions of one kind (metadata.multihop), each with its gold document ids."""
+def beir_questions(folder: Path, multihop: bool, answers: Path | None = None) -> list[dict]:
+    """A BEIR set's questions of one kind (metadata.multihop), each with its gold document ids, and
+    with `answers` (bench/data/2wiki_answers.jsonl) its gold answer spans where the passages write
+    them (not a yes/no question's, nor the name of one of the two things a comparison names, which
+    every answer quotes)."""
+    spans = {}
+    if answers is not None:
+        for r in papers_questions(answers):
+            spans[str(r["id"])] = r["answers"] if r["kind"] == "span" else []
     gold: dict[str, set[str]] = {}
     with open(folder / "qrels" / "test.tsv", encoding="utf-8") as fh:
         for line in fh:
@@ -70,7 +77,7 @@ def beir_questions(folder: Path, multihop: bool) -> list[dict]:
         q = json.loads(line)
         if str(q["_id"]) in gold and bool(q.get("metadata", {}).get("multihop")) == multihop:
             out.append({"id": str(q["_id"]), "question": q["text"], "gold": sorted(gold[str(q["_id"])]),
-                        "kind": "multi-hop" if multihop else "single-hop"})
+                        "kind": "multi-hop" if multihop else "single-hop", "answers": spans.get(str(q["_id"]), [])})
     return out
 
 
@@ -168,9 +175,12 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     n = max(len(rows), 1)
     words = np.array([r.words for r in rows]) if rows else np.zeros(1)
     out: dict[str, float] = {"questions": len(rows)}
-    if rows and rows[0].holds is not None:
-        out["holds"] = sum(bool(r.holds) for r in rows) / n
-        out["first"] = sum(bool(r.first) for r in rows) / n
+    spanned = [r for r in rows if r.holds is not None]  # questions with a gold span
+    if spanned:
+        if len(spanned) < len(rows):
+            out["with_span"] = len(spanned)
+        out["holds"] = sum(bool(r.holds) for r in spanned) / len(spanned)
+        out["first"] = sum(bool(r.first) for r in spanned) / len(spanned)
     if rows and rows[0].f1 is not None:
         for k in ("precision", "recall", "f1"):
             out[k] = float(np.mean([getattr(r, k) for r in rows]))
@@ -287,6 +297,8 @@ def main() -> None:
     ap.add_argument("--beir", type=Path, help="a BEIR folder with metadata.multihop (2wiki): gold passages cited, "
                                               "multi-hop and single-hop questions apart")
     ap.add_argument("--beir-index", type=Path)
+    ap.add_argument("--beir-answers", type=Path, help="gold answers of the BEIR set's questions "
+                    "(bench/data/2wiki_answers.jsonl, for 2wiki and 2wiki-ja): holds / first where a passage writes it")
     ap.add_argument("--choice", type=Path, help="yes/no and comparison questions over covidqa-dev and papers-pdf "
                     "(bench/data/yesno_comparison_qa.jsonl): answered, and each side quoted, when both are in the top 5")
     ap.add_argument("--offtopic", type=Path, help="questions covidqa-dev does not answer "
@@ -334,7 +346,7 @@ def main() -> None:
                      "index": args.papers_index, "docs": args.papers, "langs": {"en"}})
     if args.beir:
         for multihop in (True, False):
-            qs = beir_questions(args.beir, multihop)
+            qs = beir_questions(args.beir, multihop, args.beir_answers)
             jobs.append({"name": f"{args.beir.name} {'multi' if multihop else 'single'}-hop",
                          "questions": qs[:args.limit] if args.limit else qs, "index": args.beir_index,
                          "docs": args.beir / "corpus.jsonl", "langs": {"en"}})
