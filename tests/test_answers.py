@@ -342,6 +342,8 @@ def test_a_question_asked_through_a_named_thing_quotes_the_next_document(tmp_pat
     answer = m.search("What is the place of birth of the director of film Harbour Lights?", top_k=5).answer
     assert answer.kind == "extractive"
     assert "directed by Tomas Verell" in answer.text and "born 3 May 1911 in Bergen" in answer.text, answer.text
+    # the step answers: it comes first, the film's sentence after it says who the director is
+    assert "born 3 May 1911 in Bergen" in answer.text.splitlines()[0], answer.text
     # two things weighed through what they name: a step from each
     answer = m.search("Which film has the director who is older, Harbour Lights or Night Ferry?", top_k=5).answer
     assert "born 3 May 1911 in Bergen" in answer.text and "born 9 June 1920 in Aarhus" in answer.text, answer.text
@@ -365,6 +367,22 @@ def test_a_question_asked_through_a_later_sentence_quotes_it_and_the_next_docume
     answer = m.search("Where was the composer of the film Salt Road born?", top_k=5).answer
     assert answer.kind == "extractive"
     assert "Its score was written by Lena Hart." in answer.text and "in Ghent" in answer.text, answer.text
+
+
+FILMMAKER = {  # her page answers when she was born and names her film, which has a page of its own
+    "gia-lund.md": "# Gia Lund\n\nGia Lund (born 1 January 1987 in Oslo) is a Norwegian film director, best known "
+                   "for Harbour Lights. She studied at the film school in Lillehammer.\n",
+    "harbour-lights.md": DIRECTORS["harbour-lights.md"],
+}
+
+
+def test_a_question_about_one_thing_keeps_its_answer_first(tmp_path, cache_dir):
+    """"When was Gia Lund born?": her sentence answers and names her film, whose page is quoted after
+    it (the step), not before."""
+    m = _indexed(tmp_path, cache_dir, FILMMAKER)
+    answer = m.search("When was Gia Lund born?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert "born 1 January 1987" in answer.text.splitlines()[0], answer.text
 
 
 def test_a_name_inside_a_longer_name_is_not_a_document_s_name():

@@ -533,13 +533,15 @@ class Reader:
         # sentences. A question about one thing may take it through a link, one sentence more (a
         # question that weighs two is not: a side's passage names its cast, not what the question asks).
         steps_cap = most + (len(picked) - 1 if paired else 0)
+        lead_step = None  # the step the lead leads to
         for quote in list(picked):
             step = bridge(quote) if len(picked) < steps_cap else None
+            if step is None and not paired and len(picked) <= steps_cap and (linked := linked_step(quote)):
+                take(linked[0])
+                step = linked[1]
             if step is not None:
                 take(step)
-            elif not paired and len(picked) <= steps_cap and (linked := linked_step(quote)) is not None:
-                take(linked[0])
-                take(linked[1])
+                lead_step = step if quote is lead else lead_step
         if extent is _UNSURE_FACT:
             # The model is unsure of the lead, which the features and its reading chose together: a
             # sentence it is sure answers comes next, however far the features rank it below.
@@ -559,8 +561,13 @@ class Reader:
             if after is not None and words + len(after.quote.split()) <= extent.words:  # the extent's bound
                 take(after)
         if decides and not (choice or paired):  # a choice keeps its sides in the order they came
-            reads_best = max(picked, key=lambda c: c.answers)
-            if reads_best.answers >= lead.answers + MODEL_FIRST:
+            # A question asked through something is answered by the step, where the model is unsure
+            # that the lead answers ("X is a 1989 film directed by Jim Wynorski." for "Where was the
+            # director of X born?"; not "Gia Coppola (born January 1, 1987) ..., granddaughter of
+            # Francis Ford Coppola" for "When was Gia Coppola born?").
+            stepped = lead_step is not None and lead.answers < UNSURE_LEAD
+            reads_best = lead_step if stepped else max(picked, key=lambda c: c.answers)
+            if stepped or reads_best.answers >= lead.answers + MODEL_FIRST:
                 picked.remove(reads_best)
                 picked.insert(0, reads_best)
         # Adjacent sentences of one passage become one quote, in the passage's order, where the
