@@ -385,6 +385,24 @@ def test_a_question_about_one_thing_keeps_its_answer_first(tmp_path, cache_dir):
     assert "born 1 January 1987" in answer.text.splitlines()[0], answer.text
 
 
+ORCHARD = {  # the film's sentence names its director and the writer of the story it is based on
+    "the-orchard.md": "# The Orchard (film)\n\nThe Orchard is a 2013 drama film written and directed by Mia Lund, "
+                      "based on Karl Berg's 2010 story collection of the same name.\n",
+    "mia-lund.md": "# Mia Lund\n\nMia Lund (born 4 March 1987 in Tromso) is a Norwegian screenwriter.\n",
+    "karl-berg.md": "# Karl Berg\n\nKarl Berg (born 9 May 1960 in Bergen) is a Norwegian actor, writer and film "
+                    "director.\n",
+}
+
+
+def test_the_step_is_the_name_the_quote_introduces_with_the_question_s_word(tmp_path, cache_dir):
+    """"Where was the director of film The Orchard born?": of the two names the film's sentence
+    gives, the step is the one it introduces as directing ("directed by Mia Lund"), not the writer
+    whose page says "film director"."""
+    m = _indexed(tmp_path, cache_dir, ORCHARD)
+    answer = m.search("Where was the director of film The Orchard born?", top_k=5).answer
+    assert "in Tromso" in answer.text and "in Bergen" not in answer.text, answer.text
+
+
 def test_a_name_inside_a_longer_name_is_not_a_document_s_name():
     """"Dream Chasers Records" does not name the page "Dream" (a film), nor "the Order of the British
     Empire" the page "Empire"; "King Norodom Suramarit" names the page of the King Norodom Suramarit

@@ -1,13 +1,18 @@
 """Names in a text, as the reader matches them: the terms of capitalised words, one-letter names
-("the E gene", "E遺伝子"), and whether a text writes a document's title as a name of its own."""
+("the E gene", "E遺伝子"), and which retrieved documents a quote names as a name of its own (the next
+step of a question asked through something)."""
 
 from __future__ import annotations
 
 import re
 
 from ..nlp.glossary import shared_glossary
+from ..types import SearchHit
 
 QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "(film)", "(2017 Film)" after a title
+# A quote introduces the name the question asks through with a word of the question in another form
+# ("directed by" for "the director of") when the two share a stem of at least this many letters. Not fitted.
+INTRODUCING_STEM = 5
 # A capitalised word that does not open the text; in Japanese text, a Latin word written after kana
 # or kanji ("Marjatta RaitaとBruce Coulter"), which no sentence rule capitalises.
 _CJK = "\u3000-\u30ff\u3400-\u9fff\uff00-\uffef"
@@ -26,10 +31,15 @@ def capitalised_terms(analyzer, text: str) -> set[str]:
     return set(analyzer.terms(" ".join(_CAPITALISED.findall(text))))
 
 
+def run_at(name: list[str], terms: list[str]) -> int:
+    """Where `terms` hold the terms of `name`, one after the other; -1 where they do not."""
+    n = len(name)
+    return next((i for i in range(len(terms) - n + 1) if terms[i:i + n] == name), -1) if n else -1
+
+
 def in_a_row(name: list[str], terms: list[str]) -> bool:
     """`terms` hold the terms of `name`, one after the other."""
-    n = len(name)
-    return n > 0 and any(terms[i:i + n] == name for i in range(len(terms) - n + 1))
+    return run_at(name, terms) >= 0
 
 
 _WRITTEN = re.compile(r"[^\W_][\w'’-]*")
@@ -75,3 +85,29 @@ def letter_names(analyzer, text: str) -> set[str]:
             if stem := read(word):
                 out.add(f"{letter.lower()} {stem[0]}" if letter_first else f"{stem[0]} {letter.lower()}")
     return out
+
+
+def documents_named(analyzer, quote: str, documents: dict[str, SearchHit], question: list[str],
+                    asked: set[str]) -> set[str]:
+    """The ids of `documents` whose title (without a qualifier) `quote` names and the question does
+    not (its terms `question`, in order; `asked`: with a Japanese question's English glosses): the
+    title's words in a row, one of them capitalised, not inside a longer name; the question names
+    its subject ("Raghnall Mac Ruaidhrí's grandfather"), not the step ("Ruaidhrí Mac Ruaidhrí"). Of
+    several, those the quote introduces with a word of the question's in another form ("written and
+    directed by Gia Coppola, based on James Franco's ..." for "the director of film X")."""
+    written = capitalised_terms(analyzer, " " + quote)
+    said = analyzer.terms(quote)
+    named: dict[str, list[str]] = {}
+    for doc, hit in documents.items():
+        title = QUALIFIER.sub("", hit.document_title)
+        name = analyzer.terms(title)
+        if (in_a_row(name, said) and set(name) & written and not in_a_row(name, question)
+                and written_alone(title, quote, hit.text)):
+            named[doc] = name
+
+    def introduced(name: list[str]) -> bool:  # the two terms before it hold a question's word's stem
+        at = max(run_at(name, said), 0)
+        return any(min(len(w), len(a)) >= INTRODUCING_STEM and (a.startswith(w) or w.startswith(a))
+                   for w in said[max(0, at - 2):at] for a in asked)
+
+    return {doc for doc, name in named.items() if introduced(name)} or set(named)

@@ -32,7 +32,7 @@ from ..nlp.lang import detect_language
 from ..query import Query
 from .context import Source
 from .cross_encoder import ReaderModel
-from .names import QUALIFIER, capitalised_terms, in_a_row, letter_names, written_alone
+from .names import QUALIFIER, capitalised_terms, documents_named, letter_names
 from .question_wording import asks_to_choose, is_question, question_asks, question_sides
 from .quotes import clean_quote, quotable
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
@@ -489,25 +489,17 @@ class Reader:
                 take(before)  # one quote with the lead, in the passage's order
             speak_to_each()
         # each retrieved document's name: its title without a qualifier ("The Room (film)": "The Room")
-        doc_titles = {c.sentence.source.hit.document_id: c.sentence.source.hit.document_title for c in candidates}
-        doc_texts = {c.sentence.source.hit.document_id: c.sentence.source.hit.text for c in candidates}
-        name_lists = {doc: self.scorer.analyzer.terms(QUALIFIER.sub("", title)) for doc, title in doc_titles.items()}
-        names = {doc: frozenset(terms) for doc, terms in name_lists.items()}
+        documents = {c.sentence.source.hit.document_id: c.sentence.source.hit for c in candidates}
+        names = {doc: frozenset(self.scorer.analyzer.terms(QUALIFIER.sub("", hit.document_title)))
+                 for doc, hit in documents.items()}
         q_list = query.view("terms", lambda: self.scorer.analyzer.terms(text))
 
         def bridge(quote: Candidate) -> Candidate | None:
             """The best sentence of another retrieved document whose title `quote` names and the
             question does not: the next step of a question asked through something ("the director
             of film X": X's sentence names the director, whose page says where they were born)."""
-            quoted = {c.sentence.source.hit.document_id for c in picked}
-            # a name written as one (a capitalised word of it), not a common word ("live")
-            written = capitalised_terms(self.scorer.analyzer, " " + quote.quote)
-            said = self.scorer.analyzer.terms(quote.quote)
-            # the question names its subject ("Raghnall Mac Ruaidhrí's grandfather"), not the step
-            # ("Ruaidhrí Mac Ruaidhrí"); a title's words scattered over a quote do not name it
-            named = {doc for doc, name in names.items()
-                     if in_a_row(name_lists[doc], said) and name & written and not in_a_row(name_lists[doc], q_list)
-                     and written_alone(QUALIFIER.sub("", doc_titles[doc]), quote.quote, doc_texts[doc])} - quoted
+            named = documents_named(self.scorer.analyzer, quote.quote, documents, q_list, asked)
+            named -= {c.sentence.source.hit.document_id for c in picked}
             steps = [c for c in candidates if c.sentence.source.hit.document_id in named
                      and c.language == lead.language and fits(c, parallel=True)]  # it names a quoted name
             # a step names what it is about, qualifier and all, as the quote it follows does ("At the
