@@ -342,8 +342,6 @@ def test_a_question_asked_through_a_named_thing_quotes_the_next_document(tmp_pat
     answer = m.search("What is the place of birth of the director of film Harbour Lights?", top_k=5).answer
     assert answer.kind == "extractive"
     assert "directed by Tomas Verell" in answer.text and "born 3 May 1911 in Bergen" in answer.text, answer.text
-    # the step answers: it comes first, the film's sentence after it says who the director is
-    assert "born 3 May 1911 in Bergen" in answer.text.splitlines()[0], answer.text
     # two things weighed through what they name: a step from each
     answer = m.search("Which film has the director who is older, Harbour Lights or Night Ferry?", top_k=5).answer
     assert "born 3 May 1911 in Bergen" in answer.text and "born 9 June 1920 in Aarhus" in answer.text, answer.text
@@ -362,11 +360,13 @@ COMPOSERS = {  # a film's page names its composer in a later sentence, whose own
 def test_a_question_asked_through_a_later_sentence_quotes_it_and_the_next_document(tmp_path, cache_dir):
     """"Where was the composer of film X born?": X's first sentence names no retrieved page, a later one
     names its composer, whose page opens with her full name ("Helena Maria Hart", the page "Lena
-    Hart"): the sentence that names her links the film to her page's opening sentence."""
+    Hart"): the sentence that names her links the film to her page's opening sentence, which leads."""
     m = _indexed(tmp_path, cache_dir, COMPOSERS)
     answer = m.search("Where was the composer of the film Salt Road born?", top_k=5).answer
     assert answer.kind == "extractive"
     assert "Its score was written by Lena Hart." in answer.text and "in Ghent" in answer.text, answer.text
+    # the step answers, and the model is not sure the film's sentence does: the step comes first
+    assert "in Ghent" in answer.text.splitlines()[0], answer.text
 
 
 FILMMAKER = {  # her page answers when she was born and names her film, which has a page of its own
