@@ -5,6 +5,7 @@ step of a question asked through something)."""
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from ..nlp.glossary import shared_glossary
 from ..types import SearchHit
@@ -87,23 +88,37 @@ def letter_names(analyzer, text: str) -> set[str]:
     return out
 
 
-def documents_named(analyzer, quote: str, documents: dict[str, SearchHit], question: list[str],
+class DocumentName(NamedTuple):
+    """A retrieved document as a quote may name it: its title without a qualifier ("The Room (film)":
+    "The Room"), that name's terms, and the document's text."""
+
+    name: str
+    terms: list[str]
+    text: str
+
+
+def document_names(analyzer, hits: dict[str, SearchHit]) -> dict[str, DocumentName]:
+    """Each document's `DocumentName`, worked out once for all the quotes that may name it."""
+    out = {}
+    for doc, hit in hits.items():
+        name = QUALIFIER.sub("", hit.document_title)
+        out[doc] = DocumentName(name, analyzer.terms(name), hit.text)
+    return out
+
+
+def documents_named(analyzer, quote: str, documents: dict[str, DocumentName], question: list[str],
                     asked: set[str]) -> set[str]:
-    """The ids of `documents` whose title (without a qualifier) `quote` names and the question does
-    not (its terms `question`, in order; `asked`: with a Japanese question's English glosses): the
-    title's words in a row, one of them capitalised, not inside a longer name; the question names
-    its subject ("Raghnall Mac Ruaidhrí's grandfather"), not the step ("Ruaidhrí Mac Ruaidhrí"). Of
-    several, those the quote introduces with a word of the question's in another form ("written and
-    directed by Gia Coppola, based on James Franco's ..." for "the director of film X")."""
+    """The ids of `documents` whose name `quote` names and the question does not (its terms
+    `question`, in order; `asked`: with a Japanese question's English glosses): the name's words in
+    a row, one of them capitalised, not inside a longer name; the question names its subject
+    ("Raghnall Mac Ruaidhrí's grandfather"), not the step ("Ruaidhrí Mac Ruaidhrí"). Of several,
+    those the quote introduces with a word of the question's in another form ("written and directed
+    by Gia Coppola, based on James Franco's ..." for "the director of film X")."""
     written = capitalised_terms(analyzer, " " + quote)
     said = analyzer.terms(quote)
-    named: dict[str, list[str]] = {}
-    for doc, hit in documents.items():
-        title = QUALIFIER.sub("", hit.document_title)
-        name = analyzer.terms(title)
-        if (in_a_row(name, said) and set(name) & written and not in_a_row(name, question)
-                and written_alone(title, quote, hit.text)):
-            named[doc] = name
+    named = {doc: d.terms for doc, d in documents.items()
+             if in_a_row(d.terms, said) and set(d.terms) & written and not in_a_row(d.terms, question)
+             and written_alone(d.name, quote, d.text)}
 
     def introduced(name: list[str]) -> bool:  # the two terms before it hold a question's word's stem
         at = max(run_at(name, said), 0)

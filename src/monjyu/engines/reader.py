@@ -32,7 +32,7 @@ from ..nlp.lang import detect_language
 from ..query import Query
 from .context import Source
 from .cross_encoder import ReaderModel
-from .names import QUALIFIER, capitalised_terms, documents_named, letter_names
+from .names import capitalised_terms, document_names, documents_named, letter_names
 from .question_wording import asks_to_choose, is_question, question_asks, question_sides
 from .quotes import clean_quote, quotable
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
@@ -488,10 +488,8 @@ class Reader:
                     and words + len(before.quote.split()) <= extent.words):
                 take(before)  # one quote with the lead, in the passage's order
             speak_to_each()
-        # each retrieved document's name: its title without a qualifier ("The Room (film)": "The Room")
-        documents = {c.sentence.source.hit.document_id: c.sentence.source.hit for c in candidates}
-        names = {doc: frozenset(self.scorer.analyzer.terms(QUALIFIER.sub("", hit.document_title)))
-                 for doc, hit in documents.items()}
+        documents = document_names(self.scorer.analyzer,
+                                   {c.sentence.source.hit.document_id: c.sentence.source.hit for c in candidates})
         q_list = query.view("terms", lambda: self.scorer.analyzer.terms(text))
 
         def bridge(quote: Candidate) -> Candidate | None:
@@ -507,8 +505,9 @@ class Reader:
             # failing one, its document opens with a sentence that names it in full ("Charles Edward
             # Anderson Berry (October 18, 1926 - ...)" on the page "Chuck Berry")
             step = max((c for c in steps if c.titled <= c.terms), key=lambda c: c.score, default=None)
-            return step or next((c for c in steps if c.position == 0
-                                 and names[c.sentence.source.hit.document_id] & c.terms), None)
+            opening = (c for c in steps if c.position == 0
+                       and c.terms.intersection(documents[c.sentence.source.hit.document_id].terms))
+            return step or next(opening, None)
 
         def linked_step(quote: Candidate) -> tuple[Candidate, Candidate] | None:
             """Where `quote` names no next step, the best sentence of its passage that does ("... and
