@@ -403,6 +403,42 @@ def test_the_step_is_the_name_the_quote_introduces_with_the_question_s_word(tmp_
     assert "in Tromso" in answer.text and "in Bergen" not in answer.text, answer.text
 
 
+GLASS_BELL = {  # the film's page names its composer; his page says where he died in a later sentence
+    "the-glass-bell.md": "# The Glass Bell (film)\n\nThe Glass Bell is a 1974 Hungarian musical comedy film directed "
+                         "by Pal Toth. The film's music was composed by Isak Varga.\n",
+    "isak-varga.md": "# Isak Varga\n\nIsak Varga (13 May 1923 - 27 December 2009) was a Hungarian composer of film "
+                     "music. He wrote the scores of more than sixty films. Varga died in Szentendre, near Budapest, "
+                     "on 27 December 2009, aged 86.\n",
+    "budapest.md": "# Budapest\n\nBudapest is the capital of Hungary. Its film studios made most of the country's "
+                   "musical comedies.\n",
+}
+
+
+def test_the_step_s_page_is_read_for_the_question_asked_of_it(tmp_path, cache_dir):
+    """"Where did the composer of film The Glass Bell die?": the film's sentence names the composer; of
+    his page's sentences, the one that answers "Where did the composer of film Isak Varga die?" is
+    quoted ("Varga died in Szentendre"), not the one that names him in full and answers nothing."""
+    m = _indexed(tmp_path, cache_dir, GLASS_BELL)
+    answer = m.search("Where did the composer of film The Glass Bell die?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert "composed by Isak Varga" in answer.text and "died in Szentendre" in answer.text, answer.text
+    assert "died in Szentendre" in answer.text.splitlines()[0], answer.text
+
+
+def test_a_question_is_renamed_for_the_next_step():
+    """The question the step's page answers: the subject's name, in any case, becomes the step's, and
+    a name runs no further than its words ("Live" is not in "Olive"; kana may follow a Latin name)."""
+    from monjyu.engines.names import renamed
+
+    assert renamed("Where did the composer of film The Straw Hat die?", "The Straw Hat", "Isaac Schwartz") == \
+        "Where did the composer of film Isaac Schwartz die?"
+    assert renamed("Who is the director of film Palo Alto (2013 Film)?", "palo alto", "Gia Coppola") == \
+        "Who is the director of film Gia Coppola (2013 Film)?"
+    assert renamed("Who wrote Olive?", "Live", "X") is None
+    assert renamed("Lothair IIの母親はいつ亡くなりましたか？", "Lothair II", "Ermengarde of Tours") == \
+        "Ermengarde of Toursの母親はいつ亡くなりましたか？"
+
+
 def test_a_name_inside_a_longer_name_is_not_a_document_s_name():
     """"Dream Chasers Records" does not name the page "Dream" (a film), nor "the Order of the British
     Empire" the page "Empire"; "King Norodom Suramarit" names the page of the King Norodom Suramarit

@@ -1,6 +1,6 @@
 """Names in a text, as the reader matches them: the terms of capitalised words, one-letter names
-("the E gene", "E遺伝子"), and which retrieved documents a quote names as a name of its own (the next
-step of a question asked through something)."""
+("the E gene", "E遺伝子"), which retrieved documents a quote names as a name of its own (the next
+step of a question asked through something), and the question that step's page answers."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ _LETTER_FIRST = re.compile(r"\b([A-Z])\s+(?=([a-z][a-z-]+)\b)")
 _LETTER_AFTER = re.compile(r"\b(?=([a-z][a-z-]+)\s+([A-Z])\b)")
 _JA_LETTER_FIRST = re.compile(r"(?<![A-Za-z0-9])([A-Z])(?=([\u30a0-\u30ff\u4e00-\u9fff]+))")  # E遺伝子
 _JA_LETTER_AFTER = re.compile(r"(?=([\u30a0-\u30ff\u4e00-\u9fff]+)([A-Z])(?![A-Za-z0-9]))")  # ビタミンD
+# A name written in a question begins and ends where no Latin letter or digit runs on ("Live" is not in
+# "Olive"; "Lothair II" is in "Lothair IIの母親", where kana follow).
+_LATIN = "0-9A-Za-z\u00c0-\u024f"
 
 
 def capitalised_terms(analyzer, text: str) -> set[str]:
@@ -126,3 +129,16 @@ def documents_named(analyzer, quote: str, documents: dict[str, DocumentName], qu
                    for w in said[max(0, at - 2):at] for a in asked)
 
     return {doc for doc, name in named.items() if introduced(name)} or set(named)
+
+
+def renamed(question: str, name: str, other: str) -> str | None:
+    """`question` with the name `name` (its words in a row, in any case) written as `other`: what the
+    next step's page is asked ("Where did the composer of film The Straw Hat die?" -> "Where did the
+    composer of film Isaac Schwartz die?", over the page of Isaac Schwartz, who composed it). None
+    where the question does not write the name."""
+    words = re.findall(r"\w+", name)
+    if not words:
+        return None
+    written = rf"(?<![{_LATIN}])" + r"\W+".join(map(re.escape, words)) + rf"(?![{_LATIN}])"
+    out, n = re.subn(written, lambda _: other, question, count=1, flags=re.I)
+    return out if n else None

@@ -32,7 +32,7 @@ from ..nlp.lang import detect_language
 from ..query import Query
 from .context import Source
 from .cross_encoder import ReaderModel
-from .names import capitalised_terms, document_names, documents_named, letter_names
+from .names import capitalised_terms, document_names, documents_named, in_a_row, letter_names, renamed
 from .question_wording import asks_to_choose, is_question, question_asks, question_sides
 from .quotes import clean_quote, quotable
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
@@ -152,6 +152,14 @@ def passage_quotes(candidates: Sequence["Candidate"], forms: dict[str, tuple[str
         if id(c.passage) not in quoted:
             quoted[id(c.passage)] = [spelled_out(clean_quote(x.text), forms or {}) for x in c.passage]
     return [(quoted[id(c.passage)], c.position) for c in candidates]
+
+
+def model_reading(query: Query, candidates: Sequence["Candidate"]) -> str:
+    """The question as the model reads it: it learnt questions over sentences of their own language, so
+    a Japanese question over English sentences only is read as its English words (Glossary.english_reading)."""
+    if query.language == "ja" and all(c.language != "ja" for c in candidates):
+        return shared_glossary().english_reading(query.text)
+    return query.text
 
 
 class Side(NamedTuple):
@@ -276,11 +284,7 @@ class Reader:
         for c, z in zip(out, scores):
             c.score = float(z)
         if self.model is not None:
-            # The model learnt questions over sentences of their own language: a Japanese question
-            # over English sentences only is read as its English words (Glossary.english_reading).
-            asked = (shared_glossary().english_reading(text)
-                     if query.language == "ja" and all(c.language != "ja" for c in out) else text)
-            self._read(asked, out, forms)
+            self._read(model_reading(query, out), out, forms)
         return out
 
     def _read(self, query: str, candidates: list[Candidate], forms: dict[str, tuple[str, bool]]) -> None:
@@ -491,6 +495,7 @@ class Reader:
         documents = document_names(self.scorer.analyzer,
                                    {c.sentence.source.hit.document_id: c.sentence.source.hit for c in candidates})
         q_list = query.view("terms", lambda: self.scorer.analyzer.terms(text))
+        reading = model_reading(query, candidates)
 
         def bridge(quote: Candidate) -> Candidate | None:
             """The best sentence of another retrieved document whose title `quote` names and the
@@ -507,7 +512,19 @@ class Reader:
             step = max((c for c in steps if c.titled <= c.terms), key=lambda c: c.score, default=None)
             opening = (c for c in steps if c.position == 0
                        and c.terms.intersection(documents[c.sentence.source.hit.document_id].terms))
-            return step or next(opening, None)
+            step = step or next(opening, None)
+            if step is None or not decides:
+                return step
+            # The step's page may answer in another sentence than the one naming it ("Schwartz died in Siversky,
+            # ..."): the model reads its sentences for the question with its subject renamed the step.
+            doc = step.sentence.source.hit.document_id
+            subject = next((d for d in (quote.sentence.source.hit.document_id, *documents)
+                            if in_a_row(documents[d].terms, q_list)), None)
+            asked_of_step = subject and renamed(reading, documents[subject].name, documents[doc].name)
+            if not asked_of_step:
+                return step
+            own = [step] + [c for c in steps if c.sentence.source.hit.document_id == doc and c is not step]
+            return own[int(np.argmax(self.model.scores(asked_of_step, [c.quote for c in own])))]
 
         def linked_step(quote: Candidate) -> tuple[Candidate, Candidate] | None:
             """Where `quote` names no next step, the best sentence of its passage that does ("... and
