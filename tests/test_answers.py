@@ -439,6 +439,35 @@ def test_a_question_is_renamed_for_the_next_step():
         "Ermengarde of Toursの母親はいつ亡くなりましたか？"
 
 
+def test_over_another_language_the_model_moves_a_sentence_to_the_lead_only_where_it_is_on_the_question(
+        tmp_path, cache_dir):
+    """The model's threshold was fitted within one language: over English pages only, a sentence it
+    accepts leads a Japanese question's answer only where the relevance scale grades it on the
+    question; for the English question it leads. The model's readings are set here."""
+    m = _indexed(tmp_path, cache_dir, DIRECTORS)
+    engine = m.workspace.answers()
+    threshold, min_relevance = engine.reader.model.threshold, m.config.answer.min_sentence_score
+
+    def lead(question: str) -> str:
+        asked = Query.of(question)
+        hits = m.search(question, top_k=5, answer=False).hits
+        candidates = engine.reader.candidates(asked, m.workspace.current().embed_query(asked),
+                                              [Source(i + 1, h) for i, h in enumerate(hits)])
+        top = max(candidates, key=lambda c: c.score)
+        aside = next(c for c in candidates if c.quote.startswith("Cornwall is a county"))
+        assert top.quote.startswith("Harbour Lights is") and aside.relevance < min_relevance
+        for c in candidates:
+            c.answers = threshold - 2.0
+        top.answers, aside.answers = threshold - 1.0, threshold + 1.0
+        quotes, _ = engine.reader.pick(asked, candidates, min_relevance=min_relevance)
+        return [c.quote for q in quotes for c in q]
+
+    # the film's sentence leads, and its step, the director's page, comes first (the lead is unsure)
+    quoted = lead("映画Harbour Lightsの監督はどこで生まれましたか？")
+    assert quoted[0].startswith("Tomas Verell (born") and quoted[1].startswith("Harbour Lights is"), quoted
+    assert lead("Where was the director of film Harbour Lights born?")[0].startswith("Cornwall is a county")
+
+
 def test_a_name_inside_a_longer_name_is_not_a_document_s_name():
     """"Dream Chasers Records" does not name the page "Dream" (a film), nor "the Order of the British
     Empire" the page "Empire"; "King Norodom Suramarit" names the page of the King Norodom Suramarit

@@ -155,8 +155,7 @@ def passage_quotes(candidates: Sequence["Candidate"], forms: dict[str, tuple[str
 
 
 def model_reading(query: Query, candidates: Sequence["Candidate"]) -> str:
-    """The question as the model reads it: it learnt questions over sentences of their own language, so
-    a Japanese question over English sentences only is read as its English words (Glossary.english_reading)."""
+    """The question as the model reads it: a Japanese one over English sentences only as its English words."""
     if query.language == "ja" and all(c.language != "ja" for c in candidates):
         return shared_glossary().english_reading(query.text)
     return query.text
@@ -376,11 +375,12 @@ class Reader:
                     "no sentence in English answers this in the indexed documents, so the quotes are in another language")
         pool = sorted(same or gate, key=lambda c: -c.score)
         if decides:
-            # The lead is a sentence the model reads as an answer (at or above the threshold it
-            # refuses under), where one is: the features alone may prefer a sentence that names the
-            # question's subject at length and answers nothing ("VEEV is an arthropod-borne virus
-            # ..." for its mortality rate).
-            accepted = next((c for c in pool if c.answers >= self.model.threshold), None)
+            # The lead is a sentence the model reads as an answer (at or above the threshold it refuses under),
+            # where one is: the features alone may prefer a sentence that names the question's subject at length
+            # and answers nothing ("VEEV is an arthropod-borne virus ..." for its mortality rate); over sentences
+            # of another language only (its threshold never fitted there), one the relevance scale grades on it.
+            accepted = next((c for c in pool if c.answers >= self.model.threshold
+                             and (same or c.relevance >= min_relevance)), None)
             if accepted is not None and accepted is not pool[0]:
                 pool.remove(accepted)
                 pool.insert(0, accepted)
