@@ -448,7 +448,7 @@ def test_over_another_language_the_model_moves_a_sentence_to_the_lead_only_where
     engine = m.workspace.answers()
     threshold, min_relevance = engine.reader.model.threshold, m.config.answer.min_sentence_score
 
-    def lead(question: str) -> str:
+    def quoted(question: str) -> list[str]:
         asked = Query.of(question)
         hits = m.search(question, top_k=5, answer=False).hits
         candidates = engine.reader.candidates(asked, m.workspace.current().embed_query(asked),
@@ -463,9 +463,9 @@ def test_over_another_language_the_model_moves_a_sentence_to_the_lead_only_where
         return [c.quote for q in quotes for c in q]
 
     # the film's sentence leads, and its step, the director's page, comes first (the lead is unsure)
-    quoted = lead("映画Harbour Lightsの監督はどこで生まれましたか？")
-    assert quoted[0].startswith("Tomas Verell (born") and quoted[1].startswith("Harbour Lights is"), quoted
-    assert lead("Where was the director of film Harbour Lights born?")[0].startswith("Cornwall is a county")
+    japanese = quoted("映画Harbour Lightsの監督はどこで生まれましたか？")
+    assert japanese[0].startswith("Tomas Verell (born") and japanese[1].startswith("Harbour Lights is"), japanese
+    assert quoted("Where was the director of film Harbour Lights born?")[0].startswith("Cornwall is a county")
 
 
 def test_a_name_inside_a_longer_name_is_not_a_document_s_name():
