@@ -347,6 +347,29 @@ def test_a_question_asked_through_a_named_thing_quotes_the_next_document(tmp_pat
     assert "born 3 May 1911 in Bergen" in answer.text and "born 9 June 1920 in Aarhus" in answer.text, answer.text
 
 
+LONG_FILMS = {  # two films described at length, each naming its director, whose pages say when they were born
+    "the-long-harbour.md": "# The Long Harbour\n\nThe Long Harbour is a 1952 British drama film about three generations "
+                           "of a fishing family on the Cornish coast, directed by Tomas Verell and starring Ann Rowe, "
+                           "Peter Lane, Mary Cole and John Hart, with music by Arthur Bliss.\n",
+    "the-night-crossing.md": "# The Night Crossing\n\nThe Night Crossing is a 1958 Danish thriller film about a "
+                             "smuggler on the last ferry from Aarhus to Oslo, directed by Ida Sorensen and starring "
+                             "Karl Holm, Bente Lund, Erik Vang and Lise Dahl, with music by Svend Erik Tarp.\n",
+    "tomas-verell.md": DIRECTORS["tomas-verell.md"],
+    "ida-sorensen.md": DIRECTORS["ida-sorensen.md"],
+}
+
+
+def test_a_comparison_asked_through_two_things_takes_a_step_from_each_whatever_their_words(tmp_path, cache_dir):
+    """"Which film has the director who is older, A or B?": each film's long sentence names its
+    director; both directors' pages are quoted, though the second step runs past the 100 words a
+    comparison's answer otherwise keeps to."""
+    m = _indexed(tmp_path, cache_dir, LONG_FILMS)
+    answer = m.search("Which film has the director who is older, The Long Harbour or The Night Crossing?",
+                      top_k=5).answer
+    assert "directed by Tomas Verell" in answer.text and "directed by Ida Sorensen" in answer.text, answer.text
+    assert "born 3 May 1911 in Bergen" in answer.text and "born 9 June 1920 in Aarhus" in answer.text, answer.text
+
+
 COMPOSERS = {  # a film's page names its composer in a later sentence, whose own page says where she was born
     "salt-road.md": "# Salt Road (film)\n\nSalt Road is a 1964 Belgian road film directed by Pieter Vos and starring "
                     "Marc Dael. It was shot along the coast in one winter. Its score was written by Lena Hart.\n",

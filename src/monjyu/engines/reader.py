@@ -398,12 +398,12 @@ class Reader:
         words = len(lead.quote.split())
         seen = set(_WORD.findall(lead.quote.lower()))
 
-        def fits(c: Candidate, parallel: bool = False) -> bool:
-            """Within the answer's words, not the sentence before the lead, and saying something not
-            quoted already; `parallel`: a sentence about another side may say it in the words
+        def fits(c: Candidate, parallel: bool = False, any_length: bool = False) -> bool:
+            """Within the answer's words (unless `any_length`), not the sentence before the lead, and saying
+            something not quoted already; `parallel`: a sentence about another side may say it in the words
             quoted of the first ("The E gene ... with a nucleotide identity of 100%")."""
             vocab = set(_WORD.findall(c.quote.lower()))
-            return (words + len(c.quote.split()) <= extent.words
+            return ((any_length or words + len(c.quote.split()) <= extent.words)
                     and (parallel or len(vocab & seen) <= 0.6 * len(vocab))
                     # the sentence before the lead would push the lead off the answer's first place
                     and not (c.sentence.source is lead.sentence.source and c.position == lead.position - 1))
@@ -498,13 +498,13 @@ class Reader:
         reading = model_reading(query, candidates)
 
         def bridge(quote: Candidate) -> Candidate | None:
-            """The best sentence of another retrieved document whose title `quote` names and the
-            question does not: the next step of a question asked through something ("the director
-            of film X": X's sentence names the director, whose page says where they were born)."""
+            """The best sentence of another retrieved document whose title `quote` names and the question does not:
+            the next step of a question asked through something ("the director of film X": X's sentence names the
+            director, whose page says where they were born), of any length where a comparison needs one a side."""
             named = documents_named(self.scorer.analyzer, quote.quote, documents, q_list, asked)
             named -= {c.sentence.source.hit.document_id for c in picked}
             steps = [c for c in candidates if c.sentence.source.hit.document_id in named
-                     and c.language == lead.language and fits(c, parallel=True)]  # it names a quoted name
+                     and c.language == lead.language and fits(c, parallel=True, any_length=bool(paired))]
             # a step names what it is about, qualifier and all, as the quote it follows does ("At the
             # age of 30 he ..." does not; nor does a list of namesakes: "Empress (disambiguation)");
             # failing one, its document opens with a sentence that names it in full ("Charles Edward
