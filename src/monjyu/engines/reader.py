@@ -157,7 +157,7 @@ def passage_quotes(candidates: Sequence["Candidate"], forms: dict[str, tuple[str
 def model_reading(query: Query, candidates: Sequence["Candidate"]) -> str:
     """The question as the model reads it: a Japanese one over English sentences only as its English words."""
     if query.language == "ja" and all(c.language != "ja" for c in candidates):
-        return shared_glossary().english_reading(query.text)
+        return query.view("english reading", lambda: shared_glossary().english_reading(query.text))
     return query.text
 
 
