@@ -582,7 +582,7 @@ def test_of_the_sentences_quoted_the_one_the_model_reads_as_the_answer_comes_fir
     """The features rank the sentence that repeats the question's words first; where the model reads
     another quoted sentence as the answer by MODEL_FIRST more log-odds, that one leads, and the
     same sentences are quoted. The model's readings are set here, so the test holds for any weights."""
-    from monjyu.engines.reader import MODEL_FIRST, UNSURE_LEAD
+    from monjyu.engines.compose import MODEL_FIRST, UNSURE_LEAD
 
     m = _indexed(tmp_path, cache_dir, PNEUMONIA)
     question = "What reduced childhood pneumonia?"
@@ -677,7 +677,7 @@ SCOURS = {  # how long calves take to recover is said only in passing, in severa
 def test_a_fact_whose_lead_the_model_is_unsure_of_goes_on_a_sentence_further(tmp_path, cache_dir):
     """The model reads no sentence as surely answering how long calves take to recover: the answer
     takes a third sentence, where a fact answer stopped at two. A lead it is sure of stays short."""
-    from monjyu.engines.reader import UNSURE_LEAD
+    from monjyu.engines.compose import UNSURE_LEAD
     from monjyu.eval.answers import answer_sentences
 
     m = _indexed(tmp_path, cache_dir, SCOURS)
