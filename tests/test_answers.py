@@ -448,6 +448,28 @@ def test_the_step_s_page_is_read_for_the_question_asked_of_it(tmp_path, cache_di
     assert "died in Szentendre" in answer.text.splitlines()[0], answer.text
 
 
+HOME_ROAD = {  # the song's page names its writer; his page opens with his dates, says where he was born later
+    "back-home-road.md": "# Back Home Road\n\n\"Back Home Road\" is a song written by Walter Crane that was released "
+                         "in 1961 and was a top 40 hit.\n",
+    "walter-crane.md": "# Walter Crane\n\nWalter Jacob Emerson Crane (March 2, 1929 - May 9, 2015) was an American singer "
+                       "and songwriter, and one of the pioneers of country rock. Nicknamed \"the Railroad Poet\", Crane "
+                       "wrote songs about trains and small towns. Born into a working-class family in Lowell, "
+                       "Massachusetts, Crane had an interest in music from an early age and gave his first public "
+                       "performance at his high school.\n",
+    "lowell.md": "# Lowell\n\nLowell is a city in Massachusetts. Its mills made most of the country's cloth.\n",
+}
+
+
+def test_the_step_s_sentence_carries_what_the_question_asks(tmp_path, cache_dir):
+    """"Where was the composer of song Back Home Road born?": of the composer's page, a sentence that
+    holds a place is quoted ("Born into a working-class family in Lowell, ..."), not his opening with
+    his dates, which the model reads for a birth."""
+    m = _indexed(tmp_path, cache_dir, HOME_ROAD)
+    answer = m.search("Where was the composer of song Back Home Road born?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert "written by Walter Crane" in answer.text and "in Lowell, Massachusetts" in answer.text, answer.text
+
+
 def test_a_question_is_renamed_for_the_next_step():
     """The question the step's page answers: the subject's name, in any case, becomes the step's, and
     a name runs no further than its words ("Live" is not in "Olive"; kana may follow a Latin name)."""

@@ -22,7 +22,7 @@ from ..nlp.glossary import with_english_glosses
 from ..query import Query
 from .cross_encoder import ReaderModel
 from .names import capitalised_terms, document_names, documents_named, in_a_row, letter_names, renamed
-from .question_wording import question_asks, question_sides
+from .question_wording import carries, question_asks, question_sides
 from .quotes import clean_quote
 from .relevance import LocalRelevanceScorer, Sentence
 
@@ -297,6 +297,12 @@ class Draft:
         if not asked_of_step:
             return step
         own = [step] + [c for c in steps if c.sentence.source.hit.document_id == doc and c is not step]
+        # Of them, those that carry what the question asks, where one does: a place for "where was he born?"
+        # ("Born into a middle-class family in St. Louis, ..." and not the opening "Charles Edward Anderson
+        # Berry (October 18, 1926 - March 18, 2017) was ...", which the model reads for a birth). Not for a
+        # person: two capitalised words, which most sentences of a person's page hold.
+        if self.asks != "person":
+            own = [c for c in own if carries(self.asks, c.quote)] or own
         return own[int(np.argmax(self.model.scores(asked_of_step, [c.quote for c in own])))]
 
     def linked_step(self, quote: Candidate) -> tuple[Candidate, Candidate] | None:

@@ -33,34 +33,11 @@ from .context import Source
 from .compose import Candidate, Draft
 from .cross_encoder import ReaderModel
 from .names import letter_names
-from .question_wording import asks_to_choose, is_question, question_asks
+from .question_wording import asks_to_choose, carries, is_question, question_asks
 from .quotes import clean_quote, quotable
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
 
-# ---------------------------------------------------------------------------- the answer's kind
-
-# What a sentence carries, for each kind of question.
-_CARRIES = {
-    "number": re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|"
-                         r"thousand|million|billion|dozen|half|twice|double|triple)\b|[一二三四五六七八九十百千万億]", re.I),
-    "date": re.compile(r"\b(1[6-9]|20)\d\d\b|\b(January|February|March|April|May|June|July|August|September|"
-                       r"October|November|December)\b|\bcentury\b|\d+年|\d+月", re.I),
-    "person": re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+ [A-Z][a-z]+\b|\bet al\b|[一-龯]{1,3}[\s　][一-龯]{1,3}"),
-    "place": re.compile(r"\b(in|at|from|of) (the )?[A-Z][a-z]+|[都道府県市国州]"),
-    "reason": re.compile(r"\b(because|due to|since|as a result|result(s|ed)? (in|from)|caused by|owing to|therefore|"
-                         r"thus|hence|leads? to|led to|so that|in order to|allows?|enables?|reason|attributed to|"
-                         r"responsible for|consequently)\b|ため|ので|から|により|によって|原因", re.I),
-    "compare": re.compile(r"\b(than|whereas|while|unlike|compared|in contrast|outperforms?|instead of|rather than|"
-                          r"better|worse|faster|slower|more|less|fewer|higher|lower|similar|same as)\b|より|比べ|対して|一方", re.I),
-    "list": re.compile(r",.*,|;|\b(include|includes|including|such as|consists? of|comprises?|namely|first|second|"
-                       r"both|two|three|several)\b|・|、.*、", re.I),
-    "method": re.compile(r"\b(by|using|uses?|through|via|with|propose[sd]?|method|approach|computes?|estimates?|"
-                         r"trains?|applies|applying|replaces?|combines?)\b|によって|を用いて|により|使って", re.I),
-    "choice": re.compile(r"\b(than|whereas|unlike|compared|in contrast|not|no|both|neither|also|same|first|"
-                         r"earlier|later|more|less|larger|smaller)\b|ない|より|比べ", re.I),
-    "definition": re.compile(r"\b(is|are|was|were) (a|an|the|defined|known|called|termed|referred)\b|\brefers? to\b|"
-                             r"\bdefined as\b|\bknown as\b|\bstands? for\b|\bi\.e\.|とは|である|のこと", re.I),
-}
+# ---------------------------------------------------------------------------- languages
 
 # How much better (log-odds) a sentence in another language must be to be quoted before one in
 # the question's language.
@@ -184,7 +161,7 @@ class Reader:
                 semantic[i],
                 lexical[i],
                 scorer.term_share(q_terms, around, weights),
-                1.0 if asks and _CARRIES[asks].search(quote) else 0.0,
+                1.0 if carries(asks, quote) else 0.0,
                 len(new_terms) / len(own) if own else 0.0,
                 1.0 / math.sqrt(s.source.number),
                 1.0 if pos == 0 else 0.0,
