@@ -470,6 +470,38 @@ def test_the_step_s_sentence_carries_what_the_question_asks(tmp_path, cache_dir)
     assert "written by Walter Crane" in answer.text and "in Lowell, Massachusetts" in answer.text, answer.text
 
 
+NIGHT_MAIL = {  # two films of one name but for "The", each naming its director, whose pages say where they were born
+    "night-mail.md": "# Night Mail\n\nNight Mail is a 1938 American western film directed by George Wagner and "
+                     "written by Norton Parks.\n",
+    "the-night-mail.md": "# The Night Mail\n\nThe Night Mail is a 1926 American silent western film directed by Leo "
+                         "Malone and starring Leo Malone and Joan Renner.\n",
+    "leo-malone.md": "# Leo Malone\n\nLeo Malone (1888 - 1929) was an American actor and director of silent westerns. "
+                     "Malone was born in Santa Rosa, California and built his own studio in the mountains.\n",
+    "george-wagner.md": "# George Wagner\n\nGeorge Wagner (1894 - 1984) was an American film director and "
+                        "screenwriter. Wagner was born in New York City and worked at Universal for many years.\n",
+}
+
+
+def test_the_document_a_question_names_by_its_whole_title_leads(tmp_path, cache_dir):
+    """"Where was the director of film The Night Mail born?" is about "The Night Mail", not its namesake
+    "Night Mail": the answer goes from that film's page to its director's, and says Santa Rosa first."""
+    m = _indexed(tmp_path, cache_dir, NIGHT_MAIL)
+    answer = m.search("Where was the director of film The Night Mail born?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert "directed by Leo Malone" in answer.text, answer.text
+    assert "Santa Rosa" in answer.text.splitlines()[0], answer.text
+
+
+def test_the_document_a_question_names_is_its_longest_title_written_as_a_name():
+    from monjyu.engines.names import subject_document
+
+    titles = {"a": "Dancing in the Rain", "b": "Dancing in the Rain (film)", "c": "Place of birth", "d": "Results"}
+    assert subject_document("Where did the director of film Dancing In The Rain (Film) die?", titles) == "b"
+    assert subject_document("映画Dancing In The Rainの監督はどこで亡くなりましたか？", titles) == "a"
+    assert subject_document("What is the place of birth of the director of film Gaby?", titles) is None
+    assert subject_document("What are the results?", titles) is None
+
+
 def test_a_question_is_renamed_for_the_next_step():
     """The question the step's page answers: the subject's name, in any case, becomes the step's, and
     a name runs no further than its words ("Live" is not in "Olive"; kana may follow a Latin name)."""

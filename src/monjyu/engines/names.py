@@ -142,3 +142,21 @@ def renamed(question: str, name: str, other: str) -> str | None:
     written = rf"(?<![{_LATIN}])" + r"\W+".join(map(re.escape, words)) + rf"(?![{_LATIN}])"
     out, n = re.subn(written, lambda _: other, question, count=1, flags=re.I)
     return out if n else None
+
+
+def subject_document(question: str, titles: dict[str, str]) -> str | None:
+    """The document of `titles` (id: title) that the question names by its whole title, qualifier and
+    all, in any case ("Dancing in the Rain (film)" in "Where did the director of film Dancing In The
+    Rain (Film) die?"): what the question is about. Of several, the one of the most words ("The Outlaw
+    Express", not its namesake "Outlaw Express"); None where none is, or two tie. The question writes
+    it as a name, with a capital letter, and not only as its first word: "What are the results?" does
+    not name a document called "Results"."""
+    held = []
+    for doc, title in titles.items():
+        words = re.findall(r"\w+", title)
+        written = rf"(?<![{_LATIN}])" + r"\W+".join(map(re.escape, words)) + rf"(?![{_LATIN}])"
+        found = re.search(written, question, flags=re.I) if words else None
+        if found and any(ch.isupper() for ch in found.group(0)) and (found.start() > 0 or len(words) > 1):
+            held.append((len(words), doc))
+    held.sort(reverse=True)
+    return held[0][1] if held and (len(held) == 1 or held[0][0] > held[1][0]) else None

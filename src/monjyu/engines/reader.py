@@ -32,8 +32,8 @@ from ..query import Query
 from .context import Source
 from .compose import Candidate, Draft
 from .cross_encoder import ReaderModel
-from .names import letter_names
-from .question_wording import asks_to_choose, carries, is_question, question_asks
+from .names import letter_names, subject_document
+from .question_wording import asks_to_choose, carries, is_question, question_asks, question_sides
 from .quotes import clean_quote, quotable
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
 
@@ -247,6 +247,16 @@ class Reader:
             if accepted is not None and accepted is not pool[0]:
                 pool.remove(accepted)
                 pool.insert(0, accepted)
+            # A question that names a retrieved document by its whole title ("... of film The Outlaw Express?")
+            # is about it: the best sentence of its page leads, not a namesake's ("Outlaw Express is a 1938
+            # film ...") nor one of the next step's page read for the question as asked; the step follows it.
+            if not question_sides(text):
+                titles = {c.sentence.source.hit.document_id: c.sentence.source.hit.document_title for c in candidates}
+                subject = subject_document(text, titles)
+                own = next((c for c in pool if c.sentence.source.hit.document_id == subject), None)
+                if own is not None and own is not pool[0]:
+                    pool.remove(own)
+                    pool.insert(0, own)
         draft = Draft(query, candidates, pool, self.scorer, self.term_weights, self.model, self.max_sentences,
                       decides, model_reading(query, candidates))
         return draft.compose(), note
