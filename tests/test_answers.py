@@ -495,11 +495,14 @@ def test_the_document_a_question_names_by_its_whole_title_leads(tmp_path, cache_
 def test_the_document_a_question_names_is_its_longest_title_written_as_a_name():
     from monjyu.engines.names import subject_document
 
-    titles = {"a": "Dancing in the Rain", "b": "Dancing in the Rain (film)", "c": "Place of birth", "d": "Results"}
+    titles = {"a": "Dancing in the Rain", "b": "Dancing in the Rain (film)", "c": "Place of birth", "d": "Results",
+              "e": "Big Stone Gap (film)"}
     assert subject_document("Where did the director of film Dancing In The Rain (Film) die?", titles) == "b"
     assert subject_document("映画Dancing In The Rainの監督はどこで亡くなりましたか？", titles) == "a"
     assert subject_document("What is the place of birth of the director of film Gaby?", titles) is None
     assert subject_document("What are the results?", titles) is None
+    # without its qualifier where no other document has its name
+    assert subject_document("Where was the director of Big Stone Gap born?", titles) == "e"
 
 
 def test_a_question_is_renamed_for_the_next_step():
@@ -520,7 +523,8 @@ def test_over_another_language_the_model_moves_a_sentence_to_the_lead_only_where
         tmp_path, cache_dir):
     """The model's threshold was fitted within one language: over English pages only, a sentence it
     accepts leads a Japanese question's answer only where the relevance scale grades it on the
-    question; for the English question it leads. The model's readings are set here."""
+    question; for the English question it leads, unless the question names a document, whose page
+    leads. The model's readings are set here."""
     m = _indexed(tmp_path, cache_dir, DIRECTORS)
     engine = m.workspace.answers()
     threshold, min_relevance = engine.reader.model.threshold, m.config.answer.min_sentence_score
@@ -542,7 +546,11 @@ def test_over_another_language_the_model_moves_a_sentence_to_the_lead_only_where
     # the film's sentence leads, and its step, the director's page, comes first (the lead is unsure)
     japanese = quoted("映画Harbour Lightsの監督はどこで生まれましたか？")
     assert japanese[0].startswith("Tomas Verell (born") and japanese[1].startswith("Harbour Lights is"), japanese
-    assert quoted("Where was the director of film Harbour Lights born?")[0].startswith("Cornwall is a county")
+    # for the English question it leads, where the question names no document as a name ...
+    assert quoted("Where was the director of film harbour lights born?")[0].startswith("Cornwall is a county")
+    # ... but the film's page leads where it does ("Harbour Lights (film)"), its step first
+    english = quoted("Where was the director of film Harbour Lights born?")
+    assert english[0].startswith("Tomas Verell (born") and english[1].startswith("Harbour Lights is"), english
 
 
 def test_a_name_inside_a_longer_name_is_not_a_document_s_name():

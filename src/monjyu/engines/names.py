@@ -5,6 +5,7 @@ step of a question asked through something), and the question that step's page a
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import NamedTuple
 
 from ..nlp.glossary import shared_glossary
@@ -139,24 +140,38 @@ def renamed(question: str, name: str, other: str) -> str | None:
     words = re.findall(r"\w+", name)
     if not words:
         return None
-    written = rf"(?<![{_LATIN}])" + r"\W+".join(map(re.escape, words)) + rf"(?![{_LATIN}])"
-    out, n = re.subn(written, lambda _: other, question, count=1, flags=re.I)
+    out, n = re.subn(_name_pattern(words), lambda _: other, question, count=1, flags=re.I)
     return out if n else None
 
 
+def _name_pattern(words: list[str]) -> str:
+    """A name's words in a row, any non-word characters between them, not inside a longer Latin word
+    ("Live" is not in "Olive"; kana or kanji may touch it)."""
+    return rf"(?<![{_LATIN}])" + r"\W+".join(map(re.escape, words)) + rf"(?![{_LATIN}])"
+
+
 def subject_document(question: str, titles: dict[str, str]) -> str | None:
-    """The document of `titles` (id: title) that the question names by its whole title, qualifier and
-    all, in any case ("Dancing in the Rain (film)" in "Where did the director of film Dancing In The
-    Rain (Film) die?"): what the question is about. Of several, the one of the most words ("The Outlaw
-    Express", not its namesake "Outlaw Express"); None where none is, or two tie. The question writes
-    it as a name, with a capital letter, and not only as its first word: "What are the results?" does
-    not name a document called "Results"."""
+    """The document of `titles` (id: title) that the question names by its title, in any case: with its
+    qualifier ("Dancing in the Rain (film)" in "... of film Dancing In The Rain (Film)?"), or without it
+    where no other document has that name ("Big Stone Gap" for "Big Stone Gap (film)"). Of several, the
+    one of the most words ("The Outlaw Express", not its namesake "Outlaw Express"); None where none is,
+    or two tie. The question writes it as a name, with a capital letter, and not only as its first
+    word: "What are the results?" does not name a document called "Results"."""
+    bases = Counter(QUALIFIER.sub("", title).lower() for title in titles.values())
+
+    def written(name: str) -> int:
+        """The words of `name` where the question writes it as a name, else 0."""
+        words = re.findall(r"\w+", name)
+        found = re.search(_name_pattern(words), question, flags=re.I) if words else None
+        named = found and any(ch.isupper() for ch in found.group(0)) and (found.start() > 0 or len(words) > 1)
+        return len(words) if named else 0
+
     held = []
     for doc, title in titles.items():
-        words = re.findall(r"\w+", title)
-        written = rf"(?<![{_LATIN}])" + r"\W+".join(map(re.escape, words)) + rf"(?![{_LATIN}])"
-        found = re.search(written, question, flags=re.I) if words else None
-        if found and any(ch.isupper() for ch in found.group(0)) and (found.start() > 0 or len(words) > 1):
-            held.append((len(words), doc))
+        base = QUALIFIER.sub("", title)
+        names = [title] + ([base] if base != title and bases[base.lower()] == 1 else [])
+        words = next((n for n in map(written, names) if n), 0)
+        if words:
+            held.append((words, doc))
     held.sort(reverse=True)
     return held[0][1] if held and (len(held) == 1 or held[0][0] > held[1][0]) else None
