@@ -20,7 +20,6 @@ language is preferred when the passages have one that answers.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
