@@ -53,3 +53,47 @@ def test_the_index_searches_english_words_for_a_japanese_question(sample_index):
     terms = searcher.keyword.terms(Query.of("グラフを使った検索はどのように索引を作りますか？"))
     assert {"graph", "index"} <= set(terms)
     assert searcher.keyword.terms(Query.of("グラフ")) == ["グラフ", "graph"]  # its own term first, the gloss after
+
+
+def test_the_gloss_the_context_uses_over_the_first():
+    """Of a word's short glosses, the first, unless the passages of the context lack it and hold
+    another: then the other they hold most (系列: "series" first, "sequence" in sequence models)."""
+    glossary = shared_glossary()
+    assert glossary.english("系列") == ("seri",)
+    assert glossary.english_in("系列", {"sequenc": 4, "token": 9}) == ("sequenc",)
+    assert glossary.english_in("系列", {"seri": 1, "sequenc": 4}) == ("seri",)  # the first gloss is there
+    assert glossary.english_in("系列", {"token": 9}) == ("seri",)  # no gloss is there
+    assert glossary.english_in("系列", None) == ("seri",)
+    assert glossary.gloss_in("系列", {"sequenc": 4}) == "sequence"
+
+
+SEQUENCE_MODELS = {  # English papers that write "sequence" and "matrix", where JMdict's first glosses are others
+    "attention.md": "# Attention over token sequences\n\nThe encoder reads the input sequence of tokens at once. "
+                    "For every pair of tokens in the sequence, the attention matrix holds a weight.\n\nThe weights "
+                    "of each row of the matrix sum to one.\n",
+    "rivers.md": "# Rivers\n\nRivers carry water from the hills to the sea. Their banks flood in spring.\n",
+}
+
+
+def test_a_japanese_question_reads_the_glosses_of_the_passages_its_meaning_finds(tmp_path, cache_dir):
+    """Through the real index: once the search has found passages by the question's meaning, its
+    keyword terms and its English reading take the glosses those passages use (系列 "sequence",
+    行列 "matrix"), where a keyword search alone, with no such passages, takes the first glosses."""
+    from monjyu.nlp.glossary import GLOSS_CONTEXT
+
+    from .test_answers import _indexed
+
+    generation = _indexed(tmp_path, cache_dir, SEQUENCE_MODELS).workspace.current()
+    question = "系列のトークンの組ごとに、アテンションの行列は何を持ちますか？"
+
+    alone = Query.of(question)
+    generation.searcher.search(alone, None, "keyword", 5)
+    assert {"seri", "line"} <= set(generation.searcher.keyword.terms(alone))
+
+    asked = Query.of(question)
+    hits = generation.searcher.search(asked, generation.embed_query(asked), "hybrid", 5).hits
+    assert hits[0].document_title.startswith("Attention")
+    terms = set(generation.searcher.keyword.terms(asked))
+    assert {"sequenc", "matrix"} <= terms and not {"seri", "line"} & terms
+    reading = shared_glossary().english_reading(question, asked.known(GLOSS_CONTEXT))
+    assert "sequence" in reading and "matrix" in reading, reading

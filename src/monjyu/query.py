@@ -42,3 +42,8 @@ class Query:
         if name not in self._views:
             self._views[name] = compute()
         return self._views[name]
+
+    def known(self, name: str) -> Any:
+        """The named view where a stage has computed it, else None: for a view only one stage can
+        compute (the passages its meaning finds first, known once the search has run)."""
+        return self._views.get(name)

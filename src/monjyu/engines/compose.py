@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..nlp.glossary import with_english_glosses
+from ..nlp.glossary import GLOSS_CONTEXT, with_english_glosses
 from ..query import Query
 from .cross_encoder import ReaderModel
 from .names import capitalised_terms, document_names, documents_named, in_a_row, letter_names, renamed
@@ -207,8 +207,8 @@ class Draft:
         analyzer = self.analyzer
         # a Japanese side is also known by the English glosses of its nouns (旅行者: traveller), as
         # the question's terms are
-        lang = self.query.language
-        sides = [set(with_english_glosses(side, analyzer.terms(side), lang)) | letter_names(analyzer, side)
+        lang, context = self.query.language, self.query.known(GLOSS_CONTEXT)
+        sides = [set(with_english_glosses(side, analyzer.terms(side), lang, context)) | letter_names(analyzer, side)
                  for side in self.paired]
         own = [side.difference(*(other for other in sides if other is not side)) for side in sides]
         weights = (self.term_weights(set().union(*own)) if self.term_weights else None) or {}

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..nlp.abbreviations import defined_abbreviations, question_forms, spelled_out
-from ..nlp.glossary import shared_glossary
+from ..nlp.glossary import GLOSS_CONTEXT, shared_glossary
 from ..nlp.lang import detect_language
 from ..query import Query
 from .context import Source
@@ -85,7 +85,8 @@ def passage_quotes(candidates: Sequence["Candidate"], forms: dict[str, tuple[str
 def model_reading(query: Query, candidates: Sequence["Candidate"]) -> str:
     """The question as the model reads it: a Japanese one over English sentences only as its English words."""
     if query.language == "ja" and all(c.language != "ja" for c in candidates):
-        return query.view("english reading", lambda: shared_glossary().english_reading(query.text))
+        return query.view("english reading",
+                          lambda: shared_glossary().english_reading(query.text, query.known(GLOSS_CONTEXT)))
     return query.text
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ingest.sentences import statement_spans
 from ..nlp.analyzer import Analyzer
-from ..nlp.glossary import with_english_glosses
+from ..nlp.glossary import GLOSS_CONTEXT, with_english_glosses
 from ..query import Query
 from ..retrieval.rankers import QUERY_TEXT_CHARS
 from .context import Source
@@ -58,7 +58,8 @@ class LocalRelevanceScorer:
         once though one question is scored batch after batch."""
         def terms() -> frozenset[str]:
             opening = query.text[:QUERY_TEXT_CHARS]
-            return frozenset(with_english_glosses(opening, self._analyzer.terms(opening), query.language))
+            return frozenset(with_english_glosses(opening, self._analyzer.terms(opening), query.language,
+                                                  query.known(GLOSS_CONTEXT)))
         return query.view("relevance terms", terms)
 
     def score(self, query: Query, query_vector: np.ndarray, texts: Sequence[str],

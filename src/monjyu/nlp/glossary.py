@@ -6,7 +6,10 @@ carries the rest alone. The dictionary's main translation of each of its nouns (
 順序 "order", 損失 "loss", スパイク "spike") gives them English words to match. Only the first
 short gloss is taken (of the first sense, as a rule): every gloss of the first two senses brought
 noise ("settlement" beside "solution", "mock-up" beside "model") and measured worse
-(docs/benchmarks.md).
+(docs/benchmarks.md). Where the search has found passages by the question's meaning, the gloss
+they use is taken instead of a first gloss they lack (系列 "sequence" rather than "series" over
+papers on sequence models): the dictionary's first sense is the commonest in general, not in this
+collection.
 
 JMdict is the Electronic Dictionary Research and Development Group's work, under CC BY-SA 4.0;
 it is read from the installed package, never copied into the index or this repository.
@@ -18,7 +21,8 @@ import functools
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..errors import MonjyuError
@@ -34,6 +38,10 @@ _PARENTHESES = re.compile(r"\([^)]*\)")
 _GLOSSES = ("SELECT g.text FROM {table} k JOIN Sense s ON s.idseq = k.idseq JOIN SenseGloss g ON g.sid = s.ID "
             "WHERE k.text = ? AND +g.lang = 'eng' ORDER BY k.idseq, s.ID, g.rowid")
 MAX_GLOSS_WORDS = 3  # a longer gloss explains the word rather than translating it
+# A Japanese query's view of the terms of the passages its meaning finds first, and how many:
+# which of a word's glosses the collection means (`Glossary.english_in`).
+GLOSS_CONTEXT = "gloss context"
+CONTEXT_PASSAGES = 10
 
 # The question word of a Japanese question, as an English one opens ("なぜ" -> "Why"); the first
 # that the question holds, in this order ("何人" before "何").
@@ -78,6 +86,7 @@ class Glossary:
         self._lock = threading.Lock()
         self.english = functools.lru_cache(maxsize=50_000)(self._english)
         self.gloss = functools.lru_cache(maxsize=50_000)(self._gloss)
+        self.short_glosses = functools.lru_cache(maxsize=50_000)(self._short_glosses)
 
     def _rows(self, table: str, word: str) -> list[str]:
         with self._lock:
@@ -91,29 +100,55 @@ class Glossary:
         for text in self._rows("Kanji", word) or self._rows("Kana", word):
             yield " ".join(_PARENTHESES.sub(" ", text).split())
 
+    def _short_glosses(self, word: str) -> tuple[str, ...]:
+        """The word's glosses of at most MAX_GLOSS_WORDS words, as written without "to", in JMdict's
+        order ("使う" -> "use", ...)."""
+        texts = (text[3:] if text.startswith("to ") else text for text in self._glosses(word))
+        return tuple(text for text in texts if text and len(text.split()) <= MAX_GLOSS_WORDS)
+
     def _english(self, word: str) -> tuple[str, ...]:
         """The index terms of the word's first short gloss ("順序" -> order), or () if it has none."""
-        for text in self._glosses(word):
-            terms = self._analyzer.terms(text)
-            if len(text.split()) <= MAX_GLOSS_WORDS and terms:
+        for text in self.short_glosses(word):
+            if terms := self._analyzer.terms(text):
                 return tuple(terms)
         return ()
 
     def _gloss(self, word: str) -> str:
         """The word's first short English gloss as written, without "to" and parentheses ("使う" ->
         "use", "治療" -> "treatment"), or "" if it has none (`gloss`, cached as `english` is)."""
-        for text in self._glosses(word):
-            text = text[3:] if text.startswith("to ") else text
-            if text and len(text.split()) <= MAX_GLOSS_WORDS:
-                return text
-        return ""
+        return next(iter(self.short_glosses(word)), "")
 
-    def english_reading(self, question: str) -> str:
+    def _in_context(self, word: str, context: Mapping[str, int] | None) -> str | None:
+        """The gloss of `word` the passages of `context` (their terms counted) use, where they use
+        not the first but another: of those, the one whose rarest term they hold most often (系列
+        "series" -> "sequence" over papers on sequence models, 行列 "line" -> "matrix", ヒト "-ian" ->
+        "human being"). None where the first gloss is in them, or none is, or no context is known."""
+        if not context:
+            return None
+        glosses = [(text, self._analyzer.terms(text)) for text in self.short_glosses(word)]
+        held = [(min(context.get(t, 0) for t in terms), -i, text) for i, (text, terms) in enumerate(glosses) if terms]
+        if not held or held[0][0] > 0:
+            return None
+        best = max(held)
+        return best[2] if best[0] > 0 else None
+
+    def english_in(self, word: str, context: Mapping[str, int] | None = None) -> tuple[str, ...]:
+        """`english`, or the index terms of the gloss the passages of `context` use."""
+        chosen = self._in_context(word, context)
+        return self.english(word) if chosen is None else tuple(self._analyzer.terms(chosen))
+
+    def gloss_in(self, word: str, context: Mapping[str, int] | None = None) -> str:
+        """`gloss`, or the gloss the passages of `context` use."""
+        chosen = self._in_context(word, context)
+        return self.gloss(word) if chosen is None else chosen
+
+    def english_reading(self, question: str, context: Mapping[str, int] | None = None) -> str:
         """A Japanese question as English words, for a reader that learnt English questions over
         English sentences: its question word, then its Latin words as written and its content words'
         first glosses, in its order ("Tervilの成人における致死率はどのくらいですか？" -> "How much
         Tervil adult case fatality rate?"). Word order and grammar are lost, the words an answering
-        sentence holds often not."""
+        sentence holds often not. `context`: the terms of the passages the question's meaning
+        finds first, counted (`passage_words`), which choose among a word's glosses."""
         asks = next((english for pattern, english in _ASKS if re.search(pattern, question)), "")
         for pattern, written in _DATES:
             question = pattern.sub(lambda m: f" {written(m)} ", question)
@@ -124,18 +159,19 @@ class Glossary:
                 continue
             for word, pos in self._analyzer.japanese_morphemes(run):
                 if pos[0] in _READ_POS and pos[1] not in _NOT_READ_POS1 and not _HIRAGANA_ONLY.fullmatch(word):
-                    english = self.gloss(word)
+                    english = self.gloss_in(word, context)
                     if english and english not in words:
                         words.append(english)
         return " ".join(([asks] if asks else []) + words) + "?"
 
-    def terms(self, text: str) -> list[str]:
-        """The English index terms of the content nouns of the Japanese runs of `text`."""
+    def terms(self, text: str, context: Mapping[str, int] | None = None) -> list[str]:
+        """The English index terms of the content nouns of the Japanese runs of `text` (their
+        glosses chosen as `english_reading` chooses them)."""
         out: list[str] = []
         for word, pos in self._analyzer.japanese_morphemes(text):
             if pos[0] != "名詞" or pos[1] in _SKIP_POS1 or pos[2] in _SKIP_POS2 or _HIRAGANA_ONLY.fullmatch(word):
                 continue
-            out.extend(t for t in self.english(word) if t not in out)
+            out.extend(t for t in self.english_in(word, context) if t not in out)
         return out
 
 
@@ -152,10 +188,18 @@ def shared_glossary() -> Glossary:
         return _shared
 
 
-def with_english_glosses(query: str, terms: list[str], language: str) -> list[str]:
+def with_english_glosses(query: str, terms: list[str], language: str,
+                         context: Mapping[str, int] | None = None) -> list[str]:
     """`terms`, followed, for a Japanese query (`language`, the query's), by the English glosses
-    of its nouns not among them."""
+    of its nouns not among them (chosen by `context`, the query's `GLOSS_CONTEXT` view)."""
     if language != "ja":
         return terms
     have = set(terms)
-    return terms + sorted(set(shared_glossary().terms(query)) - have)
+    return terms + sorted(set(shared_glossary().terms(query, context)) - have)
+
+
+def passage_words(analyzer: Analyzer, texts: Iterable[str]) -> Counter[str]:
+    """The terms of the passages a Japanese question's meaning finds first (the vector search's
+    first CONTEXT_PASSAGES), counted: the context that chooses which of a word's English glosses
+    the collection means (a Query's GLOSS_CONTEXT view, set by the search)."""
+    return Counter(term for text in texts for term in analyzer.terms(text))

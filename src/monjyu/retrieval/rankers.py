@@ -15,7 +15,7 @@ import numpy as np
 from ..config import SearchConfig
 from ..errors import MonjyuError
 from ..nlp import Analyzer
-from ..nlp.glossary import with_english_glosses
+from ..nlp.glossary import GLOSS_CONTEXT, with_english_glosses
 from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import NounPhraseExtractor
 from ..query import Query
@@ -117,7 +117,7 @@ class KeywordRanker:
             idf = self.index.bm25.idf(distinct)
             keep = set(sorted(idf, key=lambda t: (-idf[t], t))[:MAX_QUERY_TERMS])
             terms = list(dict.fromkeys(t for t in terms if t in keep))
-        return with_english_glosses(query, terms, asked.language)
+        return with_english_glosses(query, terms, asked.language, asked.known(GLOSS_CONTEXT))
 
     def rank(self, query: Query | list[str], n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
         """BM25 over the query's keyword terms (or these terms); the store's own keyword search

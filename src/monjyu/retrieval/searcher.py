@@ -18,6 +18,7 @@ import numpy as np
 from ..config import SearchConfig
 from ..errors import MonjyuError
 from ..nlp import Analyzer
+from ..nlp.glossary import CONTEXT_PASSAGES, GLOSS_CONTEXT, passage_words
 from ..query import Query
 from ..store.unit_vectors import scores_of_all
 from ..types import SearchHit, SearchResults
@@ -151,6 +152,7 @@ class Searcher:
         decision: dict[str, float | bool] = {}
         if mode == "vector":
             ranked, total = self.vector.rank(query_vector, need, mask)
+            self.note_gloss_context(query, ranked)
             vec = dict(ranked)
         elif mode == "keyword":
             ranked, total = self.keyword.rank(query, need, mask)
@@ -161,6 +163,7 @@ class Searcher:
             n = max(cfg.candidates, need)
             t = time.perf_counter()
             v_ranked, _ = self.vector.rank(query_vector, n, mask)
+            self.note_gloss_context(query, v_ranked)
             timings["vector_ms"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             k_ranked, _ = self.keyword.rank(query, n, mask)
@@ -206,6 +209,13 @@ class Searcher:
         hits = [self.hit(row, score, offset + i + 1, vec.get(row), kw.get(row)) for i, (row, score) in enumerate(page)]
         timings["search_ms"] = (time.perf_counter() - t0) * 1000
         return SearchResults(query=query.text, mode=mode, hits=hits, total_count=total, timings_ms=timings, fusion=decision)
+
+    def note_gloss_context(self, query: Query, ranked: list[tuple[int, float]]) -> None:
+        """For a Japanese query, the terms of the passages its meaning finds first: which of its
+        words' English glosses the keyword search and the reader read (nlp.glossary)."""
+        if query.language == "ja":
+            texts = self.index.columns["text"]
+            query.view(GLOSS_CONTEXT, lambda: passage_words(self.analyzer, (texts[r] for r, _ in ranked[:CONTEXT_PASSAGES])))
 
     def hit(self, row: int, score: float, rank: int, vector_score: float | None, keyword_score: float | None) -> SearchHit:
         c = self.index.columns
