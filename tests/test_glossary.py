@@ -97,3 +97,15 @@ def test_a_japanese_question_reads_the_glosses_of_the_passages_its_meaning_finds
     assert {"sequenc", "matrix"} <= terms and not {"seri", "line"} & terms
     reading = shared_glossary().english_reading(question, asked.known(GLOSS_CONTEXT))
     assert "sequence" in reading and "matrix" in reading, reading
+
+
+def test_hybridrag_searches_a_japanese_question_with_the_glosses_its_meaning_finds(tmp_path, cache_dir):
+    """HybridRAG runs its searches side by side; for a Japanese question the search by meaning runs
+    first, so that its keyword search matches the English words the passages use ("sequence",
+    "matrix"), which JMdict's first glosses ("series", "line") would not."""
+    from .test_answers import _indexed
+
+    m = _indexed(tmp_path, cache_dir, SEQUENCE_MODELS)
+    items = m.hybrid_search("系列の行列は何を持ちますか？", top_k=2, answer=False).items
+    assert items[0].hit.document_title.startswith("Attention")
+    assert items[0].scores["keyword"], items[0].scores

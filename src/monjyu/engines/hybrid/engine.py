@@ -136,8 +136,15 @@ class HybridRAGEngine:
                              found: dict | None = None) -> tuple[list[tuple[int, float]], dict, dict]:
         names = [k for k in STRATEGIES if weights[k] > 0 and (k != "graph" or self.searcher.index.graph is not None)]
         found = {} if found is None else found
-        runs = await asyncio.gather(*(asyncio.to_thread(self._strategy, k, query, vector, n, mask, cls, found)
-                                      for k in names))
+        first = []
+        if query.language == "ja" and "semantic" in names:
+            # the passages its meaning finds choose its words' English glosses (nlp.glossary), which
+            # the keyword search reads: found before it
+            names = ["semantic"] + [k for k in names if k != "semantic"]
+            first = [self._strategy("semantic", query, vector, n, mask, cls, found)]
+            self.searcher.note_gloss_context(query, first[0][0])
+        runs = first + await asyncio.gather(*(asyncio.to_thread(self._strategy, k, query, vector, n, mask, cls, found)
+                                              for k in names[len(first):]))
         per = {k: dict(r) for k, (r, _) in zip(names, runs)}
         metrics = {k: {"count": len(r), "time_ms": round(ms, 2), "top_score": round(r[0][1], 6) if r else 0.0}
                    for k, (r, ms) in zip(names, runs)}
