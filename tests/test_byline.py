@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from monjyu import Monjyu
-from monjyu.engines.byline import asks_byline
+from monjyu.nlp.byline_questions import asks_byline
 from tests.llm_server import llm_server  # noqa: F401  (fixture)
 
 ZEBRAS = ("Grazing Patterns of Plains Zebras\n\nAuthors: Grevy, Anna; Burchell, William\nDate: 2018-06-02\n\n"
@@ -135,3 +135,17 @@ def test_the_authors_of_a_real_pdf_are_its_first_page_s(cited_papers):
     ja = cited_papers.search("ResNetの論文を書いたのは誰ですか？", top_k=5).answer
     assert "Kaiming He、Xiangyu Zhang、Shaoqing Ren、Jian Sun" in ja.text
     assert ja.citations[0].source_path.endswith("resnet.pdf")
+
+
+def test_a_byline_question_is_searched_by_what_names_the_paper(cited_papers):
+    """"Who wrote the ResNet paper?": ViT's passages say "paper" and name ResNet, which it cites;
+    the keyword search leaves the asking words out ("paper", "wrote"; 論文 and its gloss), so the
+    paper named is ResNet's, in English as in Japanese."""
+    from monjyu.query import Query
+
+    searcher = cited_papers.workspace.current().searcher
+    assert searcher.keyword.terms(Query.of("Who wrote the ResNet paper?")) == ["resnet"]
+    assert "paper" in searcher.keyword.terms(Query.of("What does the ResNet paper say about depth?"))
+    for question in ("Who wrote the ResNet paper?", "ResNetの論文を書いたのは誰ですか？"):
+        answer = cited_papers.search(question, top_k=5).answer
+        assert answer.citations[0].source_path.endswith("resnet.pdf"), (question, answer.text)

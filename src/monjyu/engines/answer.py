@@ -12,9 +12,10 @@ from pydantic import BaseModel, Field
 from ..config import AnswerConfig
 from ..errors import ServiceError
 from ..llm import LLM, Message, load_prompt
+from ..nlp.byline_questions import asks_byline
 from ..query import Query
 from ..types import Answer, SearchHit
-from .byline import AskedAuthor, asks_byline, byline_answer, named_paper, only_lists_papers, papers_by_answer
+from .byline import AskedAuthor, byline_answer, named_paper, only_lists_papers, papers_by_answer
 from .citations import resolve_citations
 from ..llm.replies import structured_reply
 from .context import Source, format_sources, select_sources

@@ -22,39 +22,17 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from ..nlp.byline_questions import ASKING_WORDS
 from ..types import Answer, SearchHit
 from .citations import citation_for
 from .context import Source
 
-# "Who wrote ...?", "Who are the authors of ...?", "Which researchers wrote ...?", "Name the authors
-# of ...", "著者は誰", "誰が書いた", "執筆者は": the names on the byline.
-_ASKS_AUTHORS = re.compile(
-    r"^\s*who\b[^?]*\b(?:wrote|write|written|authored|authors?)\b|"
-    r"^\s*(?:which|what) (?:researchers|people|authors|scientists|team)\b[^?]*\b(?:wrote|authored|write)\b|"
-    r"^\s*(?:name|list|give)(?: me)? the authors\b|"
-    r"(?:著者|執筆者|筆者)(?:たち|ら)?(?:は|が)(?:誰|だれ|どなた)|(?:誰|だれ)が(?:書|執筆)|(?:書い|執筆し)たのは(?:誰|だれ)|"
-    r"(?:著者|執筆者)(?:の名前)?を(?:教え|挙げ|示)", re.I)
-# "When was ... published?", "In what year was ... published?", "何年に発表", "いつ出版".
-_ASKS_YEAR = re.compile(r"^\s*(?:when|(?:in )?(?:what|which) year)\b[^?]*\b(?:published|written|released as a paper)\b|"
-                        r"\bpublication (?:year|date)\b|(?:何年|いつ)(?:に|頃)?(?:発表|出版|公開|刊行|出さ)", re.I)
-# The words that ask for a byline, not for a paper: left out of the question's words matched to titles.
-ASKING_WORDS = "paper papers article study work author authors wrote written write authored publish published " \
-               "publication year researchers people 論文 著者 執筆者 筆者 発表 出版"
 # Of more authors than this, the answer names the first ones and counts the rest.
 NAMED = 6
 SCANNED = 5  # the passages whose documents may be the one asked about
 LISTED = 20  # the papers of an author an answer lists; it counts the others
 NAME_WORDS = 6  # the most words of a name looked for (a pasted section is read in linear time)
 CUE_CHARS = 40  # how far before and after a name the words tying it to the papers are looked for
-
-
-def asks_byline(text: str) -> str | None:
-    """"authors" or "year" where the question asks who wrote a paper or when it was published."""
-    if _ASKS_AUTHORS.search(text):
-        return "authors"
-    if _ASKS_YEAR.search(text):
-        return "year"
-    return None
 
 
 def named_paper(sources: Sequence[Source], question_terms: Iterable[str],

@@ -15,6 +15,7 @@ import numpy as np
 from ..config import SearchConfig
 from ..errors import MonjyuError
 from ..nlp import Analyzer
+from ..nlp.byline_questions import ASKING_WORDS, asks_byline
 from ..nlp.glossary import GLOSS_CONTEXT, with_english_glosses
 from ..nlp.lang import detect_language
 from ..nlp.noun_phrases import NounPhraseExtractor
@@ -109,7 +110,9 @@ class KeywordRanker:
 
     def _terms(self, asked: Query) -> list[str]:
         """Its own terms (the most distinctive, past MAX_QUERY_TERMS), then, for a Japanese query,
-        the English glosses of its nouns: words of English documents it can match."""
+        the English glosses of its nouns: words of English documents it can match. A question for
+        a paper's byline is searched by what names the paper, its asking words ("paper", "wrote",
+        論文 and its gloss) left out where others remain."""
         query = asked.text[:KEYWORD_TEXT_CHARS]
         terms = self.analyzer.terms(query)
         distinct = set(terms)
@@ -117,7 +120,11 @@ class KeywordRanker:
             idf = self.index.bm25.idf(distinct)
             keep = set(sorted(idf, key=lambda t: (-idf[t], t))[:MAX_QUERY_TERMS])
             terms = list(dict.fromkeys(t for t in terms if t in keep))
-        return with_english_glosses(query, terms, asked.language, asked.known(GLOSS_CONTEXT))
+        terms = with_english_glosses(query, terms, asked.language, asked.known(GLOSS_CONTEXT))
+        if asks_byline(asked.text):
+            asking = set(self.analyzer.terms(ASKING_WORDS))
+            terms = [t for t in terms if t not in asking] or terms
+        return terms
 
     def rank(self, query: Query | list[str], n: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], int]:
         """BM25 over the query's keyword terms (or these terms); the store's own keyword search

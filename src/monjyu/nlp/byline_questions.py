@@ -1,0 +1,36 @@
+"""Whether a question asks who wrote a paper or when it was published, and the words it asks with.
+
+Such a question names the paper by the rest of its words: "Who wrote the ResNet paper?" is about
+ResNet, not about papers. The answer engines answer it from the bylines (engines/byline.py); the
+keyword search leaves the asking words out, so that passages of other papers that say "paper"
+(or, in Japanese, whose English gloss of 論文 is "paper") and name ResNet do not outrank ResNet's.
+"""
+
+from __future__ import annotations
+
+import re
+
+# "Who wrote ...?", "Who are the authors of ...?", "Which researchers wrote ...?", "Name the authors
+# of ...", "著者は誰", "誰が書いた", "執筆者は": the names on the byline.
+_ASKS_AUTHORS = re.compile(
+    r"^\s*who\b[^?]*\b(?:wrote|write|written|authored|authors?)\b|"
+    r"^\s*(?:which|what) (?:researchers|people|authors|scientists|team)\b[^?]*\b(?:wrote|authored|write)\b|"
+    r"^\s*(?:name|list|give)(?: me)? the authors\b|"
+    r"(?:著者|執筆者|筆者)(?:たち|ら)?(?:は|が)(?:誰|だれ|どなた)|(?:誰|だれ)が(?:書|執筆)|(?:書い|執筆し)たのは(?:誰|だれ)|"
+    r"(?:著者|執筆者)(?:の名前)?を(?:教え|挙げ|示)", re.I)
+# "When was ... published?", "In what year was ... published?", "何年に発表", "いつ出版".
+_ASKS_YEAR = re.compile(r"^\s*(?:when|(?:in )?(?:what|which) year)\b[^?]*\b(?:published|written|released as a paper)\b|"
+                        r"\bpublication (?:year|date)\b|(?:何年|いつ)(?:に|頃)?(?:発表|出版|公開|刊行|出さ)", re.I)
+# The words that ask for a byline, not for a paper: left out of the question's words matched to
+# titles and of its keyword search.
+ASKING_WORDS = "paper papers article study work author authors wrote written write authored publish published " \
+               "publication year researchers people 論文 著者 執筆者 筆者 発表 出版"
+
+
+def asks_byline(text: str) -> str | None:
+    """"authors" or "year" where the question asks who wrote a paper or when it was published."""
+    if _ASKS_AUTHORS.search(text):
+        return "authors"
+    if _ASKS_YEAR.search(text):
+        return "year"
+    return None
