@@ -109,3 +109,31 @@ def test_hybridrag_searches_a_japanese_question_with_the_glosses_its_meaning_fin
     items = m.hybrid_search("系列の行列は何を持ちますか？", top_k=2, answer=False).items
     assert items[0].hit.document_title.startswith("Attention")
     assert items[0].scores["keyword"], items[0].scores
+
+
+def test_a_katakana_word_the_dictionary_lacks_is_read_as_the_words_that_write_it():
+    glossary = shared_glossary()
+    assert glossary.parts("ウシコロナウイルス") == ("ウシ", "コロナウイルス")
+    assert glossary.parts("スワブ") == ("スワブ",)  # nothing writes it: left as it is
+    assert glossary.parts("ウイルス") == ("ウイルス",)  # the dictionary has it
+    assert glossary.terms("ウシコロナウイルスの宿主は何ですか？") == ["cattl", "coronavirus", "host"]
+
+
+BATS = {
+    "bat-viruses.md": "# Coronaviruses of bats\n\nThe bat coronavirus HKU4 was found in lesser bamboo bats in "
+                      "southern China.\n",
+    "rivers.md": SEQUENCE_MODELS["rivers.md"],
+}
+
+
+def test_a_japanese_question_finds_english_passages_by_the_parts_of_a_katakana_word(tmp_path, cache_dir):
+    """Through the real index: コウモリコロナウイルス, one unknown word to the analyser and absent from
+    JMdict, is searched as "bat" and "coronavirus"."""
+    from .test_answers import _indexed
+
+    m = _indexed(tmp_path, cache_dir, BATS)
+    asked = Query.of("コウモリコロナウイルスはどこで見つかりましたか？")
+    assert {"bat", "coronavirus"} <= set(m.workspace.current().searcher.keyword.terms(asked))
+    result = m.search(asked.text, top_k=2)
+    assert result.hits[0].document_title.startswith("Coronaviruses of bats")
+    assert result.hits[0].keyword_score

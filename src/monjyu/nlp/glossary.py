@@ -32,6 +32,8 @@ from .analyzer import Analyzer
 _SKIP_POS1 = {"数詞"}
 _SKIP_POS2 = {"副詞可能", "助数詞可能"}
 _HIRAGANA_ONLY = re.compile(r"[\u3040-\u309f]+")
+# A katakana run long enough to be two words the dictionary has (ウシ + コロナウイルス)
+_KATAKANA = re.compile(r"[\u30a0-\u30ff]{4,}")
 _PARENTHESES = re.compile(r"\([^)]*\)")
 # "+g.lang": SQLite otherwise walks the index of every English gloss (0.2 s a word) rather than the
 # word's own rows (under a millisecond); the unary plus keeps the planner off that index.
@@ -87,6 +89,7 @@ class Glossary:
         self.english = functools.lru_cache(maxsize=50_000)(self._english)
         self.gloss = functools.lru_cache(maxsize=50_000)(self._gloss)
         self.short_glosses = functools.lru_cache(maxsize=50_000)(self._short_glosses)
+        self.parts = functools.lru_cache(maxsize=50_000)(self._parts)
 
     def _rows(self, table: str, word: str) -> list[str]:
         with self._lock:
@@ -105,6 +108,22 @@ class Glossary:
         order ("使う" -> "use", ...)."""
         texts = (text[3:] if text.startswith("to ") else text for text in self._glosses(word))
         return tuple(text for text in texts if text and len(text.split()) <= MAX_GLOSS_WORDS)
+
+    def _parts(self, word: str) -> tuple[str, ...]:
+        """A katakana word JMdict lacks (the analyser reads an unknown katakana run as one word) as
+        the katakana words it has that write it, each the longest that fits (ウシコロナウイルス: ウシ
+        "cattle", コロナウイルス "coronavirus"; ベネズエラウマ: "Venezuela", "horse"); the word alone
+        where they do not write all of it (スワブ)."""
+        if self.short_glosses(word) or not _KATAKANA.fullmatch(word):
+            return (word,)
+        out, start = [], 0
+        while start < len(word):
+            end = next((e for e in range(len(word), start + 1, -1) if self.short_glosses(word[start:e])), None)
+            if end is None:
+                return (word,)
+            out.append(word[start:end])
+            start = end
+        return tuple(out)
 
     def _english(self, word: str) -> tuple[str, ...]:
         """The index terms of the word's first short gloss ("順序" -> order), or () if it has none."""
@@ -159,9 +178,10 @@ class Glossary:
                 continue
             for word, pos in self._analyzer.japanese_morphemes(run):
                 if pos[0] in _READ_POS and pos[1] not in _NOT_READ_POS1 and not _HIRAGANA_ONLY.fullmatch(word):
-                    english = self.gloss_in(word, context)
-                    if english and english not in words:
-                        words.append(english)
+                    for part in self.parts(word):
+                        english = self.gloss_in(part, context)
+                        if english and english not in words:
+                            words.append(english)
         return " ".join(([asks] if asks else []) + words) + "?"
 
     def terms(self, text: str, context: Mapping[str, int] | None = None) -> list[str]:
@@ -171,7 +191,7 @@ class Glossary:
         for word, pos in self._analyzer.japanese_morphemes(text):
             if pos[0] != "名詞" or pos[1] in _SKIP_POS1 or pos[2] in _SKIP_POS2 or _HIRAGANA_ONLY.fullmatch(word):
                 continue
-            out.extend(t for t in self.english_in(word, context) if t not in out)
+            out.extend(t for part in self.parts(word) for t in self.english_in(part, context) if t not in out)
         return out
 
 
