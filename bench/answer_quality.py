@@ -98,10 +98,11 @@ def collect(index: Path, docs: Path, questions: list[dict], mode: str, config: P
     out = []
     for q in questions:
         started = time.perf_counter()
-        r = m.search(q["question"], mode=mode, top_k=10)
+        r = m.ask(q["question"], mode=mode, top_k=10)  # any mode: HybridRAG gives items, the others hits
         seconds = time.perf_counter() - started
+        hits = [item.hit for item in r.items] if hasattr(r, "items") else r.hits
         kinds = {}
-        for h in r.hits:
+        for h in hits:
             kinds[h.text_unit_id] = h.kind
             for part in h.parts:
                 kinds[part["text_unit_id"]] = h.kind
@@ -110,11 +111,11 @@ def collect(index: Path, docs: Path, questions: list[dict], mode: str, config: P
                     "note": a.note if a else "", "checks": getattr(a, "sentences", []) if a else [],
                     "citations": [{"number": c.number, "kind": kinds.get(c.text_unit_id, "?"),
                                    "snippet": c.snippet, "doc": Path(c.source_path).name,
-                                   "document_id": c.document_id} for c in r.citations],
-                    "top5": [{"document_id": h.document_id, "text": h.text} for h in r.hits[:5]],
-                    "top_passage": r.hits[0].text if r.hits else "",
-                    "top_document_id": r.hits[0].document_id if r.hits else "",
-                    "top_doc": Path(r.hits[0].source_path).name if r.hits else ""})
+                                   "document_id": c.document_id} for c in (a.citations if a else [])],
+                    "top5": [{"document_id": h.document_id, "text": h.text} for h in hits[:5]],
+                    "top_passage": hits[0].text if hits else "",
+                    "top_document_id": hits[0].document_id if hits else "",
+                    "top_doc": Path(hits[0].source_path).name if hits else ""})
     return out
 
 
@@ -308,7 +309,7 @@ def main() -> None:
     ap.add_argument("--by-author", type=Path, help="which papers-pdf papers someone wrote "
                     "(bench/data/papers_pdf_by_author.jsonl): the share of theirs cited, all cited, none of another's")
     ap.add_argument("--half", choices=["fit", "test", "all"], default="test")
-    ap.add_argument("--mode", default="hybrid")
+    ap.add_argument("--mode", default="hybrid", help="the mode every question is asked in (any of `Monjyu.ask`: hybrid, hybridrag, lazy, ...)")
     ap.add_argument("--config", type=Path)
     ap.add_argument("--limit", type=int, default=0, help="first N questions of each set (a quick look)")
     ap.add_argument("--sample", type=int, default=0, help="a seeded random N questions of each set (--seed)")
