@@ -79,7 +79,8 @@ def jmdict_path() -> Path:
 
 
 class Glossary:
-    """The first English gloss of a Japanese word, read from JMdict once per word."""
+    """The English glosses of a Japanese word, read from JMdict once per word: the first, or the
+    one the passages a question's meaning finds use (`english_in`, `gloss_in`)."""
 
     def __init__(self, path: Path | None = None, analyzer: Analyzer | None = None):
         self._path = path
