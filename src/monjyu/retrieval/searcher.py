@@ -163,8 +163,8 @@ class Searcher:
             n = max(cfg.candidates, need)
             t = time.perf_counter()
             v_ranked, _ = self.vector.rank(query_vector, n, mask)
-            self.note_gloss_context(query, v_ranked)
             timings["vector_ms"] = (time.perf_counter() - t) * 1000
+            self.note_gloss_context(query, v_ranked)
             t = time.perf_counter()
             k_ranked, _ = self.keyword.rank(query, n, mask)
             timings["keyword_ms"] = (time.perf_counter() - t) * 1000
