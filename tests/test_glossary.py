@@ -17,6 +17,11 @@ def test_first_short_gloss_of_a_noun():
     assert glossary.english("未登録語ですよ") == ()
 
 
+def test_a_gloss_loses_its_nested_notes_whole():
+    # JMdict: "dog (Canis (lupus) familiaris)"; the notes were cut at the first ")" -> "dog familiaris)"
+    assert shared_glossary().gloss("イヌ") == "dog"
+
+
 def test_terms_of_a_question_are_its_content_nouns_glossed():
     terms = shared_glossary().terms("再帰も畳み込みも使わないモデルでは、系列中のトークンの順序をどうやって与えるのですか？")
     assert {"token", "order", "convolut", "recurr"} <= set(terms)

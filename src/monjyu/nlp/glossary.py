@@ -34,7 +34,9 @@ _SKIP_POS2 = {"副詞可能", "助数詞可能"}
 _HIRAGANA_ONLY = re.compile(r"[\u3040-\u309f]+")
 # A katakana run long enough to be two words the dictionary has (ウシ + コロナウイルス)
 _KATAKANA = re.compile(r"[\u30a0-\u30ff]{4,}")
-_PARENTHESES = re.compile(r"\([^)]*\)")
+# A parenthesised note with no parentheses inside: taken out innermost first, so that a nested one
+# goes whole ("dog (Canis (lupus) familiaris)" -> "dog").
+_INNER_PARENTHESES = re.compile(r"\([^()]*\)")
 # "+g.lang": SQLite otherwise walks the index of every English gloss (0.2 s a word) rather than the
 # word's own rows (under a millisecond); the unary plus keeps the planner off that index.
 _GLOSSES = ("SELECT g.text FROM {table} k JOIN Sense s ON s.idseq = k.idseq JOIN SenseGloss g ON g.sid = s.ID "
@@ -78,6 +80,14 @@ def jmdict_path() -> Path:
     return path
 
 
+def _without_notes(text: str) -> str:
+    """A gloss without its parenthesised notes, nested ones too."""
+    while True:
+        text, n = _INNER_PARENTHESES.subn(" ", text)
+        if not n:
+            return text
+
+
 class Glossary:
     """The English glosses of a Japanese word, read from JMdict once per word: the first, or the
     one the passages a question's meaning finds use (`english_in`, `gloss_in`)."""
@@ -102,7 +112,7 @@ class Glossary:
     def _glosses(self, word: str) -> Iterator[str]:
         """The word's English glosses in JMdict's order, their parenthesised notes left out."""
         for text in self._rows("Kanji", word) or self._rows("Kana", word):
-            yield " ".join(_PARENTHESES.sub(" ", text).split())
+            yield " ".join(_without_notes(text).split())
 
     def _short_glosses(self, word: str) -> tuple[str, ...]:
         """The word's glosses of at most MAX_GLOSS_WORDS words, as written without "to", in JMdict's
