@@ -12,7 +12,8 @@ answers of an earlier commit, run from a `git worktree` over the same indexes.
         # 100 of its questions in Japanese (--covidqa-questions-field question_en: the same in English)
     python bench/answer_quality.py --papers ... --papers-index IDX2 --authors bench/data/papers_pdf_authors.jsonl
         # who wrote a paper and when: the byline's names and year (--by-author papers_pdf_by_author.jsonl:
-        # which papers someone wrote)
+        # which papers someone wrote; --authors bench/data/papers_pdf_originators.jsonl: who proposed a
+        # method, the collection's papers' own and those they cite)
     python bench/answer_quality.py --covidqa ... --sample 200 --seed 13 --papers ... \
         --compare-config smollm2.yaml                   # an LLM writer beside the offline reader
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import re
 import sys
 import tempfile
 import time
@@ -121,7 +123,6 @@ def collect(index: Path, docs: Path, questions: list[dict], mode: str, config: P
 
 def figures(records: list[dict], questions: list[dict], use_reference_passage: bool,
             collection_langs: set[str]) -> dict[str, float]:
-    import re
 
     import numpy as np
 
@@ -155,9 +156,11 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
                 {c["document_id"] for c in rec["citations"]}
             cites_gold.append(len(cited_docs & set(q["gold"])) / len(q["gold"]))
         if "authors" in q:  # bench/data/papers_pdf_authors.jsonl: the byline's names and year, the right paper
-            named = [_plain(a) in _plain(text) for a in q["authors"]]
-            authors_rows.append((named[0], all(named), str(q["year"]) in text if "year" in q else None,
-                                 (rec["citations"][0]["doc"] if rec["citations"] else "") == q["doc"]))
+            named = [_names(a, text) for a in q["authors"]]
+            first_cited = rec["citations"][0]["doc"] if rec["citations"] else ""
+            # papers_pdf_originators.jsonl: a work the collection only cites is right cited by any paper citing it
+            right = first_cited == q["doc"] if "doc" in q else first_cited in q.get("cited_by", ())
+            authors_rows.append((named[0], all(named), str(q["year"]) in text if "year" in q else None, right))
         if "docs" in q and "author" in q:  # bench/data/papers_pdf_by_author.jsonl: the author's papers cited
             cited = {c["doc"] for c in rec["citations"]}
             by_author_rows.append((len(cited & set(q["docs"])) / len(q["docs"]), set(q["docs"]) <= cited,
@@ -214,6 +217,11 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
         out["non_body_lines"] = off_kind / max(lines_total, 1)
         out["other_language_lines"] = off_lang / max(lines_total, 1)
     return out
+
+
+def _names(name: str, text: str) -> bool:
+    """Whether `text` names `name` as whole Latin words ("Ba" is not in "based"; kana may touch it)."""
+    return re.search(rf"(?<![a-z]){re.escape(_plain(name))}(?![a-z])", _plain(text)) is not None
 
 
 def _plain(text: str) -> str:
