@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from ..config import AnswerConfig
 from ..errors import ServiceError
 from ..llm import LLM, Message, load_prompt
-from ..nlp.byline_questions import asks_byline
+from ..nlp.byline_questions import asks_byline, asks_originators
 from ..query import Query
 from ..types import Answer, SearchHit
 from .byline import AskedAuthor, byline_answer, named_paper, only_lists_papers, papers_by_answer
@@ -21,6 +21,7 @@ from ..llm.replies import structured_reply
 from .context import Source, format_sources, select_sources
 from .cross_encoder import shared_reader_model
 from .extractive import extractive_answer, insufficient, unheard_answer
+from .originators import DocumentReferences, originators_answer
 from .reader import Reader
 from .relevance import LocalRelevanceScorer
 from .verify import AnswerVerifier
@@ -47,15 +48,18 @@ class AnswerEngine:
                  term_weights: Callable[[set[str]], dict[str, float]] | None = None,
                  unheard: Callable[[Query], list[str]] | None = None,
                  asked_author: Callable[[Query], AskedAuthor | None] | None = None,
-                 first_passage: Callable[[str], SearchHit | None] | None = None):
+                 first_passage: Callable[[str], SearchHit | None] | None = None,
+                 references: Callable[[str], DocumentReferences | None] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
         the check of LLM answers; `unheard`: the names of a query that no indexed text mentions;
         `asked_author`: the author on the bylines whose papers a query asks about; `first_passage`: a
-        document's first unit of body text, cited for a paper listed that no source is from."""
+        document's first unit of body text, cited for a paper listed that no source is from;
+        `references`: a document's reference entries and the citations that point at them."""
         self.config = config
         self.unheard = unheard
         self.asked_author = asked_author
         self.first_passage = first_passage
+        self.references = references
         self.llm = llm
         self.scorer = scorer
         self.count_tokens = count_tokens
@@ -124,9 +128,10 @@ class AnswerEngine:
 
     def byline(self, query: Query, sources: Sequence[Source], lang: str,
                on_token: Callable[[str], None] | None = None) -> Answer | None:
-        """Who wrote the paper the question names, when it was published, or which papers someone
-        wrote, from the bylines the index keeps (engines/byline.py), with no LLM call: no passage
-        says it. None for any other question, and where no retrieved paper is the one named."""
+        """Who wrote the paper the question names, when it was published, which papers someone
+        wrote, or who proposed a method, from the bylines and reference entries the index keeps
+        (engines/byline.py, engines/originators.py), with no LLM call: no passage says it. None for
+        any other question, and where no retrieved paper is the one named."""
         terms = self.scorer.analyzer.terms
         author = self.asked_author(query) if self.asked_author is not None else None
         answer = None
@@ -135,6 +140,9 @@ class AnswerEngine:
         elif (asked := asks_byline(query.text)) is not None:
             source = named_paper(sources, self.scorer.query_terms(query), terms)
             answer = byline_answer(asked, source, lang) if source is not None else None
+        elif (originators := asks_originators(query.text)) is not None:
+            answer = originators_answer(query.text, originators, sources, lang, terms, self.references,
+                                        self.first_passage)
         if answer is not None and on_token:
             on_token(answer.text)
         return answer

@@ -57,7 +57,8 @@ def named_paper(sources: Sequence[Source], question_terms: Iterable[str],
     return best if named and best.hit.authors else None
 
 
-def _names(authors: Sequence[str], language: str) -> str:
+def names_of(authors: Sequence[str], language: str) -> str:
+    """A byline's names as an answer writes them: the first NAMED of many, the others counted."""
     shown = list(authors[:NAMED]) if len(authors) > NAMED + 1 else list(authors)
     more = len(authors) - len(shown)
     if language == "ja":
@@ -79,12 +80,12 @@ def byline_answer(asked: str, source: Source, language: str) -> Answer | None:
             by = h.authors[0] + ("ほか" if len(h.authors) > 1 else "")
             text = f"「{title}」（{by}）は{year}年に発表されました。[{n}]"
         else:
-            text = f"「{title}」{f'（{year}年）' if year else ''}の著者は{_names(h.authors, language)}です。[{n}]"
+            text = f"「{title}」{f'（{year}年）' if year else ''}の著者は{names_of(h.authors, language)}です。[{n}]"
     elif asked == "year":
         first = h.authors[0] + (" et al." if len(h.authors) > 1 else "")
         text = f"“{title}” by {first} was published in {year}. [{n}]"
     else:
-        text = f"“{title}”{f' ({year})' if year else ''} is by {_names(h.authors, language)}. [{n}]"
+        text = f"“{title}”{f' ({year})' if year else ''} is by {names_of(h.authors, language)}. [{n}]"
     return Answer(text=text, kind="extractive", citations=[citation_for(source)], language=language,
                   note="byline: the authors and year the index keeps for the cited document")
 

@@ -11,6 +11,7 @@ per generation.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -28,11 +29,13 @@ from ..engines.baseline import BaselineRAG
 from ..engines.hybrid.engine import HybridRAGEngine
 from ..engines.hybrid.rerank import Reranker, create_reranker
 from ..engines.lazy import LazySearchEngine
+from ..engines.originators import DocumentReferences
 from ..engines.relevance import LocalRelevanceScorer
 from ..engines.request import SearchRequest
 from ..errors import EmbedderMismatchError, MonjyuError
 from ..index import read_manifest
 from ..index.builder import generation_dir
+from ..index.citations import read_citation_graph
 from ..index.manifest import Manifest, manifest_path
 from ..levels import Extraction, LevelFour, LevelTwo
 from ..levels.entity_graph import EntityGraph, build_entity_graph
@@ -43,8 +46,10 @@ from ..query import Query
 from ..retrieval import LoadedIndex, Searcher
 from ..retrieval.rankers import QUERY_TEXT_CHARS
 from ..schemas import SearchFilters
+from ..store import LanceStore
 from ..store.base import LevelRecords
 from ..store.factory import open_store
+from ..store.lancedb_store import DOCUMENTS
 from ..store.level_records import SQLiteLevelRecords
 from ..types import SearchHit
 
@@ -161,7 +166,8 @@ class Workspace:
                                          term_weights=lambda terms: self.loaded().searcher.index.bm25.idf(terms),
                                          unheard=lambda query: self.loaded().unheard(query),
                                          asked_author=lambda query: self.loaded().asked_author(query),
-                                         first_passage=lambda document_id: self.loaded().first_passage(document_id))
+                                         first_passage=lambda document_id: self.loaded().first_passage(document_id),
+                                         references=lambda document_id: self.loaded().references(document_id))
         return self._answers
 
     @property
@@ -216,6 +222,8 @@ class IndexContext:
         self._engines: dict[str, Any] = {}
         self._bylines: Authors | None = None  # the names on the bylines, read on the first question
         self._first_rows: dict[str, int] = {}  # each document's first unit of body text
+        self._references: dict[str, DocumentReferences] | None = None  # read on the first question that needs them
+        self._lock = threading.Lock()
 
     def _attach_store_search(self, loaded: LoadedIndex) -> None:
         """The store's own ANN index where the embedded store would use LanceDB's (generations of
@@ -268,6 +276,32 @@ class IndexContext:
         self._authors()
         row = self._first_rows.get(document_id)
         return self.searcher.hit(row, 0.0, 0, None, None) if row is not None else None
+
+    def references(self, document_id: str) -> DocumentReferences | None:
+        """The document's reference entries, the in-text citations pointing at them, and the entries
+        that name a paper of the collection (citations.json), read for every document at once, on
+        the first question that asks who proposed a method (engines/originators.py)."""
+        with self._lock:
+            if self._references is None:
+                self._references = self._read_references()
+        return self._references.get(document_id)
+
+    def _read_references(self) -> dict[str, DocumentReferences]:
+        store = LanceStore(self.generation_dir / "lancedb")
+        if "references" not in store.column_names(DOCUMENTS):  # an earlier MONJYU's generation
+            return {}
+        table = store.documents(["id", "references"])
+        linked: dict[str, dict[int, str]] = {}
+        for edge in read_citation_graph(self.generation_dir)["edges"]:
+            linked.setdefault(edge["citing"], {})[edge["entry"]] = edge["cited"]
+        out = {}
+        for document_id, raw in zip(table["id"].to_pylist(), table["references"].to_pylist()):
+            refs = json.loads(raw or "{}")
+            out[document_id] = DocumentReferences(
+                entries={e["index"]: e for e in refs.get("entries", [])},
+                marks=[(c["start"], c["end"], c["entries"]) for c in refs.get("citations", [])],
+                linked=linked.get(document_id, {}))
+        return out
 
     def _authors(self) -> Authors:
         """The names on this generation's bylines (and each document's first unit of body text), read

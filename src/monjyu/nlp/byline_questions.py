@@ -1,4 +1,5 @@
-"""Whether a question asks who wrote a paper or when it was published, and the words it asks with.
+"""Whether a question asks who wrote a paper, when it was published or who proposed a method, and
+the words it asks with.
 
 Such a question names the paper by the rest of its words: "Who wrote the ResNet paper?" is about
 ResNet, not about papers. The answer engines answer it from the bylines (engines/byline.py); the
@@ -25,6 +26,27 @@ _ASKS_YEAR = re.compile(r"^\s*(?:when|(?:in )?(?:what|which) year)\b[^?]*\b(?:pu
 # titles and of its keyword search.
 ASKING_WORDS = "paper papers article study work author authors wrote written write authored publish published " \
                "publication year researchers people 論文 著者 執筆者 筆者 発表 出版"
+
+
+# "Who proposed ...?", "Which researchers developed ...?", "Who came up with ...?", "...を提案したのは誰",
+# "誰が...を開発": the people behind a method, which a paper presents or cites.
+_ASKS_ORIGINATORS = re.compile(
+    r"^\s*(?:who|which (?:researchers|people|team|group|lab|authors|scientists))\b[^?]*?\b(?:first )?"
+    r"(?:proposed|propose|introduced|introduce|invented|invent|developed|develop|created|create|devised|devise|"
+    r"designed|design|built|build|came up with|come up with|pioneered|coined)\b|"
+    r"(?:提案|考案|開発|発明|提唱|導入|創案)(?:し|さ)た(?:の|人|人物|研究者)(?:は|が)(?:誰|だれ|どなた)|"
+    r"(?:誰|だれ|どなた)が[^？?]*(?:提案|考案|開発|発明|提唱|創案)", re.I)
+# ... and the words it asks with, English glosses of the Japanese ones included: what is left names the method.
+ORIGINATOR_WORDS = "who which researchers people person team group lab authors scientists first proposed propose " \
+                   "introduced introduce invented invent developed develop created create devised devise designed " \
+                   "design built build came come up pioneered coined 提案 考案 開発 発明 提唱 導入 創案 誰 人 人物 " \
+                   "研究者 proposal plan invention development introduction advocacy"
+
+
+def asks_originators(text: str) -> re.Match[str] | None:
+    """Where the question asks who proposed a method, its asking words (`asks_byline` first: "Who wrote
+    the paper that introduced X?" asks for a byline)."""
+    return None if asks_byline(text) else _ASKS_ORIGINATORS.search(text)
 
 
 def asks_byline(text: str) -> str | None:

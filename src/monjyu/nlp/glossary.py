@@ -199,11 +199,22 @@ class Glossary:
         """The English index terms of the content nouns of the Japanese runs of `text` (their
         glosses chosen as `english_reading` chooses them)."""
         out: list[str] = []
+        for word in self._content_nouns(text):
+            out.extend(t for t in self.english_in(word, context) if t not in out)
+        return out
+
+    def readings(self, text: str) -> list[tuple[str, frozenset[str]]]:
+        """Each content noun of the Japanese runs of `text` with every English index term its short
+        glosses give (学習: study, learn, ...): a match with English text that need not choose one."""
+        return [(word, frozenset(t for gloss in self.short_glosses(word) for t in self._analyzer.terms(gloss)))
+                for word in self._content_nouns(text)]
+
+    def _content_nouns(self, text: str) -> Iterator[str]:
+        """The content nouns of the Japanese runs of `text`, a katakana word JMdict lacks as its parts."""
         for word, pos in self._analyzer.japanese_morphemes(text):
             if pos[0] != "名詞" or pos[1] in _SKIP_POS1 or pos[2] in _SKIP_POS2 or _HIRAGANA_ONLY.fullmatch(word):
                 continue
-            out.extend(t for part in self.parts(word) for t in self.english_in(part, context) if t not in out)
-        return out
+            yield from self.parts(word)
 
 
 _shared: Glossary | None = None

@@ -1,0 +1,102 @@
+"""Who proposed a method, answered from the byline of the paper that presents it or from the
+reference entry the passages cite for it (engines/originators.py), through a real index of real
+arXiv PDFs."""
+
+from __future__ import annotations
+
+import pytest
+
+from monjyu import Monjyu
+from monjyu.engines.originators import method_names
+from monjyu.nlp.analyzer import Analyzer
+from monjyu.nlp.byline_questions import asks_originators
+from tests.llm_server import llm_server  # noqa: F401  (fixture)
+
+
+@pytest.mark.parametrize("question, asks", [
+    ("Who proposed dropout?", True),
+    ("Which researchers developed FlashAttention?", True),
+    ("Who came up with batch normalization?", True),
+    ("RWKVを提案したのは誰ですか？", True),
+    ("誰がPaLMを開発しましたか？", True),
+    # a byline question asks for the byline, whatever it asks it with
+    ("Who wrote the paper that introduced the Transformer architecture?", False),
+    ("What did the authors propose?", False),
+    ("How was the model developed?", False),
+])
+def test_a_question_asks_who_proposed_a_method(question, asks):
+    assert bool(asks_originators(question)) is asks
+
+
+def test_the_names_a_question_gives_a_method():
+    terms = Analyzer().terms
+
+    def names(question: str) -> list[list[set[str]]]:
+        return [[set(word) for word in name.words] for name in method_names(question, asks_originators(question), terms)]
+
+    # two names: either will do; "model" says what kind of thing it is, as "networks" does
+    assert names("Who developed MAML, model-agnostic meta-learning?") == [[{"maml"}], [{"agnost"}, {"meta"}, {"learn"}]]
+    assert names("Who invented residual networks?") == [[{"residu"}]]
+    assert names("Who designed the model?") == []
+    # a Japanese word as any English term its glosses give; the asking words left out
+    residual, learning = names("残差学習を考案したのは誰ですか？")[0]
+    assert "residu" in residual and {"learn", "studi"} <= learning
+
+
+def test_who_proposed_a_method_a_paper_presents_is_its_byline(cited_papers):
+    for question in ("Who invented residual networks?", "残差学習を考案したのは誰ですか？"):
+        answer = cited_papers.search(question, top_k=5).answer
+        assert "Kaiming He" in answer.text, (question, answer.text)
+        assert answer.citations[0].source_path.endswith("resnet.pdf")
+    pondernet = cited_papers.search("Who came up with PonderNet?", top_k=5).answer
+    assert pondernet.text.startswith("“PonderNet: Learning to Ponder” (2021) is by Andrea Banino")
+
+
+def test_who_proposed_a_method_the_papers_cite_is_the_entry_they_cite(cited_papers):
+    """ResNet: "We adopt batch normalization (BN) [16] right after each convolution", [16] being
+    Ioffe and Szegedy's paper; the answer quotes the citing sentence after the entry's byline."""
+    answer = cited_papers.search("Who proposed batch normalization?", top_k=5).answer
+    first, quote = answer.text.split("\n")[:2]
+    assert first.startswith("“Batch normalization: Accelerating deep network training") and "Ioffe" in first
+    assert "batch normalization" in quote.lower() and answer.citations[0].source_path.endswith(".pdf")
+    # ViT writes "Transformers" after its title's colon and "Our Vision Transformer": neither makes it
+    # the paper that presents the Transformer
+    transformer = cited_papers.search("Who introduced the Transformer?", top_k=5).answer
+    assert "Dosovitskiy" not in transformer.text, transformer.text
+
+
+def test_a_method_no_paper_presents_or_cites_is_left_to_the_reader(cited_papers):
+    answer = cited_papers.search("Who invented the steam engine?", top_k=5).answer
+    assert not (answer.note or "").startswith("originators")
+
+
+def test_who_proposed_a_method_costs_no_llm_call(cited_papers, make_config, llm_server):  # noqa: F811
+    m = Monjyu(cited_papers.index_dir, make_config(llm=llm_server.config()))
+    answer = m.search("Who came up with PonderNet?", top_k=5).answer
+    assert "Andrea Banino" in answer.text and llm_server.requests == []
+
+
+def test_a_cited_entry_that_names_a_paper_of_the_collection_answers_with_its_byline():
+    """The citation graph links ViT's entry [12] to the collection's ResNet paper: its byline
+    answers, cited to the sentence of ViT that cites it."""
+    from monjyu.engines.context import Source
+    from monjyu.engines.originators import DocumentReferences, originators_answer
+    from monjyu.types import SearchHit
+
+    text = "We compare with ResNet [12] on ImageNet."
+    vit = SearchHit(text_unit_id="u1", document_id="vit.pdf", text=text, score=1.0, document_title="ViT",
+                    start_char=100, end_char=100 + len(text), authors=["Alexey Dosovitskiy"], year=2020)
+    mark = 100 + text.index("[12]")
+    refs = DocumentReferences(entries={12: {"title": "Deep residual learning for image recognition",
+                                            "authors": ["K. He"], "year": 2016}},
+                              marks=[(mark, mark + 4, [12])], linked={12: "resnet.pdf"})
+    resnet = SearchHit(text_unit_id="u9", document_id="resnet.pdf", text="Deeper neural networks ...", score=0.0,
+                       document_title="Deep Residual Learning for Image Recognition",
+                       authors=["Kaiming He", "Xiangyu Zhang"], year=2015)
+    question = "Who proposed ResNet?"
+    answer = originators_answer(question, asks_originators(question), [Source(1, vit)], "en", Analyzer().terms,
+                                lambda doc: refs if doc == "vit.pdf" else None,
+                                lambda doc: resnet if doc == "resnet.pdf" else None)
+    assert answer.text == ("“Deep Residual Learning for Image Recognition” (2015) is by Kaiming He and Xiangyu Zhang. [1]\n"
+                           "We compare with ResNet [12] on ImageNet. [1]")
+    assert [c.document_id for c in answer.citations] == ["vit.pdf"]
