@@ -1,5 +1,5 @@
-"""Who proposed a method, answered from the byline of the paper that presents it or from the
-reference entry the passages cite for it (engines/originators.py), through a real index of real
+"""Who proposed a method, or when, answered from the byline of the paper that presents it or from
+the reference entry the passages cite for it (engines/originators.py), through a real index of real
 arXiv PDFs."""
 
 from __future__ import annotations
@@ -13,26 +13,31 @@ from monjyu.nlp.byline_questions import asks_originators
 from tests.llm_server import llm_server  # noqa: F401  (fixture)
 
 
-@pytest.mark.parametrize("question, asks", [
-    ("Who proposed dropout?", True),
-    ("Which researchers developed FlashAttention?", True),
-    ("Who came up with batch normalization?", True),
-    ("RWKVを提案したのは誰ですか？", True),
-    ("誰がPaLMを開発しましたか？", True),
+@pytest.mark.parametrize("question, asked", [
+    ("Who proposed dropout?", ("authors", "dropout")),
+    ("Which researchers developed FlashAttention?", ("authors", "FlashAttention")),
+    ("Who came up with batch normalization?", ("authors", "batch normalization")),
+    ("RWKVを提案したのは誰ですか？", ("authors", "RWKVを提案したのは誰ですか？")),
+    ("誰がPaLMを開発しましたか？", ("authors", "誰がPaLMを開発しましたか？")),
+    ("When was the Transformer introduced?", ("year", "the Transformer")),
+    ("When did Finn and colleagues come up with MAML?", ("year", "MAML")),
+    ("PonderNetはいつ提案されましたか？", ("year", "PonderNetはいつ提案されましたか？")),
     # a byline question asks for the byline, whatever it asks it with
-    ("Who wrote the paper that introduced the Transformer architecture?", False),
-    ("What did the authors propose?", False),
-    ("How was the model developed?", False),
+    ("Who wrote the paper that introduced the Transformer architecture?", None),
+    ("When was the FlashAttention paper published?", None),
+    ("What did the authors propose?", None),
+    ("How was the model developed?", None),
+    ("When was the study conducted?", None),
 ])
-def test_a_question_asks_who_proposed_a_method(question, asks):
-    assert bool(asks_originators(question)) is asks
+def test_a_question_asks_who_proposed_a_method_or_when(question, asked):
+    assert asks_originators(question) == asked
 
 
 def test_the_names_a_question_gives_a_method():
     terms = Analyzer().terms
 
     def names(question: str) -> list[list[set[str]]]:
-        return [[set(word) for word in name.words] for name in method_names(question, asks_originators(question), terms)]
+        return [[set(word) for word in name.words] for name in method_names(asks_originators(question)[1], terms)]
 
     # two names: either will do; "model" says what kind of thing it is, as "networks" does
     assert names("Who developed MAML, model-agnostic meta-learning?") == [[{"maml"}], [{"agnost"}, {"meta"}, {"learn"}]]
@@ -65,6 +70,34 @@ def test_who_proposed_a_method_the_papers_cite_is_the_entry_they_cite(cited_pape
     assert "Dosovitskiy" not in transformer.text, transformer.text
 
 
+def test_when_a_method_was_proposed_is_the_year_on_that_byline(cited_papers):
+    answer = cited_papers.search("In what year was PonderNet proposed?", top_k=5).answer
+    assert answer.text.startswith("“PonderNet: Learning to Ponder” by Andrea Banino et al. was published in 2021. [")
+    cited = cited_papers.search("When was batch normalization introduced?", top_k=5).answer
+    assert "Ioffe et al., the work the passages cite for it, was published in 2015." in cited.text, cited.text
+
+
+def test_a_sentence_claims_only_what_comes_before_a_clause_about_it():
+    """RWKV's "we introduce the RWKV model, a novel architecture that combines the strengths of RNNs
+    and Transformers" presents RWKV, not the Transformer; "Our Vision Transformer (ViT)" names ViT's own."""
+    from monjyu.engines.context import Source
+    from monjyu.engines.originators import presenting_paper
+    from monjyu.types import SearchHit
+
+    terms = Analyzer().terms
+
+    def presented(question: str, text: str) -> bool:
+        hit = SearchHit(text_unit_id="u", document_id="d", text=text, score=1.0, document_title="A Paper",
+                        end_char=len(text), authors=["A. Author"])
+        return presenting_paper(method_names(asks_originators(question)[1], terms), [Source(1, hit)], terms) is not None
+
+    rwkv = "To tackle these challenges, we introduce the RWKV model, a novel architecture that combines RNNs and Transformers."
+    assert presented("Who proposed RWKV?", rwkv) and not presented("Who proposed the Transformer?", rwkv)
+    vit = "Our Vision Transformer (ViT) attains excellent results when pre-trained at sufficient scale."
+    assert presented("Who developed the Vision Transformer?", vit) and presented("Who developed ViT?", vit)
+    assert not presented("Who proposed the transformer decoder?", "Our transformer decoder then interleaves blocks.")
+
+
 def test_a_method_no_paper_presents_or_cites_is_left_to_the_reader(cited_papers):
     answer = cited_papers.search("Who invented the steam engine?", top_k=5).answer
     assert not (answer.note or "").startswith("originators")
@@ -78,9 +111,10 @@ def test_who_proposed_a_method_costs_no_llm_call(cited_papers, make_config, llm_
 
 def test_a_cited_entry_that_names_a_paper_of_the_collection_answers_with_its_byline():
     """The citation graph links ViT's entry [12] to the collection's ResNet paper: its byline
-    answers, cited to the sentence of ViT that cites it."""
+    answers, cited to the sentence of ViT that cites it; and where the citing papers call a paper by
+    the name asked (citations.json: "ResNet" for ResNet's), that paper's byline answers first."""
     from monjyu.engines.context import Source
-    from monjyu.engines.originators import DocumentReferences, originators_answer
+    from monjyu.engines.originators import CollectionReferences, DocumentReferences, originators_answer
     from monjyu.types import SearchHit
 
     text = "We compare with ResNet [12] on ImageNet."
@@ -93,10 +127,16 @@ def test_a_cited_entry_that_names_a_paper_of_the_collection_answers_with_its_byl
     resnet = SearchHit(text_unit_id="u9", document_id="resnet.pdf", text="Deeper neural networks ...", score=0.0,
                        document_title="Deep Residual Learning for Image Recognition",
                        authors=["Kaiming He", "Xiangyu Zhang"], year=2015)
-    question = "Who proposed ResNet?"
-    answer = originators_answer(question, asks_originators(question), [Source(1, vit)], "en", Analyzer().terms,
-                                lambda doc: refs if doc == "vit.pdf" else None,
-                                lambda doc: resnet if doc == "resnet.pdf" else None)
-    assert answer.text == ("“Deep Residual Learning for Image Recognition” (2015) is by Kaiming He and Xiangyu Zhang. [1]\n"
+
+    def answer(names: dict[str, list[str]]):
+        return originators_answer("authors", "ResNet", [Source(1, vit)], "en", Analyzer().terms,
+                                  lambda: CollectionReferences({"vit.pdf": refs}, names),
+                                  lambda doc: resnet if doc == "resnet.pdf" else None)
+
+    linked = answer({})
+    assert linked.text == ("“Deep Residual Learning for Image Recognition” (2015) is by Kaiming He and Xiangyu Zhang. [1]\n"
                            "We compare with ResNet [12] on ImageNet. [1]")
-    assert [c.document_id for c in answer.citations] == ["vit.pdf"]
+    assert [c.document_id for c in linked.citations] == ["vit.pdf"]
+    called = answer({"resnet.pdf": ["ResNet"]})
+    assert called.text == "“Deep Residual Learning for Image Recognition” (2015) is by Kaiming He and Xiangyu Zhang. [2]"
+    assert [c.document_id for c in called.citations] == ["resnet.pdf"]

@@ -21,7 +21,7 @@ from ..llm.replies import structured_reply
 from .context import Source, format_sources, select_sources
 from .cross_encoder import shared_reader_model
 from .extractive import extractive_answer, insufficient, unheard_answer
-from .originators import DocumentReferences, originators_answer
+from .originators import CollectionReferences, originators_answer
 from .reader import Reader
 from .relevance import LocalRelevanceScorer
 from .verify import AnswerVerifier
@@ -49,12 +49,13 @@ class AnswerEngine:
                  unheard: Callable[[Query], list[str]] | None = None,
                  asked_author: Callable[[Query], AskedAuthor | None] | None = None,
                  first_passage: Callable[[str], SearchHit | None] | None = None,
-                 references: Callable[[str], DocumentReferences | None] | None = None):
+                 references: Callable[[], CollectionReferences] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
         the check of LLM answers; `unheard`: the names of a query that no indexed text mentions;
         `asked_author`: the author on the bylines whose papers a query asks about; `first_passage`: a
         document's first unit of body text, cited for a paper listed that no source is from;
-        `references`: a document's reference entries and the citations that point at them."""
+        `references`: the collection's reference entries, the citations that point at them, and the
+        names citing papers give its papers."""
         self.config = config
         self.unheard = unheard
         self.asked_author = asked_author
@@ -129,7 +130,7 @@ class AnswerEngine:
     def byline(self, query: Query, sources: Sequence[Source], lang: str,
                on_token: Callable[[str], None] | None = None) -> Answer | None:
         """Who wrote the paper the question names, when it was published, which papers someone
-        wrote, or who proposed a method, from the bylines and reference entries the index keeps
+        wrote, or who proposed a method and when, from the bylines and reference entries the index keeps
         (engines/byline.py, engines/originators.py), with no LLM call: no passage says it. None for
         any other question, and where no retrieved paper is the one named."""
         terms = self.scorer.analyzer.terms
@@ -141,8 +142,7 @@ class AnswerEngine:
             source = named_paper(sources, self.scorer.query_terms(query), terms)
             answer = byline_answer(asked, source, lang) if source is not None else None
         elif (originators := asks_originators(query.text)) is not None:
-            answer = originators_answer(query.text, originators, sources, lang, terms, self.references,
-                                        self.first_passage)
+            answer = originators_answer(*originators, sources, lang, terms, self.references, self.first_passage)
         if answer is not None and on_token:
             on_token(answer.text)
         return answer

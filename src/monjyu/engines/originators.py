@@ -1,18 +1,22 @@
-"""Who proposed a method, asked of a folder of papers ("Who introduced layer normalization?",
-"RWKVを提案したのは誰ですか？"): body sentences seldom name the people behind a method (a paper
-says "we propose X", or "X [20]"), so the answer is a byline.
+"""Who proposed a method, or when, asked of a folder of papers ("Who introduced layer normalization?",
+"RWKVを提案したのは誰ですか？", "When was the Transformer introduced?"): body sentences seldom name
+the people behind a method (a paper says "we propose X", or "X [20]"), so the answer is a byline.
 
 - The collection paper that presents the method: a retrieved paper whose title names the method
   ("FlashAttention: Fast and ..."), or one of whose sentences claims it ("We introduce Retro, ...",
-  "... which we call Pathways Language Model (PaLM)", "Our Vision Transformer (ViT)"): its byline,
-  and that sentence.
+  "... which we call Pathways Language Model (PaLM)", "Our Vision Transformer (ViT)"), the name
+  before any clause that says more about it: its byline, and that sentence.
+- Else the paper of the collection that citing papers call by the name (citations.json's names:
+  "Transformer" for "Attention Is All You Need"): its byline.
 - Else the work the retrieved passages cite for it: the reference entry of a citation right after
-  the name ("the Adam optimizer [20]", "GPT-3 (Brown et al., 2020)"), or of one whose entry's title
-  holds the name ("[1] ... Layer normalization. arXiv ..."): its authors, title and year, and the
-  citing sentence. An entry that names a paper of the collection answers with that paper's byline.
+  the name ("the Adam optimizer [20]", "GPT-3 (Brown et al., 2020)"), or of one whose title names it
+  as a paper's title would ("[1] ... Layer normalization. arXiv ..."; not "Transformers are RNNs:
+  ..." for the Transformer): its authors, title and year, and the citing sentence. An entry that
+  names a paper of the collection answers with that paper's byline.
 
-A method may be named twice ("MAML, model-agnostic meta-learning", "the Vision Transformer (ViT)"):
-either name will do. None where neither way finds it: the reader answers as for any question.
+A question that asks when is answered with the year of that byline or entry. A method may be named
+twice ("MAML, model-agnostic meta-learning", "the Vision Transformer (ViT)"): either name will do.
+None where no way finds it: the reader answers as for any question.
 """
 
 from __future__ import annotations
@@ -32,8 +36,14 @@ from .context import Source
 # A sentence's claim that its paper presents something: the method's name must come within
 # CLAIM_REACH terms after it ("We propose a new simple network architecture, the Transformer").
 _CLAIMS = re.compile(r"\bwe\s+(?:\w+\s+)?(?:propose|introduce|present|develop|call|term|dub)\w*\b|"
-                     r"\b(?:which|that) we (?:call|term|dub|introduce|propose)\w*\b|\bour\b", re.I)
+                     r"\b(?:which|that) we (?:call|term|dub|introduce|propose)\w*\b", re.I)
+# "Our Vision Transformer (ViT)": a capitalised name the paper gives its own work, with its short form
+# (a weaker claim than a verb's; "our transformer decoder" claims nothing).
+_OURS = re.compile(r"\b[Oo]ur\s+((?:[A-Z][\w-]*\s+){0,4}[A-Z][\w-]*)\s*\(([A-Z][\w-]*)\)")
 CLAIM_REACH = 15
+# ... and before a clause that says more about it: "we introduce the RWKV model, a novel architecture
+# that combines the strengths of RNNs and Transformers" does not claim the Transformer.
+_CLAUSE = re.compile(r"\b(?:which|that|who|whose|where|while|whereas|because)\b", re.I)
 CITED_REACH = 6  # a citation cites the name when its words are among the last terms before it
 _NAME_BREAKS = re.compile(r"[,()、（）:;]")
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
@@ -50,12 +60,22 @@ class DocumentReferences:
 
 
 @dataclass
+class CollectionReferences:
+    """What the collection's papers cite: each document's references (`DocumentReferences`), and the
+    names citing papers give each paper of the collection ("Transformer" for "Attention Is All You
+    Need": the word before most citations of it; citations.json's aliases)."""
+
+    documents: dict[str, DocumentReferences] = field(default_factory=dict)
+    names: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
 class _Cited:
     entry: dict
     linked: str | None
     source: Source
     sentence: tuple[int, int]  # offsets in the source's text
-    titled: bool  # the entry's title holds the name
+    titled: bool  # the entry's title names the method
     votes: int = 1
 
 
@@ -74,15 +94,13 @@ class Name:
     length: int
 
 
-def method_names(question: str, asked: re.Match[str], terms: Callable[[str], list[str]]) -> list[Name]:
-    """Each name the question gives the method: the words after the asking ones ("the Adam
-    optimizer"), or in Japanese the question less them, cut at commas and brackets; a Japanese word
-    as itself or any English term its glosses give (学習: learn, study, ...). A name of kind words
-    alone ("the model") names nothing."""
-    rest = question[asked.end():] if asked.start() == 0 and not _JAPANESE.search(asked.group(0)) else question
+def method_names(named: str, terms: Callable[[str], list[str]]) -> list[Name]:
+    """Each name the words that name the method give it (`asks_originators`), cut at commas and
+    brackets, its asking words left out; a Japanese word as itself or any English term its glosses
+    give (学習: learn, study, ...). A name of kind words alone ("the model") names nothing."""
     asking, kinds = set(terms(ORIGINATOR_WORDS)), set(terms(KIND_WORDS))
     names = []
-    for part in _NAME_BREAKS.split(rest):
+    for part in _NAME_BREAKS.split(named):
         words = [frozenset({t}) for t in terms(part) if t not in asking and not _JAPANESE.search(t)]
         unglossed = []  # Japanese words JMdict lacks (オプティマイザー): only Japanese text can hold them
         if _JAPANESE.search(part):
@@ -91,9 +109,9 @@ def method_names(question: str, asked: re.Match[str], terms: Callable[[str], lis
                 if not (english | written) & asking:
                     (words if english else unglossed).append(english | written)
         words = words or unglossed
-        named = tuple(w for w in words if not w & kinds)
-        if named:
-            names.append(Name(named, len(words)))
+        naming = tuple(w for w in words if not w & kinds)
+        if naming:
+            names.append(Name(naming, len(words)))
     return names
 
 
@@ -102,11 +120,12 @@ def _holds(names: list[Name], text_terms: set[str]) -> bool:
 
 
 def _titled(names: list[Name], title: str, terms: Callable[[str], list[str]]) -> bool:
-    """Whether the title names the method: its words before a colon are a name ("PaLM: Scaling ..."),
+    """Whether the title names the method: its words before a colon (or all of them) are a name ("PaLM:
+    Scaling ...", "Layer normalization"),
     or it holds a name of two words or more ("Deep Residual Learning ..." for 残差学習, residual
     learning, and for residual networks): a one-word name in a longer title ("RWKV: Reinventing RNNs
     for the Transformer Era") is what the paper is about, not what it presents."""
-    before = set(terms(title.split(":")[0])) if ":" in title else set()
+    before = set(terms(title.split(":")[0] if ":" in title else title))
     if before and any(all(word & before for word in name.words) and before <= frozenset().union(*name.words)
                       for name in names):
         return True
@@ -115,22 +134,20 @@ def _titled(names: list[Name], title: str, terms: Callable[[str], list[str]]) ->
 
 def _claim(names: list[Name], source: Source, terms: Callable[[str], list[str]]) -> tuple[int, tuple[int, int]] | None:
     """The source's sentence that claims the method for its paper, and how soon after the claim its
-    name comes (a verb's claim before "our"'s), or None."""
+    name comes (a verb's claim before an "our" name's), or None."""
     text, best = source.hit.text, None
     for a, b in statement_spans(text):
         for m in _CLAIMS.finditer(text, a, b):
-            after = terms(text[m.end():b])[:CLAIM_REACH]
-            ours = m.group(0).lower() == "our"
+            clause = _CLAUSE.search(text, m.end(), b)
+            after = terms(text[m.end():clause.start() if clause else b])[:CLAIM_REACH]
             for name in names:
                 at = [next((i for i, t in enumerate(after) if t in word), None) for word in name.words]
-                if None in at:
-                    continue
-                reach = max(at)
-                if ours and reach >= len(name.words):  # "our" claims only the name it is written before ("Our Vision
-                    continue                     # Transformer"), not "our use of Adam"
-                reach += CLAIM_REACH if ours else 0
-                if best is None or reach < best[0]:
-                    best = (reach, (a, b))
+                if None not in at and (best is None or max(at) < best[0]):
+                    best = (max(at), (a, b))
+        for m in _OURS.finditer(text, a, b):
+            own = set(terms(m.group(1))) | set(terms(m.group(2)))
+            if best is None and _holds(names, own):
+                best = (CLAIM_REACH, (a, b))
     return best
 
 
@@ -150,15 +167,24 @@ def presenting_paper(names: list[Name], sources: Sequence[Source],
     return (claimed[2], claimed[3]) if claimed is not None else None
 
 
+def named_by_citers(names: list[Name], known: dict[str, list[str]], terms: Callable[[str], list[str]]) -> str | None:
+    """The paper of the collection that citing papers call by one of the method's names, where exactly
+    one is ("Transformer": "Attention Is All You Need"); None otherwise."""
+    found = {doc for doc, said in known.items() for alias in said
+             if (words := set(terms(alias))) and any(all(w & words for w in name.words) and
+                                                    words <= frozenset().union(*name.words) for name in names)}
+    return found.pop() if len(found) == 1 else None
+
+
 def cited_work(names: list[Name], sources: Sequence[Source], terms: Callable[[str], list[str]],
-               references: Callable[[str], DocumentReferences | None]) -> _Cited | None:
+               references: CollectionReferences) -> _Cited | None:
     """The reference entry the sources cite for the method: of the citations in their text whose
     last terms before them hold a name, or whose entry's title does (the sentence holding it too),
     the entry whose title holds it, then the one cited for it most often; None where none is."""
     found: dict[str, _Cited] = {}
     for source in sources:
         h = source.hit
-        refs = references(h.document_id)
+        refs = references.documents.get(h.document_id)
         if refs is None or not refs.entries:
             continue
         spans = statement_spans(h.text)
@@ -173,7 +199,7 @@ def cited_work(names: list[Name], sources: Sequence[Source], terms: Callable[[st
                 entry = refs.entries.get(index)
                 if entry is None:
                     continue
-                titled = _holds(names, set(terms(entry.get("title") or ""))) and _holds(names, sentence_terms)
+                titled = _titled(names, entry.get("title") or "", terms) and _holds(names, sentence_terms)
                 if not (titled or (len(entries) == 1 and _holds(names, set(before)))):
                     continue
                 key = " ".join(terms(entry.get("title") or entry.get("text") or ""))
@@ -186,44 +212,68 @@ def cited_work(names: list[Name], sources: Sequence[Source], terms: Callable[[st
     return max(found.values(), key=lambda c: (c.titled, c.votes))
 
 
-def originators_answer(question: str, asked: re.Match[str], sources: Sequence[Source], language: str,
+def originators_answer(asked: str, named: str, sources: Sequence[Source], language: str,
                        terms: Callable[[str], list[str]],
-                       references: Callable[[str], DocumentReferences | None] | None,
+                       references: Callable[[], CollectionReferences] | None,
                        first_passage: Callable[[str], SearchHit | None] | None) -> Answer | None:
-    """Who proposed the method the question names (module docstring), cited to the passage that says
-    it; None where no retrieved paper presents it and no citation names it."""
-    names = method_names(question, asked, terms)
+    """Who proposed the method that `named` names, or when (`asked`: "authors" or "year"; module
+    docstring), cited to the passage that says it; None where no retrieved paper presents it and no
+    citation names it, or the year asked for is not known."""
+    names = method_names(named, terms)
     if not names:
         return None
     presented = presenting_paper(names, sources, terms)
     if presented is not None:
         source, sentence = presented
-        return _with_sentence(byline_answer("authors", source, language), source, sentence,
+        return _with_sentence(byline_answer(asked, source, language), source, sentence,
                               "originators: the byline of the paper that presents the method")
     if references is None:
         return None
-    cited = cited_work(names, sources, terms, references)
+    collection = references()
+    called = named_by_citers(names, collection.names, terms)
+    if called is not None:
+        own = next((s for s in sources if s.hit.document_id == called), None)
+        if own is None and first_passage is not None and (hit := first_passage(called)) is not None:
+            own = Source(max((s.number for s in sources), default=0) + 1, hit)  # numbered after the sources
+        if own is not None and own.hit.authors:
+            return _with_sentence(byline_answer(asked, own, language), own, None,
+                                  "originators: the byline of the paper the citing papers call by the method's name")
+    cited = cited_work(names, sources, terms, collection)
     if cited is None:
         return None
     linked = first_passage(cited.linked) if cited.linked and first_passage is not None else None
     if linked is not None and linked.authors:  # the work cited is a paper of the collection
-        own = Source(number=cited.source.number, hit=linked)
-        answer = byline_answer("authors", own, language)
+        answer = byline_answer(asked, Source(number=cited.source.number, hit=linked), language)
+        if answer is None:
+            return None
         answer.citations = [citation_for(cited.source)]
         return _with_sentence(answer, cited.source, cited.sentence,
                               "originators: the byline of the collection paper the passages cite for the method")
-    entry = cited.entry
-    if not entry.get("authors"):
+    text = _entry_line(asked, cited.entry, cited.source.number, language)
+    if text is None:
         return None
-    title, year, by, n = (entry.get("title") or "").strip(), entry.get("year"), names_of(entry["authors"], language), \
-        cited.source.number
-    if language == "ja":
-        text = f"「{title}」{f'（{year}年）' if year else ''}の著者は{by}です（文献に引用されている研究）。[{n}]"
-    else:
-        text = f"“{title}”{f' ({year})' if year else ''} is by {by}: the work the passages cite for it. [{n}]"
     answer = Answer(text=text, kind="extractive", citations=[citation_for(cited.source)], language=language)
     return _with_sentence(answer, cited.source, cited.sentence,
                           "originators: the reference entry the passages cite for the method")
+
+
+def _entry_line(asked: str, entry: dict, n: int, language: str) -> str | None:
+    """A reference entry as the answer's first line, as a byline is written (engines/byline.py);
+    None where it lacks the authors, or the year asked for."""
+    authors, year, title = entry.get("authors") or [], entry.get("year"), (entry.get("title") or "").strip()
+    if not authors or (asked == "year" and not year):
+        return None
+    if asked == "year":
+        if language == "ja":
+            by = authors[0] + ("ほか" if len(authors) > 1 else "")
+            return f"文献に引用されている「{title}」（{by}）は{year}年に発表されました。[{n}]"
+        by = authors[0] + (" et al." if len(authors) > 1 else "")
+        return f"“{title}” by {by}, the work the passages cite for it, was published in {year}. [{n}]"
+    if language == "ja":
+        dated = f"（{year}年）" if year else ""
+        return f"「{title}」{dated}の著者は{names_of(authors, language)}です（文献に引用されている研究）。[{n}]"
+    dated = f" ({year})" if year else ""
+    return f"“{title}”{dated} is by {names_of(authors, language)}: the work the passages cite for it. [{n}]"
 
 
 def _with_sentence(answer: Answer | None, source: Source, sentence: tuple[int, int] | None, note: str) -> Answer | None:

@@ -29,7 +29,7 @@ from ..engines.baseline import BaselineRAG
 from ..engines.hybrid.engine import HybridRAGEngine
 from ..engines.hybrid.rerank import Reranker, create_reranker
 from ..engines.lazy import LazySearchEngine
-from ..engines.originators import DocumentReferences
+from ..engines.originators import CollectionReferences, DocumentReferences
 from ..engines.relevance import LocalRelevanceScorer
 from ..engines.request import SearchRequest
 from ..errors import EmbedderMismatchError, MonjyuError
@@ -167,7 +167,7 @@ class Workspace:
                                          unheard=lambda query: self.loaded().unheard(query),
                                          asked_author=lambda query: self.loaded().asked_author(query),
                                          first_passage=lambda document_id: self.loaded().first_passage(document_id),
-                                         references=lambda document_id: self.loaded().references(document_id))
+                                         references=lambda: self.loaded().references())
         return self._answers
 
     @property
@@ -222,7 +222,7 @@ class IndexContext:
         self._engines: dict[str, Any] = {}
         self._bylines: Authors | None = None  # the names on the bylines, read on the first question
         self._first_rows: dict[str, int] = {}  # each document's first unit of body text
-        self._references: dict[str, DocumentReferences] | None = None  # read on the first question that needs them
+        self._references: CollectionReferences | None = None  # read on the first question that needs them
         self._lock = threading.Lock()
 
     def _attach_store_search(self, loaded: LoadedIndex) -> None:
@@ -277,27 +277,28 @@ class IndexContext:
         row = self._first_rows.get(document_id)
         return self.searcher.hit(row, 0.0, 0, None, None) if row is not None else None
 
-    def references(self, document_id: str) -> DocumentReferences | None:
-        """The document's reference entries, the in-text citations pointing at them, and the entries
-        that name a paper of the collection (citations.json), read for every document at once, on
-        the first question that asks who proposed a method (engines/originators.py)."""
+    def references(self) -> CollectionReferences:
+        """Every document's reference entries, the in-text citations pointing at them, the entries that
+        name a paper of the collection, and the names citing papers give those (citations.json), read
+        on the first question that asks who proposed a method (engines/originators.py)."""
         with self._lock:
             if self._references is None:
                 self._references = self._read_references()
-        return self._references.get(document_id)
+        return self._references
 
-    def _read_references(self) -> dict[str, DocumentReferences]:
+    def _read_references(self) -> CollectionReferences:
+        graph = read_citation_graph(self.generation_dir)
+        out = CollectionReferences(names=graph.get("aliases", {}))
         store = LanceStore(self.generation_dir / "lancedb")
         if "references" not in store.column_names(DOCUMENTS):  # an earlier MONJYU's generation
-            return {}
+            return out
         table = store.documents(["id", "references"])
         linked: dict[str, dict[int, str]] = {}
-        for edge in read_citation_graph(self.generation_dir)["edges"]:
+        for edge in graph["edges"]:
             linked.setdefault(edge["citing"], {})[edge["entry"]] = edge["cited"]
-        out = {}
         for document_id, raw in zip(table["id"].to_pylist(), table["references"].to_pylist()):
             refs = json.loads(raw or "{}")
-            out[document_id] = DocumentReferences(
+            out.documents[document_id] = DocumentReferences(
                 entries={e["index"]: e for e in refs.get("entries", [])},
                 marks=[(c["start"], c["end"], c["entries"]) for c in refs.get("citations", [])],
                 linked=linked.get(document_id, {}))

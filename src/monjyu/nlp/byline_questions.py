@@ -28,25 +28,40 @@ ASKING_WORDS = "paper papers article study work author authors wrote written wri
                "publication year researchers people 論文 著者 執筆者 筆者 発表 出版"
 
 
-# "Who proposed ...?", "Which researchers developed ...?", "Who came up with ...?", "...を提案したのは誰",
-# "誰が...を開発": the people behind a method, which a paper presents or cites.
-_ASKS_ORIGINATORS = re.compile(
-    r"^\s*(?:who|which (?:researchers|people|team|group|lab|authors|scientists))\b[^?]*?\b(?:first )?"
-    r"(?:proposed|propose|introduced|introduce|invented|invent|developed|develop|created|create|devised|devise|"
-    r"designed|design|built|build|came up with|come up with|pioneered|coined)\b|"
-    r"(?:提案|考案|開発|発明|提唱|導入|創案)(?:し|さ)た(?:の|人|人物|研究者)(?:は|が)(?:誰|だれ|どなた)|"
-    r"(?:誰|だれ|どなた)が[^？?]*(?:提案|考案|開発|発明|提唱|創案)", re.I)
+# "Who proposed ...?", "Which researchers developed ...?", "Who came up with ...?", "When was ...
+# introduced?", "In what year was ... proposed?", "...を提案したのは誰", "誰が...を開発", "...はいつ提案
+# されましたか": the people behind a method, or its year, which the paper that presents it or the work
+# the papers cite for it gives.
+_VERBS = (r"(?:first )?(?:proposed|propose|introduced|introduce|invented|invent|developed|develop|created|create|"
+          r"devised|devise|designed|design|built|build|came up with|come up with|pioneered|coined)\b")
+_ASKS_WHO = re.compile(rf"^\s*(?:who|which (?:researchers|people|team|group|lab|authors|scientists))\b[^?]*?\b{_VERBS}|"
+                       r"(?:提案|考案|開発|発明|提唱|導入|創案)(?:し|さ)た(?:の|人|人物|研究者)(?:は|が)(?:誰|だれ|どなた)|"
+                       r"(?:誰|だれ|どなた)が[^？?]*(?:提案|考案|開発|発明|提唱|創案)", re.I)
+_ASKS_WHEN = re.compile(rf"^\s*(?:when|(?:in )?(?:what|which) year)\s+(?:was|were|is|did)?\s*(?P<between>[^?]*?)\s*\b{_VERBS}|"
+                        r"(?:いつ|何年)(?:に|頃)?(?:提案|考案|開発|発明|提唱|導入|創案)(?:さ|し)", re.I)
 # ... and the words it asks with, English glosses of the Japanese ones included: what is left names the method.
-ORIGINATOR_WORDS = "who which researchers people person team group lab authors scientists first proposed propose " \
-                   "introduced introduce invented invent developed develop created create devised devise designed " \
-                   "design built build came come up pioneered coined 提案 考案 開発 発明 提唱 導入 創案 誰 人 人物 " \
-                   "研究者 proposal plan invention development introduction advocacy"
+ORIGINATOR_WORDS = "who which when year researchers people person team group lab authors scientists first " \
+                   "proposed propose introduced introduce invented invent developed develop created create devised " \
+                   "devise designed design built build came come up pioneered coined 提案 考案 開発 発明 提唱 導入 " \
+                   "創案 誰 人 人物 研究者 何年 proposal plan invention development introduction advocacy"
 
 
-def asks_originators(text: str) -> re.Match[str] | None:
-    """Where the question asks who proposed a method, its asking words (`asks_byline` first: "Who wrote
-    the paper that introduced X?" asks for a byline)."""
-    return None if asks_byline(text) else _ASKS_ORIGINATORS.search(text)
+def asks_originators(text: str) -> tuple[str, str] | None:
+    """Where the question asks who proposed a method ("authors") or when ("year"), that and the
+    words that name the method: those after the asking ones ("Who proposed the Adam optimizer?",
+    "When did Finn come up with MAML?"), else before the verb ("When was the Transformer
+    introduced?"), or in Japanese the whole question. A question for a byline is not one ("Who wrote
+    the paper that introduced X?" asks who wrote that paper)."""
+    if asks_byline(text):
+        return None
+    for asked, pattern in (("authors", _ASKS_WHO), ("year", _ASKS_WHEN)):
+        if (m := pattern.search(text)) is None:
+            continue
+        if m.start() > 0 or re.search(r"[\u3040-\u30ff\u3400-\u9fff]", m.group(0)):
+            return asked, text
+        after = text[m.end():].strip(" ?？")
+        return asked, after or m.groupdict().get("between") or ""
+    return None
 
 
 def asks_byline(text: str) -> str | None:
