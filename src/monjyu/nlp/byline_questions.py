@@ -28,22 +28,25 @@ ASKING_WORDS = "paper papers article study work author authors wrote written wri
                "publication year researchers people 論文 著者 執筆者 筆者 発表 出版"
 
 
-# "Who proposed ...?", "Which researchers developed ...?", "Who came up with ...?", "When was ...
+# "Who proposed ...?", "Which researchers developed ...?", "Which paper introduced ...?", "When was ...
 # introduced?", "In what year was ... proposed?", "...を提案したのは誰", "誰が...を開発", "...はいつ提案
 # されましたか": the people behind a method, or its year, which the paper that presents it or the work
 # the papers cite for it gives.
 _VERBS = (r"(?:first )?(?:proposed|propose|introduced|introduce|invented|invent|developed|develop|created|create|"
           r"devised|devise|designed|design|built|build|came up with|come up with|pioneered|coined)\b")
-_ASKS_WHO = re.compile(rf"^\s*(?:who|which (?:researchers|people|team|group|lab|authors|scientists))\b[^?]*?\b{_VERBS}|"
-                       r"(?:提案|考案|開発|発明|提唱|導入|創案)(?:し|さ)た(?:の|人|人物|研究者)(?:は|が)(?:誰|だれ|どなた)|"
-                       r"(?:誰|だれ|どなた)が[^？?]*(?:提案|考案|開発|発明|提唱|創案)", re.I)
+_JA_VERBS = "(?:提案|考案|開発|発明|提唱|導入|創案)"
+_ASKS_WHO = re.compile(rf"^\s*(?:who|(?:which|what) (?:researchers|people|team|group|lab|authors|scientists|paper|"
+                       rf"work|article|publication))\b[^?]*?\b{_VERBS}|"
+                       rf"{_JA_VERBS}(?:し|さ)た(?:の|人|人物|研究者|論文)(?:は|が)(?:誰|だれ|どなた|どれ|何)|"
+                       rf"(?:誰|だれ|どなた|どの論文)(?:が|で)[^？?]*{_JA_VERBS}", re.I)
 _ASKS_WHEN = re.compile(rf"^\s*(?:when|(?:in )?(?:what|which) year)\s+(?:was|were|is|did)?\s*(?P<between>[^?]*?)\s*\b{_VERBS}|"
-                        r"(?:いつ|何年)(?:に|頃)?(?:提案|考案|開発|発明|提唱|導入|創案)(?:さ|し)", re.I)
+                        rf"(?:いつ|何年)(?:に|頃)?{_JA_VERBS}(?:さ|し)", re.I)
 # ... and the words it asks with, English glosses of the Japanese ones included: what is left names the method.
-ORIGINATOR_WORDS = "who which when year researchers people person team group lab authors scientists first " \
+ORIGINATOR_WORDS = "who which what when year researchers people person team group lab authors scientists paper " \
+                   "work article publication first " \
                    "proposed propose introduced introduce invented invent developed develop created create devised " \
                    "devise designed design built build came come up pioneered coined 提案 考案 開発 発明 提唱 導入 " \
-                   "創案 誰 人 人物 研究者 何年 proposal plan invention development introduction advocacy"
+                   "創案 誰 人 人物 研究者 論文 何年 proposal plan invention development introduction advocacy thesis"
 
 
 def asks_originators(text: str) -> tuple[str, str] | None:
