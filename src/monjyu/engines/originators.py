@@ -153,7 +153,7 @@ def _claim(names: list[Name], source: Source, terms: Callable[[str], list[str]])
 
 def presenting_paper(names: list[Name], sources: Sequence[Source],
                      terms: Callable[[str], list[str]]) -> tuple[Source, tuple[int, int] | None] | None:
-    """The first source of the paper that presents the method (its title holds a name; else its
+    """The first source of the paper that presents the method (its title names it; else its
     sentence claims it soonest), with the claiming sentence where there is one; None if none does."""
     claimed: tuple[int, int, Source, tuple[int, int]] | None = None
     for rank, source in enumerate(sources):
