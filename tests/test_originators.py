@@ -116,7 +116,7 @@ def test_who_proposed_a_method_costs_no_llm_call(cited_papers, make_config, llm_
 
 def test_a_cited_entry_that_names_a_paper_of_the_collection_answers_with_its_byline():
     """The citation graph links ViT's entry [12] to the collection's ResNet paper: its byline
-    answers, cited to the sentence of ViT that cites it; and where the citing papers call a paper by
+    answers, cited to ResNet's first passage, then the sentence of ViT that cites it; and where the citing papers call a paper by
     the name asked (citations.json: "ResNet" for ResNet's), that paper's byline answers first."""
     from monjyu.engines.context import Source
     from monjyu.engines.originators import CollectionReferences, DocumentReferences, originators_answer
@@ -139,9 +139,9 @@ def test_a_cited_entry_that_names_a_paper_of_the_collection_answers_with_its_byl
                                   lambda doc: resnet if doc == "resnet.pdf" else None)
 
     linked = answer({})
-    assert linked.text == ("“Deep Residual Learning for Image Recognition” (2015) is by Kaiming He and Xiangyu Zhang. [1]\n"
+    assert linked.text == ("“Deep Residual Learning for Image Recognition” (2015) is by Kaiming He and Xiangyu Zhang. [2]\n"
                            "We compare with ResNet [12] on ImageNet. [1]")
-    assert [c.document_id for c in linked.citations] == ["vit.pdf"]
+    assert [(c.number, c.document_id) for c in linked.citations] == [(2, "resnet.pdf"), (1, "vit.pdf")]
     called = answer({"resnet.pdf": ["ResNet"]})
     assert called.text == "“Deep Residual Learning for Image Recognition” (2015) is by Kaiming He and Xiangyu Zhang. [2]"
     assert [c.document_id for c in called.citations] == ["resnet.pdf"]

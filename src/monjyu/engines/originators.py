@@ -231,23 +231,15 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
         return None
     collection = references()
     called = named_by_citers(names, collection.names, terms)
-    if called is not None:
-        own = next((s for s in sources if s.hit.document_id == called), None)
-        if own is None and first_passage is not None and (hit := first_passage(called)) is not None:
-            own = Source(max((s.number for s in sources), default=0) + 1, hit)  # numbered after the sources
-        if own is not None and own.hit.authors:
-            return _with_sentence(byline_answer(asked, own, language), own, None,
-                                  "originators: the byline of the paper the citing papers call by the method's name")
+    if called is not None and (own := _own_source(called, sources, first_passage)) is not None:
+        return _with_sentence(byline_answer(asked, own, language), own, None,
+                              "originators: the byline of the paper the citing papers call by the method's name")
     cited = cited_work(names, sources, terms, collection)
     if cited is None:
         return None
-    linked = first_passage(cited.linked) if cited.linked and first_passage is not None else None
-    if linked is not None and linked.authors:  # the work cited is a paper of the collection
-        answer = byline_answer(asked, Source(number=cited.source.number, hit=linked), language)
-        if answer is None:
-            return None
-        answer.citations = [citation_for(cited.source)]
-        return _with_sentence(answer, cited.source, cited.sentence,
+    if cited.linked and (own := _own_source(cited.linked, sources, first_passage)) is not None:
+        # the work cited is a paper of the collection: its byline, cited to it, then the citing sentence
+        return _with_sentence(byline_answer(asked, own, language), cited.source, cited.sentence,
                               "originators: the byline of the collection paper the passages cite for the method")
     text = _entry_line(asked, cited.entry, cited.source.number, language)
     if text is None:
@@ -276,8 +268,18 @@ def _entry_line(asked: str, entry: dict, n: int, language: str) -> str | None:
     return f"“{title}”{dated} is by {names_of(authors, language)}: the work the passages cite for it. [{n}]"
 
 
+def _own_source(document_id: str, sources: Sequence[Source],
+                first_passage: Callable[[str], SearchHit | None] | None) -> Source | None:
+    """A paper of the collection as a source to cite its byline to: its first retrieved passage, else
+    its first passage, numbered after the sources; None where neither is, or it has no byline."""
+    own = next((s for s in sources if s.hit.document_id == document_id), None)
+    if own is None and first_passage is not None and (hit := first_passage(document_id)) is not None:
+        own = Source(max((s.number for s in sources), default=0) + 1, hit)
+    return own if own is not None and own.hit.authors else None
+
+
 def _with_sentence(answer: Answer | None, source: Source, sentence: tuple[int, int] | None, note: str) -> Answer | None:
-    """The answer, then the sentence that claims or cites the method (cited to the same source)."""
+    """The answer, then the sentence that claims or cites the method, cited to its source."""
     if answer is None:
         return None
     answer.note = note
@@ -285,4 +287,6 @@ def _with_sentence(answer: Answer | None, source: Source, sentence: tuple[int, i
         a, b = sentence
         quote = " ".join(source.hit.text[a:b].split())
         answer.text += f"\n{quote} [{source.number}]"
+        if all(c.number != source.number for c in answer.citations):
+            answer.citations.append(citation_for(source))
     return answer
