@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,7 +123,6 @@ def collect(index: Path, docs: Path, questions: list[dict], mode: str, config: P
 
 def figures(records: list[dict], questions: list[dict], use_reference_passage: bool,
             collection_langs: set[str]) -> dict[str, float]:
-
     import numpy as np
 
     from monjyu.eval.answers import answer_figures, answer_sentences

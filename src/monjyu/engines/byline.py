@@ -57,7 +57,7 @@ def named_paper(sources: Sequence[Source], question_terms: Iterable[str],
     return best if named and best.hit.authors else None
 
 
-def names_of(authors: Sequence[str], language: str) -> str:
+def _names(authors: Sequence[str], language: str) -> str:
     """A byline's names as an answer writes them: the first NAMED of many, the others counted."""
     shown = list(authors[:NAMED]) if len(authors) > NAMED + 1 else list(authors)
     more = len(authors) - len(shown)
@@ -68,24 +68,35 @@ def names_of(authors: Sequence[str], language: str) -> str:
     return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
 
 
+def byline_line(asked: str, title: str, authors: Sequence[str], year: int | None, number: int, language: str,
+                cited: bool = False) -> str | None:
+    """A byline as an answer's line, cited [number]: who wrote `title` (`asked` "authors") or when
+    ("year"); `cited`: a work the passages cite, not a paper of the collection. None where the year
+    asked for is not known."""
+    if asked == "year" and not year:
+        return None
+    title = title.strip()
+    if language == "ja":
+        if asked == "year":
+            by = authors[0] + ("ほか" if len(authors) > 1 else "")
+            return f"{'文献に引用されている' if cited else ''}「{title}」（{by}）は{year}年に発表されました。[{number}]"
+        dated, said = (f"（{year}年）" if year else ""), ("（文献に引用されている研究）" if cited else "")
+        return f"「{title}」{dated}の著者は{_names(authors, language)}です{said}。[{number}]"
+    if asked == "year":
+        by = authors[0] + (" et al." if len(authors) > 1 else "")
+        said = ", the work the passages cite for it," if cited else ""
+        return f"“{title}” by {by}{said} was published in {year}. [{number}]"
+    dated, said = (f" ({year})" if year else ""), (": the work the passages cite for it" if cited else "")
+    return f"“{title}”{dated} is by {_names(authors, language)}{said}. [{number}]"
+
+
 def byline_answer(asked: str, source: Source, language: str) -> Answer | None:
     """The byline of `source`'s document as the answer to a question that `asked` ("authors" or
     "year") about it, cited to that passage; None where the document lacks the year asked for."""
     h = source.hit
-    if asked == "year" and not h.year:
+    text = byline_line(asked, h.document_title, h.authors, h.year, source.number, language)
+    if text is None:
         return None
-    title, n, year = h.document_title.strip(), source.number, h.year
-    if language == "ja":
-        if asked == "year":
-            by = h.authors[0] + ("ほか" if len(h.authors) > 1 else "")
-            text = f"「{title}」（{by}）は{year}年に発表されました。[{n}]"
-        else:
-            text = f"「{title}」{f'（{year}年）' if year else ''}の著者は{names_of(h.authors, language)}です。[{n}]"
-    elif asked == "year":
-        first = h.authors[0] + (" et al." if len(h.authors) > 1 else "")
-        text = f"“{title}” by {first} was published in {year}. [{n}]"
-    else:
-        text = f"“{title}”{f' ({year})' if year else ''} is by {names_of(h.authors, language)}. [{n}]"
     return Answer(text=text, kind="extractive", citations=[citation_for(source)], language=language,
                   note="byline: the authors and year the index keeps for the cited document")
 

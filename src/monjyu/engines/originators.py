@@ -26,10 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..ingest.sentences import statement_spans
-from ..nlp.byline_questions import ORIGINATOR_WORDS
+from ..nlp.byline_questions import JAPANESE, ORIGINATOR_WORDS
 from ..nlp.glossary import shared_glossary
 from ..types import Answer, SearchHit
-from .byline import byline_answer, names_of
+from .byline import byline_answer, byline_line
 from .citations import citation_for
 from .context import Source
 
@@ -46,7 +46,6 @@ CLAIM_REACH = 15
 _CLAUSE = re.compile(r"\b(?:which|that|who|whose|where|while|whereas|because)\b", re.I)
 CITED_REACH = 6  # a citation cites the name when its words are among the last terms before it
 _NAME_BREAKS = re.compile(r"[,()、（）:;]")
-_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 
 
 @dataclass
@@ -101,9 +100,9 @@ def method_names(named: str, terms: Callable[[str], list[str]]) -> list[Name]:
     asking, kinds = set(terms(ORIGINATOR_WORDS)), set(terms(KIND_WORDS))
     names = []
     for part in _NAME_BREAKS.split(named):
-        words = [frozenset({t}) for t in terms(part) if t not in asking and not _JAPANESE.search(t)]
+        words = [frozenset({t}) for t in terms(part) if t not in asking and not JAPANESE.search(t)]
         unglossed = []  # Japanese words JMdict lacks (オプティマイザー): only Japanese text can hold them
-        if _JAPANESE.search(part):
+        if JAPANESE.search(part):
             for word, english in shared_glossary().readings(part):
                 written = frozenset(terms(word))
                 if not (english | written) & asking:
@@ -119,15 +118,19 @@ def _holds(names: list[Name], text_terms: set[str]) -> bool:
     return any(all(word & text_terms for word in name.words) for name in names)
 
 
+def _is_a_name(names: list[Name], text_terms: set[str]) -> bool:
+    """Whether the terms are one of the names and nothing more ("PaLM", "Transformer")."""
+    return bool(text_terms) and any(all(word & text_terms for word in name.words) and
+                                    text_terms <= frozenset().union(*name.words) for name in names)
+
+
 def _titled(names: list[Name], title: str, terms: Callable[[str], list[str]]) -> bool:
-    """Whether the title names the method: its words before a colon (or all of them) are a name ("PaLM:
-    Scaling ...", "Layer normalization"),
-    or it holds a name of two words or more ("Deep Residual Learning ..." for 残差学習, residual
-    learning, and for residual networks): a one-word name in a longer title ("RWKV: Reinventing RNNs
-    for the Transformer Era") is what the paper is about, not what it presents."""
-    before = set(terms(title.split(":")[0] if ":" in title else title))
-    if before and any(all(word & before for word in name.words) and before <= frozenset().union(*name.words)
-                      for name in names):
+    """Whether the title names the method: its words before a colon (or all of them) are a name
+    ("PaLM: Scaling ...", "Layer normalization"), or it holds a name of two words or more ("Deep
+    Residual Learning ..." for 残差学習, residual learning, and for residual networks): a one-word
+    name in a longer title ("RWKV: Reinventing RNNs for the Transformer Era") is what the paper is
+    about, not what it presents."""
+    if _is_a_name(names, set(terms(title.split(":")[0]))):
         return True
     return _holds([name for name in names if name.length >= 2], set(terms(title)))
 
@@ -155,24 +158,22 @@ def presenting_paper(names: list[Name], sources: Sequence[Source],
                      terms: Callable[[str], list[str]]) -> tuple[Source, tuple[int, int] | None] | None:
     """The first source of the paper that presents the method (its title names it; else its
     sentence claims it soonest), with the claiming sentence where there is one; None if none does."""
-    claimed: tuple[int, int, Source, tuple[int, int]] | None = None
-    for rank, source in enumerate(sources):
+    claimed: tuple[int, Source, tuple[int, int]] | None = None
+    for source in sources:
         h = source.hit
         if not h.authors:
             continue
         if _titled(names, h.document_title, terms):
             return source, None
         if (found := _claim(names, source, terms)) is not None and (claimed is None or found[0] < claimed[0]):
-            claimed = (found[0], rank, source, found[1])
-    return (claimed[2], claimed[3]) if claimed is not None else None
+            claimed = (found[0], source, found[1])
+    return (claimed[1], claimed[2]) if claimed is not None else None
 
 
 def named_by_citers(names: list[Name], known: dict[str, list[str]], terms: Callable[[str], list[str]]) -> str | None:
     """The paper of the collection that citing papers call by one of the method's names, where exactly
     one is ("Transformer": "Attention Is All You Need"); None otherwise."""
-    found = {doc for doc, said in known.items() for alias in said
-             if (words := set(terms(alias))) and any(all(w & words for w in name.words) and
-                                                    words <= frozenset().union(*name.words) for name in names)}
+    found = {doc for doc, said in known.items() for alias in said if _is_a_name(names, set(terms(alias)))}
     return found.pop() if len(found) == 1 else None
 
 
@@ -241,31 +242,14 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
         # the work cited is a paper of the collection: its byline, cited to it, then the citing sentence
         return _with_sentence(byline_answer(asked, own, language), cited.source, cited.sentence,
                               "originators: the byline of the collection paper the passages cite for the method")
-    text = _entry_line(asked, cited.entry, cited.source.number, language)
+    entry = cited.entry
+    text = byline_line(asked, entry.get("title") or "", entry["authors"], entry.get("year"), cited.source.number,
+                       language, cited=True) if entry.get("authors") else None
     if text is None:
         return None
     answer = Answer(text=text, kind="extractive", citations=[citation_for(cited.source)], language=language)
     return _with_sentence(answer, cited.source, cited.sentence,
                           "originators: the reference entry the passages cite for the method")
-
-
-def _entry_line(asked: str, entry: dict, n: int, language: str) -> str | None:
-    """A reference entry as the answer's first line, as a byline is written (engines/byline.py);
-    None where it lacks the authors, or the year asked for."""
-    authors, year, title = entry.get("authors") or [], entry.get("year"), (entry.get("title") or "").strip()
-    if not authors or (asked == "year" and not year):
-        return None
-    if asked == "year":
-        if language == "ja":
-            by = authors[0] + ("ほか" if len(authors) > 1 else "")
-            return f"文献に引用されている「{title}」（{by}）は{year}年に発表されました。[{n}]"
-        by = authors[0] + (" et al." if len(authors) > 1 else "")
-        return f"“{title}” by {by}, the work the passages cite for it, was published in {year}. [{n}]"
-    if language == "ja":
-        dated = f"（{year}年）" if year else ""
-        return f"「{title}」{dated}の著者は{names_of(authors, language)}です（文献に引用されている研究）。[{n}]"
-    dated = f" ({year})" if year else ""
-    return f"“{title}”{dated} is by {names_of(authors, language)}: the work the passages cite for it. [{n}]"
 
 
 def _own_source(document_id: str, sources: Sequence[Source],

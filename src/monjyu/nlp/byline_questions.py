@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+# Kana and kanji: a Japanese question's or word's script.
+JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 # "Who wrote ...?", "Who are the authors of ...?", "Which researchers wrote ...?", "Name the authors
 # of ...", "著者は誰", "誰が書いた", "執筆者は": the names on the byline.
 _ASKS_AUTHORS = re.compile(
@@ -19,9 +21,12 @@ _ASKS_AUTHORS = re.compile(
     r"^\s*(?:name|list|give)(?: me)? the authors\b|"
     r"(?:著者|執筆者|筆者)(?:たち|ら)?(?:は|が)(?:誰|だれ|どなた)|(?:誰|だれ)が(?:書|執筆)|(?:書い|執筆し)たのは(?:誰|だれ)|"
     r"(?:著者|執筆者)(?:の名前)?を(?:教え|挙げ|示)", re.I)
+# "When ...?", "In what year ...?", "何年に ...", "いつ ...": a question for a year.
+_WHEN = r"^\s*(?:when|(?:in )?(?:what|which) year)"
+_JA_WHEN = "(?:何年|いつ)(?:に|頃)?"
 # "When was ... published?", "In what year was ... published?", "何年に発表", "いつ出版".
-_ASKS_YEAR = re.compile(r"^\s*(?:when|(?:in )?(?:what|which) year)\b[^?]*\b(?:published|written|released as a paper)\b|"
-                        r"\bpublication (?:year|date)\b|(?:何年|いつ)(?:に|頃)?(?:発表|出版|公開|刊行|出さ)", re.I)
+_ASKS_YEAR = re.compile(rf"{_WHEN}\b[^?]*\b(?:published|written|released as a paper)\b|"
+                        rf"\bpublication (?:year|date)\b|{_JA_WHEN}(?:発表|出版|公開|刊行|出さ)", re.I)
 # The words that ask for a byline, not for a paper: left out of the question's words matched to
 # titles and of its keyword search.
 ASKING_WORDS = "paper papers article study work author authors wrote written write authored publish published " \
@@ -39,8 +44,8 @@ _ASKS_WHO = re.compile(rf"^\s*(?:who|(?:which|what) (?:researchers|people|team|g
                        rf"work|article|publication))\b[^?]*?\b{_VERBS}|"
                        rf"{_JA_VERBS}(?:し|さ)た(?:の|人|人物|研究者|論文)(?:は|が)(?:誰|だれ|どなた|どれ|何)|"
                        rf"(?:誰|だれ|どなた|どの論文)(?:が|で)[^？?]*{_JA_VERBS}", re.I)
-_ASKS_WHEN = re.compile(rf"^\s*(?:when|(?:in )?(?:what|which) year)\s+(?:was|were|is|did)?\s*(?P<between>[^?]*?)\s*\b{_VERBS}|"
-                        rf"(?:いつ|何年)(?:に|頃)?{_JA_VERBS}(?:さ|し)", re.I)
+_ASKS_WHEN = re.compile(rf"{_WHEN}\s+(?:was|were|is|did)?\s*(?P<between>[^?]*?)\s*\b{_VERBS}|"
+                        rf"{_JA_WHEN}{_JA_VERBS}(?:さ|し)", re.I)
 # ... and the words it asks with, English glosses of the Japanese ones included: what is left names the method.
 ORIGINATOR_WORDS = "who which what when year researchers people person team group lab authors scientists paper " \
                    "work article publication first " \
@@ -60,7 +65,7 @@ def asks_originators(text: str) -> tuple[str, str] | None:
     for asked, pattern in (("authors", _ASKS_WHO), ("year", _ASKS_WHEN)):
         if (m := pattern.search(text)) is None:
             continue
-        if m.start() > 0 or re.search(r"[\u3040-\u30ff\u3400-\u9fff]", m.group(0)):
+        if m.start() > 0 or JAPANESE.search(m.group(0)):
             return asked, text
         after = text[m.end():].strip(" ?？")
         return asked, after or m.groupdict().get("between") or ""
