@@ -20,7 +20,9 @@ answers of an earlier commit, run from a `git worktree` over the same indexes.
 Figures (monjyu.eval.answers): holds, first (covidqa), precision / recall / f1 (papers),
 cites_gold / cites_all_gold (BEIR: one / every gold passage cited; the reference row: the top
 passage's document), words
-(mean and 90th percentile), debris; and, from the citations, the share of quoted lines whose unit
+(mean and 90th percentile), debris; for a yes/no or comparison question (--choice) whose two
+sides are both in the top 5: answered, each side named, named or quoted (a proxy), and each fact
+stated (judged: a fragment of a source sentence stating it, bench/data/yesno_comparison_facts.jsonl); and, from the citations, the share of quoted lines whose unit
 is not body text (caption, reference, front matter) and the share of quoted lines in another
 language than the question's although the collection has text in the question's language.
 
@@ -42,6 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS_QA = ROOT / "bench" / "data" / "papers_pdf_qa.jsonl"
+CHOICE_FACTS = ROOT / "bench" / "data" / "yesno_comparison_facts.jsonl"
 GLOBAL_QUESTIONS = ROOT / "bench" / "data" / "covidqa_global_questions.jsonl"
 REFERENCE_WORDS = 60
 
@@ -131,7 +134,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     by_id = {q["id"]: q for q in questions}
     rows, off_kind, off_lang, lines_total = [], 0, 0, 0
     cites_gold: list[float] = []
-    both_found, both_answered, both_each, both_spoken = 0, 0, 0, 0  # choice questions whose two sides are in the top 5
+    both_found, both_answered, both_each, both_spoken, both_stated = 0, 0, 0, 0, 0  # choice questions whose two sides are in the top 5
     refused = 0
     authors_rows: list[tuple[bool, bool, bool | None, bool]] = []
     by_author_rows: list[tuple[float, bool, bool]] = []
@@ -145,6 +148,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
             both_answered += found and rec["answer_kind"] != "insufficient"
             both_each += found and each
             both_spoken += found and each_side_in_top5(q, rec, quoted=True)[1]
+            both_stated += found and states_each_fact(q, rec)
         text = " ".join(rec["top_passage"].split()[:REFERENCE_WORDS]) if use_reference_passage else rec["answer"]
         # A question in a language the papers lack is answered by quotes in theirs: its reference
         # in that language (reference_en) is what the quotes are compared with.
@@ -205,6 +209,8 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
         out["answered_both_top5"] = both_answered / both_found
         out["each_quoted_both_top5"] = both_each / both_found
         out["each_named_or_quoted_both_top5"] = both_spoken / both_found
+        if any("facts" in q for q in questions):
+            out["each_fact_stated_both_top5"] = both_stated / both_found
     if not use_reference_passage:
         out["insufficient"] = refused / n
     if not use_reference_passage and records and "seconds" in records[0]:
@@ -258,6 +264,15 @@ def each_side_in_top5(q: dict, rec: dict, quoted: bool = False) -> tuple[bool, b
     return None
 
 
+def states_each_fact(q: dict, rec: dict) -> bool:
+    """The answer holds, for each thing the question weighs, a fragment of a source sentence that
+    states what the question asks of it (`facts`, bench/data/yesno_comparison_facts.jsonl)."""
+    from monjyu.eval.answers import strip_markers
+
+    answer = _plain(strip_markers(rec["answer"]))
+    return all(any(_plain(s) in answer for s in fact["stated_by"]) for fact in q.get("facts", ()))
+
+
 def run_baseline(revision: str, args: argparse.Namespace, jobs: list[dict]) -> dict[str, list[dict]]:
     """The same collection in a subprocess running `revision`'s code (bench/worktree.py)."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -309,6 +324,8 @@ def main() -> None:
                     "(bench/data/2wiki_answers.jsonl, for 2wiki and 2wiki-ja): holds / first where a passage writes it")
     ap.add_argument("--choice", type=Path, help="yes/no and comparison questions over covidqa-dev and papers-pdf "
                     "(bench/data/yesno_comparison_qa.jsonl): answered, and each side quoted, when both are in the top 5")
+    ap.add_argument("--choice-facts", type=Path, default=CHOICE_FACTS, help="the facts each --choice answer "
+                    "must state, by question id (a Japanese question's id ends -ja)")
     ap.add_argument("--offtopic", type=Path, help="questions covidqa-dev does not answer "
                     "(bench/data/covidqa_offtopic_questions.jsonl, with the global set's off-topic ones): 'insufficient' share")
     ap.add_argument("--authors", type=Path, help="who wrote a papers-pdf paper and when (bench/data/papers_pdf_authors.jsonl): "
@@ -362,6 +379,10 @@ def main() -> None:
         indexes = {"covidqa-dev": (args.covidqa_index, args.covidqa and args.covidqa / "docs"),
                    "papers-pdf": (args.papers_index, args.papers)}
         rows = papers_questions(args.choice)
+        facts = {r["id"]: r["facts"] for r in papers_questions(args.choice_facts)} if args.choice_facts else {}
+        for q in rows:
+            if (own := facts.get(q["id"].removesuffix("-ja"))) is not None:
+                q["facts"] = own
         for name, (index, docs) in indexes.items():
             qs = [q for q in rows if q["set"] == name]
             if qs and not (index and docs):
