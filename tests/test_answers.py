@@ -319,6 +319,39 @@ def test_a_side_is_quoted_where_it_is_said_what_the_other_side_s_quote_says(tmp_
     assert "step time was 1.0 seconds" in answer.text and "dropout" not in answer.text, answer.text
 
 
+NETWORK_CHANGES = {  # a sentence names both changes, and each change has a sentence that says how effective it is
+    "network-changes.md": "# Two changes to the network\n\nOur study shows that the gains of the new network come from "
+                          "two changes: squaring the ReLU activations and adding a depthwise convolution after each "
+                          "projection. The training data came from a large web crawl. Squared ReLU: the most "
+                          "effective change is the move from a ReLU activation to a squared ReLU activation in the "
+                          "feed-forward block. Training took two days on eight GPUs. Depthwise convolution: another "
+                          "effective change is adding 3x1 depthwise convolutions after each projection.\n",
+    "datasets.md": "# Datasets\n\nThe web crawl was filtered for quality. Duplicates were removed before training.\n",
+}
+
+
+def test_a_side_named_only_beside_the_other_is_quoted_where_it_is_said_what_is_asked_of_it(tmp_path, cache_dir):
+    """The lead names both changes and says neither is the most effective: the model reads the question
+    as asked of each change, and the sentence that says how effective that one is comes after it."""
+    m = _indexed(tmp_path, cache_dir, NETWORK_CHANGES)
+    answer = m.search("Of the network's two changes, which one do the authors single out as the most effective: "
+                      "squared ReLU activations or the depthwise convolution after each projection?", top_k=5).answer
+    assert answer.kind == "extractive"
+    assert answer.text.startswith("Our study shows that the gains"), answer.text
+    assert "the most effective change is the move from a ReLU activation" in answer.text, answer.text
+
+
+def test_a_question_asked_of_one_side_keeps_its_frame():
+    from monjyu.engines.compose import asked_of
+
+    assert asked_of("Which outbreak had the higher case-fatality rate, SARS-CoV in 2003 or MERS-CoV since 2012?",
+                    ["MERS-CoV since 2012"]) == "Which outbreak had the higher case-fatality rate, SARS-CoV in 2003?"
+    assert asked_of("Which outbreak had the higher case-fatality rate, SARS-CoV in 2003 or MERS-CoV since 2012?",
+                    ["SARS-CoV in 2003"]) == "Which outbreak had the higher case-fatality rate, MERS-CoV since 2012?"
+    assert asked_of("Is A larger than B?", ["B"]) == "Is A larger?"
+    assert asked_of("E遺伝子とorf1ab遺伝子のどちらですか？", ["orf1ab遺伝子"]) == "E遺伝子のどちらですか？"
+
+
 DIRECTORS = {  # a film's page names its director, whose own page says where he was born
     "harbour-lights.md": "# Harbour Lights (film)\n\nHarbour Lights is a 1952 British drama film directed by Tomas "
                          "Verell and starring Ann Rowe. The film was shot in a fishing village in Cornwall over "

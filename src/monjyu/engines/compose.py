@@ -64,6 +64,9 @@ SHORT_ANSWER = 20
 # ("step", "time", "seconds"): one about a side that parallels a quote about the other is quoted
 # before one that only names it. Not fitted.
 PARALLEL_WORDS = 2
+# Where the quotes about a side name the other side too, the model reads this many of the side's own
+# sentences (best first) for the question asked of that side alone (`Draft.state_apart`). Not fitted.
+READ_APART = 10
 # A sentence that opens by setting itself against the one before ("On the contrary, the mortality in
 # Wuhan ranged from 11 to 15%." after "... our patients had zero mortality."): for a question that
 # weighs two things, the sentence before is the other side, and is quoted with it. ("Similarly, ..."
@@ -106,6 +109,17 @@ class Side(NamedTuple):
 
     weights: dict[str, float]  # the terms it is known by that the other sides lack, with their IDF
     key: str  # the term that names it most surely
+    asked: str = ""  # the question as asked of it alone, the other sides taken out (`asked_of`); "": not read
+
+
+def asked_of(question: str, others: list[str]) -> str:
+    """`question` with each of `others` taken out, with the "or" or と that joins it to its side:
+    "Which ..., SARS-CoV in 2003 or MERS-CoV since 2012?" asked of SARS-CoV is "Which ..., SARS-CoV
+    in 2003?"."""
+    for other in others:
+        question = re.sub(rf"(?:,?\s+or\s+|と)?{re.escape(other)}(?:,?\s+or\b|と)?", "", question, count=1)
+    question = re.sub(r"^than\s+|\s+than(?=\W*$)", "", " ".join(question.split()))  # "Is A higher than B?"
+    return re.sub(r"\s+([?？,:])", r"\1", question)
 
 
 def speaks_of(held: frozenset[str], side: Side) -> bool:
@@ -168,16 +182,18 @@ class Draft:
 
     # ------------------------------------------------------------------------ picking a sentence
 
-    def fits(self, c: Candidate, parallel: bool = False, any_length: bool = False) -> bool:
-        """Within the answer's words (unless `any_length`), not the sentence before the lead, and saying
-        something not quoted already; `parallel`: a sentence about another side may say it in the words
-        quoted of the first ("The E gene ... with a nucleotide identity of 100%")."""
+    def fits(self, c: Candidate, parallel: bool = False, any_length: bool = False, before_lead: bool = False) -> bool:
+        """Within the answer's words (unless `any_length`), not the sentence before the lead (unless
+        `before_lead`), and saying something not quoted already; `parallel`: a sentence about another
+        side may say it in the words quoted of the first ("The E gene ... with a nucleotide identity
+        of 100%")."""
         vocab = set(_WORD.findall(c.quote.lower()))
         lead = self.lead
         return ((any_length or self.words + len(c.quote.split()) <= self.extent.words)
                 and (parallel or len(vocab & self.seen) <= 0.6 * len(vocab))
                 # the sentence before the lead would push the lead off the answer's first place
-                and not (c.sentence.source is lead.sentence.source and c.position == lead.position - 1))
+                and (before_lead or not (c.sentence.source is lead.sentence.source
+                                         and c.position == lead.position - 1)))
 
     def take(self, c: Candidate) -> None:
         self.picked.append(c)
@@ -212,12 +228,19 @@ class Draft:
                  for side in self.paired]
         own = [side.difference(*(other for other in sides if other is not side)) for side in sides]
         weights = (self.term_weights(set().union(*own)) if self.term_weights else None) or {}
+        # the model reads a side's own question in the words it was asked (a Japanese question over
+        # English papers is read as its English words, from which no side can be taken out), where
+        # the question says more than its sides ("Is A larger than B?" asked of B is "B?")
+        sides_say = set().union(*sides)
+        readable = (self.model is not None and self.reading == self.query.text
+                    and any(t not in sides_say for t in analyzer.terms(self.query.text)))
         out = []
         for side, text in zip(own, self.paired):
             if side:
                 named = side & capitalised_terms(analyzer, " " + text)
+                asked = asked_of(self.query.text, [p for p in self.paired if p is not text]) if readable else ""
                 out.append(Side({t: weights.get(t, 1.0) for t in side},
-                                max(named or side, key=lambda t: (weights.get(t, 1.0), t))))
+                                max(named or side, key=lambda t: (weights.get(t, 1.0), t)), asked))
         return out
 
     def says_alike(self, c: Candidate, quotes: list[Candidate]) -> bool:
@@ -236,7 +259,8 @@ class Draft:
         the base model's training time is quoted; not a restatement of that quote that names
         both), failing any, by the best sentence of a document whose title names it ("It was
         released in 1961."), and in words parallel to a quote's if need be. A side that is the
-        title of one document among them is spoken of by that document alone."""
+        title of one document among them is spoken of by that document alone. A side whose every quote
+        names another side too may still get a sentence of its own (`state_apart`)."""
         def speaker(side: Side) -> Callable[[Candidate], bool]:
             own = named_document(side, among) if weighed else None
             if own is None:
@@ -245,11 +269,16 @@ class Draft:
 
         speakers = [speaker(side) for side in sides]
         for side, speaks in zip(sides, speakers):
-            if len(self.picked) >= self.most or any(speaks(c) for c in self.picked):
+            if len(self.picked) >= self.most:
+                continue
+            of_others = lambda c: any(s(c) for s in speakers if s is not speaks)  # noqa: E731
+            if spoken := [c for c in self.picked if speaks(c)]:
+                if weighed and side.asked and all(map(of_others, spoken)):
+                    self.state_apart(side.asked, spoken, [c for c in among if c not in self.picked and speaks(c)
+                                                          and not of_others(c)])
                 continue
             free = [c for c in among if c not in self.picked and self.fits(c, parallel=weighed)]
             holders = [c for c in free if speaks(c)]
-            of_others = lambda c: any(s(c) for s in speakers if s is not speaks)  # noqa: E731
             others = [c for c in self.picked if of_others(c)] if weighed else []
             holder = next((c for c in holders if not of_others(c) and self.says_alike(c, others)),
                           holders[0] if holders else None)
@@ -257,6 +286,22 @@ class Draft:
                 holder = next((c for c in free if speaks_of(c.titled, side)), None)
             if holder is not None:
                 self.take(holder)
+
+    def state_apart(self, asked: str, spoken: list[Candidate], alone: list[Candidate]) -> None:
+        """Where every quote about a side names the other too, they may say what the question asks of
+        one only ("... two main modifications: squaring ReLU activations and adding a depthwise
+        convolution ...", asked which is the most effective): the model reads the question as asked
+        of this side (`Side.asked`) over them and the best READ_APART of the side's own sentences, and
+        the best of those is quoted where it reads at least as well as they do. It may be the sentence
+        before the lead ("This net achieved 67 test errors whereas a smaller net ... with no
+        regularization achieved 146 errors.", before the soft-targets net's 74)."""
+        alone = [c for c in alone if self.fits(c, parallel=True, before_lead=True)][:READ_APART]
+        if not alone:
+            return
+        scores = self.model.scores(asked, [c.quote for c in spoken + alone])
+        best = int(np.argmax(scores[len(spoken):]))
+        if scores[len(spoken) + best] >= max(scores[:len(spoken)]):
+            self.take(alone[best])
 
     def speak_to_each(self) -> None:
         """Each thing the question weighs ("... first, A or B?"), from any sentence in the
