@@ -47,6 +47,10 @@ def test_the_names_a_question_gives_a_method():
     assert names("Who developed MAML, model-agnostic meta-learning?") == [[{"maml"}], [{"agnost"}, {"meta"}, {"learn"}]]
     assert names("Who invented residual networks?") == [[{"residu"}]]
     assert names("Who designed the model?") == []
+    # the one capitalised word among lower-case ones names it alone too; two capitalised words stay one name
+    assert names("Who introduced the Reptile meta-learning algorithm?") == [[{"reptil"}, {"meta"}, {"learn"}],
+                                                                             [{"reptil"}]]
+    assert names("Who proposed the Vision Transformer?") == [[{"vision"}, {"transform"}]]
     # a Japanese word as any English term its glosses give; the asking words left out
     residual, learning = names("残差学習を考案したのは誰ですか？")[0]
     assert "residu" in residual and {"learn", "studi"} <= learning

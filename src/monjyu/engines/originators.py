@@ -46,6 +46,7 @@ CLAIM_REACH = 15
 _CLAUSE = re.compile(r"\b(?:which|that|who|whose|where|while|whereas|because)\b", re.I)
 CITED_REACH = 6  # a citation cites the name when its words are among the last terms before it
 _NAME_BREAKS = re.compile(r"[,()、（）:;]")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 
 
 @dataclass
@@ -111,6 +112,12 @@ def method_names(named: str, terms: Callable[[str], list[str]]) -> list[Name]:
         naming = tuple(w for w in words if not w & kinds)
         if naming:
             names.append(Name(naming, len(words)))
+        # the one capitalised word among lower-case ones names it alone too: "the Reptile meta-learning
+        # algorithm" is Reptile ("We introduce Reptile, an algorithm ..."); "the Vision Transformer" is not
+        # "Transformer"
+        capitalised = [w for w in _LATIN_WORD.findall(part) if w[0].isupper()]
+        if len(capitalised) == 1 and len(naming) > 1 and (own := frozenset(terms(capitalised[0]))) in naming:
+            names.append(Name((own,), 1))
     return names
 
 
