@@ -107,6 +107,39 @@ def test_a_sentence_claims_only_what_comes_before_a_clause_about_it():
     assert not presented("Who proposed the transformer decoder?", "Our transformer decoder then interleaves blocks.")
 
 
+def test_the_paper_presenting_a_method_is_looked_for_by_its_name_too(cited_papers):
+    """"Who proposed the Vision Transformer?" retrieves ViT's passages that do not claim it (and
+    others' that "propose" something); a search for the name finds "Our Vision Transformer (ViT)"."""
+    answer = cited_papers.search("Who proposed the Vision Transformer?", top_k=5).answer
+    assert (answer.note or "").startswith("originators") and "Alexey Dosovitskiy" in answer.text, answer.text
+    assert answer.citations[0].source_path.endswith("vit.pdf")
+
+
+def test_a_passage_found_by_the_name_counts_only_where_the_name_comes_first():
+    """Of the passages a search for the name finds, "We introduce Reptile, ..." presents Reptile;
+    "we present a brief comparison with BERT" does not present BERT. The one cited is numbered after
+    the sources."""
+    from monjyu.engines.context import Source
+    from monjyu.engines.originators import originators_answer
+    from monjyu.types import SearchHit
+
+    def hit(unit: str, text: str, authors: list[str]) -> SearchHit:
+        return SearchHit(text_unit_id=unit, document_id=unit + ".pdf", text=text, score=1.0, document_title="A Paper",
+                         end_char=len(text), authors=authors, year=2018)
+
+    asked = hit("q", "Meta-learning methods learn to learn from few examples.", ["C. Other"])
+    found = [hit("zero", "To understand the cost, we present a brief comparison with BERT and GPT-2.", ["S. Raj"]),
+             hit("reptile", "We introduce Reptile, an algorithm closely related to FOMAML.", ["Alex Nichol"])]
+
+    def answer(question: str):
+        return originators_answer(*asks_originators(question), [Source(1, asked)], "en", Analyzer().terms,
+                                  None, None, lambda words: found)
+
+    reptile = answer("Who introduced Reptile?")
+    assert "Alex Nichol" in reptile.text and [c.number for c in reptile.citations] == [2], reptile.text
+    assert answer("Who created BERT?") is None
+
+
 def test_a_method_no_paper_presents_or_cites_is_left_to_the_reader(cited_papers):
     answer = cited_papers.search("Who invented the steam engine?", top_k=5).answer
     assert not (answer.note or "").startswith("originators")

@@ -49,18 +49,21 @@ class AnswerEngine:
                  unheard: Callable[[Query], list[str]] | None = None,
                  asked_author: Callable[[Query], AskedAuthor | None] | None = None,
                  first_passage: Callable[[str], SearchHit | None] | None = None,
-                 references: Callable[[], CollectionReferences] | None = None):
+                 references: Callable[[], CollectionReferences] | None = None,
+                 naming: Callable[[str], list[SearchHit]] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
         the check of LLM answers; `unheard`: the names of a query that no indexed text mentions;
         `asked_author`: the author on the bylines whose papers a query asks about; `first_passage`: a
         document's first unit of body text, cited for a paper listed that no source is from;
         `references`: the collection's reference entries, the citations that point at them, and the
-        names citing papers give its papers."""
+        names citing papers give its papers; `naming`: the passages a keyword search finds for a few
+        words (a method's name)."""
         self.config = config
         self.unheard = unheard
         self.asked_author = asked_author
         self.first_passage = first_passage
         self.references = references
+        self.naming = naming
         self.llm = llm
         self.scorer = scorer
         self.count_tokens = count_tokens
@@ -142,7 +145,8 @@ class AnswerEngine:
             source = named_paper(sources, self.scorer.query_terms(query), terms)
             answer = byline_answer(asked, source, lang) if source is not None else None
         elif (originators := asks_originators(query.text)) is not None:
-            answer = originators_answer(*originators, sources, lang, terms, self.references, self.first_passage)
+            answer = originators_answer(*originators, sources, lang, terms, self.references, self.first_passage,
+                                        self.naming)
         if answer is not None and on_token:
             on_token(answer.text)
         return answer

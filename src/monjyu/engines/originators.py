@@ -41,6 +41,8 @@ _CLAIMS = re.compile(r"\bwe\s+(?:\w+\s+)?(?:propose|introduce|present|develop|ca
 # (a weaker claim than a verb's; "our transformer decoder" claims nothing).
 _OURS = re.compile(r"\b[Oo]ur\s+((?:[A-Z][\w-]*\s+){0,4}[A-Z][\w-]*)\s*\(([A-Z][\w-]*)\)")
 CLAIM_REACH = 15
+# Of the passages a search for a method's name finds, a claim counts where the name is the first thing claimed.
+NAMED_FIRST = 1
 # ... and before a clause that says more about it: "we introduce the RWKV model, a novel architecture
 # that combines the strengths of RNNs and Transformers" does not claim the Transformer.
 _CLAUSE = re.compile(r"\b(?:which|that|who|whose|where|while|whereas|because)\b", re.I)
@@ -142,9 +144,11 @@ def _titled(names: list[Name], title: str, terms: Callable[[str], list[str]]) ->
     return _holds([name for name in names if name.length >= 2], set(terms(title)))
 
 
-def _claim(names: list[Name], source: Source, terms: Callable[[str], list[str]]) -> tuple[int, tuple[int, int]] | None:
+def _claim(names: list[Name], source: Source, terms: Callable[[str], list[str]],
+           reach: int = CLAIM_REACH) -> tuple[int, tuple[int, int]] | None:
     """The source's sentence that claims the method for its paper, and how soon after the claim its
-    name comes (a verb's claim before an "our" name's), or None."""
+    name comes (a verb's claim, the name's first word within `reach` terms of it, before an "our"
+    name's), or None."""
     text, best = source.hit.text, None
     for a, b in statement_spans(text):
         for m in _CLAIMS.finditer(text, a, b):
@@ -152,19 +156,19 @@ def _claim(names: list[Name], source: Source, terms: Callable[[str], list[str]])
             after = terms(text[m.end():clause.start() if clause else b])[:CLAIM_REACH]
             for name in names:
                 at = [next((i for i, t in enumerate(after) if t in word), None) for word in name.words]
-                if None not in at and (best is None or max(at) < best[0]):
+                if None not in at and min(at) < reach and (best is None or max(at) < best[0]):
                     best = (max(at), (a, b))
-        for m in _OURS.finditer(text, a, b):
-            own = set(terms(m.group(1))) | set(terms(m.group(2)))
-            if best is None and _holds(names, own):
+        for m in _OURS.finditer(text, a, b):  # "Our Vision Transformer (ViT)" names ViT, not the Transformer
+            if best is None and any(_is_a_name(names, set(terms(m.group(i)))) for i in (1, 2)):
                 best = (CLAIM_REACH, (a, b))
     return best
 
 
-def presenting_paper(names: list[Name], sources: Sequence[Source],
-                     terms: Callable[[str], list[str]]) -> tuple[Source, tuple[int, int] | None] | None:
+def presenting_paper(names: list[Name], sources: Sequence[Source], terms: Callable[[str], list[str]],
+                     reach: int = CLAIM_REACH) -> tuple[Source, tuple[int, int] | None] | None:
     """The first source of the paper that presents the method (its title names it; else its
-    sentence claims it soonest), with the claiming sentence where there is one; None if none does."""
+    sentence claims it soonest, `reach` as `_claim`), with the claiming sentence where there is one;
+    None if none does."""
     claimed: tuple[int, Source, tuple[int, int]] | None = None
     for source in sources:
         h = source.hit
@@ -172,7 +176,7 @@ def presenting_paper(names: list[Name], sources: Sequence[Source],
             continue
         if _titled(names, h.document_title, terms):
             return source, None
-        if (found := _claim(names, source, terms)) is not None and (claimed is None or found[0] < claimed[0]):
+        if (found := _claim(names, source, terms, reach)) is not None and (claimed is None or found[0] < claimed[0]):
             claimed = (found[0], source, found[1])
     return (claimed[1], claimed[2]) if claimed is not None else None
 
@@ -223,14 +227,21 @@ def cited_work(names: list[Name], sources: Sequence[Source], terms: Callable[[st
 def originators_answer(asked: str, named: str, sources: Sequence[Source], language: str,
                        terms: Callable[[str], list[str]],
                        references: Callable[[], CollectionReferences] | None,
-                       first_passage: Callable[[str], SearchHit | None] | None) -> Answer | None:
+                       first_passage: Callable[[str], SearchHit | None] | None,
+                       naming: Callable[[str], list[SearchHit]] | None = None) -> Answer | None:
     """Who proposed the method that `named` names, or when (`asked`: "authors" or "year"; module
     docstring), cited to the passage that says it; None where no retrieved paper presents it and no
-    citation names it, or the year asked for is not known."""
+    citation names it, or the year asked for is not known. The paper that presents it is looked for
+    in the passages retrieved for the question, then in those a search for its name finds
+    (`naming`): "Who proposed the Vision Transformer?" retrieves passages in which others propose."""
     names = method_names(named, terms)
     if not names:
         return None
     presented = presenting_paper(names, sources, terms)
+    if presented is None and naming is not None:
+        # passages found by the name alone: only a title, "Our Name (ABBR)" or a claim that names it
+        # first ("We introduce Reptile, ..."; not "we present a brief comparison with BERT")
+        presented = presenting_paper(names, _more_sources(naming(named), sources), terms, reach=NAMED_FIRST)
     if presented is not None:
         source, sentence = presented
         return _with_sentence(byline_answer(asked, source, language), source, sentence,
@@ -257,6 +268,14 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
     answer = Answer(text=text, kind="extractive", citations=[citation_for(cited.source)], language=language)
     return _with_sentence(answer, cited.source, cited.sentence,
                           "originators: the reference entry the passages cite for the method")
+
+
+def _more_sources(hits: list[SearchHit], sources: Sequence[Source]) -> list[Source]:
+    """The passages of `hits` that are not sources, each numbered next after the sources (the one
+    an answer cites is the only one it adds)."""
+    seen = {s.hit.text_unit_id for s in sources}
+    number = max((s.number for s in sources), default=0) + 1
+    return [Source(number, h) for h in hits if h.text_unit_id not in seen]
 
 
 def _own_source(document_id: str, sources: Sequence[Source],
