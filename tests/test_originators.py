@@ -116,27 +116,29 @@ def test_the_paper_presenting_a_method_is_looked_for_by_its_name_too(cited_paper
 
 
 def test_a_passage_found_by_the_name_counts_only_where_the_name_comes_first():
-    """Of the passages a search for the name finds, "We introduce Reptile, ..." presents Reptile;
-    "we present a brief comparison with BERT" does not present BERT. The one cited is numbered after
-    the sources."""
+    """Of the passages of the sources' papers that a search for the name finds, "We introduce Reptile,
+    ..." presents Reptile; "we present a brief comparison with BERT" does not present BERT, nor does
+    a paper no source is from (the search's filters hold). The one cited is numbered after the sources."""
     from monjyu.engines.context import Source
     from monjyu.engines.originators import originators_answer
     from monjyu.types import SearchHit
 
-    def hit(unit: str, text: str, authors: list[str]) -> SearchHit:
-        return SearchHit(text_unit_id=unit, document_id=unit + ".pdf", text=text, score=1.0, document_title="A Paper",
-                         end_char=len(text), authors=authors, year=2018)
+    def hit(unit: str, paper: str, text: str) -> SearchHit:
+        return SearchHit(text_unit_id=unit, document_id=paper, text=text, score=1.0, document_title="A Paper",
+                         end_char=len(text), authors=[paper.title() + " Author"], year=2018)
 
-    asked = hit("q", "Meta-learning methods learn to learn from few examples.", ["C. Other"])
-    found = [hit("zero", "To understand the cost, we present a brief comparison with BERT and GPT-2.", ["S. Raj"]),
-             hit("reptile", "We introduce Reptile, an algorithm closely related to FOMAML.", ["Alex Nichol"])]
+    sources = [Source(1, hit("z1", "zero", "Memory is the bottleneck of training.")),
+               Source(2, hit("r1", "reptile", "Meta-learning methods learn from few examples."))]
+    found = [hit("z2", "zero", "To understand the cost, we present a brief comparison with BERT and GPT-2."),
+             hit("r2", "reptile", "We introduce Reptile, an algorithm closely related to FOMAML."),
+             hit("b1", "bert", "We introduce BERT, a new language representation model.")]
 
     def answer(question: str):
-        return originators_answer(*asks_originators(question), [Source(1, asked)], "en", Analyzer().terms,
+        return originators_answer(*asks_originators(question), sources, "en", Analyzer().terms,
                                   None, None, lambda words: found)
 
     reptile = answer("Who introduced Reptile?")
-    assert "Alex Nichol" in reptile.text and [c.number for c in reptile.citations] == [2], reptile.text
+    assert "Reptile Author" in reptile.text and [c.number for c in reptile.citations] == [3], reptile.text
     assert answer("Who created BERT?") is None
 
 

@@ -232,8 +232,9 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
     """Who proposed the method that `named` names, or when (`asked`: "authors" or "year"; module
     docstring), cited to the passage that says it; None where no retrieved paper presents it and no
     citation names it, or the year asked for is not known. The paper that presents it is looked for
-    in the passages retrieved for the question, then in those a search for its name finds
-    (`naming`): "Who proposed the Vision Transformer?" retrieves passages in which others propose."""
+    in the passages retrieved for the question, then in the other passages of their papers that a
+    search for its name finds (`naming`): "Who proposed the Vision Transformer?" retrieves ViT's
+    passages that do not claim it, and others' in which something is proposed."""
     names = method_names(named, terms)
     if not names:
         return None
@@ -271,11 +272,12 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
 
 
 def _more_sources(hits: list[SearchHit], sources: Sequence[Source]) -> list[Source]:
-    """The passages of `hits` that are not sources, each numbered next after the sources (the one
-    an answer cites is the only one it adds)."""
-    seen = {s.hit.text_unit_id for s in sources}
+    """The passages of `hits` that are not sources but are of the sources' papers (so a search's
+    filters hold), each numbered next after the sources (the one an answer cites is the only one
+    it adds)."""
+    seen, papers = {s.hit.text_unit_id for s in sources}, {s.hit.document_id for s in sources}
     number = max((s.number for s in sources), default=0) + 1
-    return [Source(number, h) for h in hits if h.text_unit_id not in seen]
+    return [Source(number, h) for h in hits if h.text_unit_id not in seen and h.document_id in papers]
 
 
 def _own_source(document_id: str, sources: Sequence[Source],
