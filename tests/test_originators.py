@@ -25,6 +25,10 @@ from tests.llm_server import llm_server  # noqa: F401  (fixture)
     ("Which paper introduced the Zero Redundancy Optimizer?", ("authors", "the Zero Redundancy Optimizer")),
     ("残差学習を提案した論文はどれですか？", ("authors", "残差学習を提案した論文はどれですか？")),
     ("どの論文がSentencePieceを提案しましたか？", ("authors", "どの論文がSentencePieceを提案しましたか？")),
+    ("Who is behind FlashAttention?", ("authors", "FlashAttention")),
+    ("Which team is behind PaLM?", ("authors", "PaLM")),
+    ("Who are the people behind PonderNet?", ("authors", "PonderNet")),
+    ("What is behind the success of transformers?", None),
     # a byline question asks for the byline, whatever it asks it with
     ("Who wrote the paper that introduced the Transformer architecture?", None),
     ("When was the FlashAttention paper published?", None),
@@ -61,7 +65,7 @@ def test_who_proposed_a_method_a_paper_presents_is_its_byline(cited_papers):
         answer = cited_papers.search(question, top_k=5).answer
         assert "Kaiming He" in answer.text, (question, answer.text)
         assert answer.citations[0].source_path.endswith("resnet.pdf")
-    for question in ("Who came up with PonderNet?", "Which paper introduced PonderNet?"):
+    for question in ("Who came up with PonderNet?", "Which paper introduced PonderNet?", "Who is behind PonderNet?"):
         pondernet = cited_papers.search(question, top_k=5).answer
         assert pondernet.text.startswith("“PonderNet: Learning to Ponder” (2021) is by Andrea Banino"), question
 

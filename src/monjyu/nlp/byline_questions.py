@@ -42,6 +42,9 @@ _VERBS = (r"(?:first )?(?:proposed|propose|introduced|introduce|invented|invent|
 _JA_VERBS = "(?:提案|考案|開発|発明|提唱|導入|創案)"
 _ASKS_WHO = re.compile(rf"^\s*(?:who|(?:which|what) (?:researchers|people|team|group|lab|authors|scientists|paper|"
                        rf"work|article|publication))\b[^?]*?\b{_VERBS}|"
+                       # "Who is behind FlashAttention?", "Who are the people behind PonderNet?"
+                       rf"^\s*(?:who|(?:which|what) (?:researchers|people|team|group|lab|scientists))\s+(?:is|are|was|were)"
+                       rf"\s+(?:the\s+(?:people|team|group|lab|researchers|scientists|minds)\s+)?behind\b|"
                        rf"{_JA_VERBS}(?:し|さ)た(?:の|人|人物|研究者|論文)(?:は|が)(?:誰|だれ|どなた|どれ|何)|"
                        rf"(?:誰|だれ|どなた|どの論文)(?:が|で)[^？?]*{_JA_VERBS}", re.I)
 _ASKS_WHEN = re.compile(rf"{_WHEN}\s+(?:was|were|is|did)?\s*(?P<between>[^?]*?)\s*\b{_VERBS}|"
