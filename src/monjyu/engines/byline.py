@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..nlp.byline_questions import ASKING_WORDS
 from ..types import Answer, SearchHit
 from .citations import citation_for
-from .context import Source
+from .context import Source, next_number
 
 # Of more authors than this, the answer names the first ones and counts the rest.
 NAMED = 6
@@ -218,11 +218,11 @@ def papers_by_answer(author: AskedAuthor, sources: Sequence[Source], language: s
             cited.setdefault(s.hit.document_id, s)
     papers = sorted(author.papers, key=lambda p: p.document_id not in cited)  # stable: retrieved first, then by year
     papers, more = papers[:LISTED], len(papers) - LISTED
-    number = max((s.number for s in sources), default=0)
+    number = next_number(sources)
     for p in papers:
         if p.document_id not in cited and first_passage is not None and (hit := first_passage(p.document_id)):
-            number += 1
             cited[p.document_id] = Source(number, hit)
+            number += 1
     items = []
     for p in papers:
         marker = f"[{cited[p.document_id].number}]" if p.document_id in cited else ""

@@ -233,7 +233,7 @@ class Draft:
         # the question says more than its sides ("Is A larger than B?" asked of B is "B?")
         sides_say = set().union(*sides)
         readable = (self.model is not None and self.reading == self.query.text
-                    and any(t not in sides_say for t in analyzer.terms(self.query.text)))
+                    and any(t not in sides_say for t in self.q_list))
         out = []
         for side, text in zip(own, self.paired):
             if side:

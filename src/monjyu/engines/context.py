@@ -16,6 +16,11 @@ class Source:
     hit: SearchHit
 
 
+def next_number(sources: Sequence[Source]) -> int:
+    """The number a passage cited beside `sources` takes: the one after theirs."""
+    return max((s.number for s in sources), default=0) + 1
+
+
 def select_sources(hits: Sequence[SearchHit], budget_tokens: int, count_tokens: Callable[[str], int],
                    max_sources: int = 20) -> list[Source]:
     """Best hits first while they fit the budget; a unit too large to fit is skipped so that a

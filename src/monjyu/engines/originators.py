@@ -31,7 +31,7 @@ from ..nlp.glossary import shared_glossary
 from ..types import Answer, SearchHit
 from .byline import byline_answer, byline_line
 from .citations import citation_for
-from .context import Source
+from .context import Source, next_number
 
 # A sentence's claim that its paper presents something: the method's name must come within
 # CLAIM_REACH terms after it ("We propose a new simple network architecture, the Transformer").
@@ -276,7 +276,7 @@ def _more_sources(hits: list[SearchHit], sources: Sequence[Source]) -> list[Sour
     filters hold), each numbered next after the sources (the one an answer cites is the only one
     it adds)."""
     seen, papers = {s.hit.text_unit_id for s in sources}, {s.hit.document_id for s in sources}
-    number = max((s.number for s in sources), default=0) + 1
+    number = next_number(sources)
     return [Source(number, h) for h in hits if h.text_unit_id not in seen and h.document_id in papers]
 
 
@@ -286,7 +286,7 @@ def _own_source(document_id: str, sources: Sequence[Source],
     its first passage, numbered after the sources; None where neither is, or it has no byline."""
     own = next((s for s in sources if s.hit.document_id == document_id), None)
     if own is None and first_passage is not None and (hit := first_passage(document_id)) is not None:
-        own = Source(max((s.number for s in sources), default=0) + 1, hit)
+        own = Source(next_number(sources), hit)
     return own if own is not None and own.hit.authors else None
 
 
