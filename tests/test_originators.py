@@ -122,7 +122,8 @@ def test_the_paper_presenting_a_method_is_looked_for_by_its_name_too(cited_paper
 def test_a_passage_found_by_the_name_counts_only_where_the_name_comes_first():
     """Of the passages of the sources' papers that a search for the name finds, "We introduce Reptile,
     ..." presents Reptile; "we present a brief comparison with BERT" does not present BERT, nor does
-    a paper no source is from (the search's filters hold). The one cited is numbered after the sources."""
+    a paper no source is from (the search reads the sources' papers only). The one cited is numbered after the
+    sources."""
     from monjyu.engines.context import Source
     from monjyu.engines.originators import originators_answer
     from monjyu.types import SearchHit
@@ -139,7 +140,7 @@ def test_a_passage_found_by_the_name_counts_only_where_the_name_comes_first():
 
     def answer(question: str):
         return originators_answer(*asks_originators(question), sources, "en", Analyzer().terms,
-                                  None, None, lambda words: found)
+                                  None, None, lambda words, papers: [h for h in found if h.document_id in papers])
 
     reptile = answer("Who introduced Reptile?")
     assert "Reptile Author" in reptile.text and [c.number for c in reptile.citations] == [3], reptile.text

@@ -50,14 +50,14 @@ class AnswerEngine:
                  asked_author: Callable[[Query], AskedAuthor | None] | None = None,
                  first_passage: Callable[[str], SearchHit | None] | None = None,
                  references: Callable[[], CollectionReferences] | None = None,
-                 naming: Callable[[str], list[SearchHit]] | None = None):
+                 naming: Callable[[str, list[str]], list[SearchHit]] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
         the check of LLM answers; `unheard`: the names of a query that no indexed text mentions;
         `asked_author`: the author on the bylines whose papers a query asks about; `first_passage`: a
         document's first unit of body text, cited for a paper listed that no source is from;
         `references`: the collection's reference entries, the citations that point at them, and the
-        names citing papers give its papers; `naming`: the passages a keyword search finds for a few
-        words (a method's name)."""
+        names citing papers give its papers; `naming`: the passages of some documents a keyword search
+        finds for a few words (a method's name)."""
         self.config = config
         self.unheard = unheard
         self.asked_author = asked_author

@@ -228,12 +228,12 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
                        terms: Callable[[str], list[str]],
                        references: Callable[[], CollectionReferences] | None,
                        first_passage: Callable[[str], SearchHit | None] | None,
-                       naming: Callable[[str], list[SearchHit]] | None = None) -> Answer | None:
+                       naming: Callable[[str, list[str]], list[SearchHit]] | None = None) -> Answer | None:
     """Who proposed the method that `named` names, or when (`asked`: "authors" or "year"; module
     docstring), cited to the passage that says it; None where no retrieved paper presents it and no
     citation names it, or the year asked for is not known. The paper that presents it is looked for
     in the passages retrieved for the question, then in the other passages of their papers that a
-    search for its name finds (`naming`): "Who proposed the Vision Transformer?" retrieves ViT's
+    search for its name within those papers finds (`naming`): "Who proposed the Vision Transformer?" retrieves ViT's
     passages that do not claim it, and others' in which something is proposed."""
     names = method_names(named, terms)
     if not names:
@@ -242,7 +242,8 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
     if presented is None and naming is not None:
         # passages found by the name alone: only a title, "Our Name (ABBR)" or a claim that names it
         # first ("We introduce Reptile, ..."; not "we present a brief comparison with BERT")
-        presented = presenting_paper(names, _more_sources(naming(named), sources), terms, reach=NAMED_FIRST)
+        papers = list(dict.fromkeys(s.hit.document_id for s in sources))
+        presented = presenting_paper(names, _more_sources(naming(named, papers), sources), terms, reach=NAMED_FIRST)
     if presented is not None:
         source, sentence = presented
         return _with_sentence(byline_answer(asked, source, language), source, sentence,
@@ -272,12 +273,11 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
 
 
 def _more_sources(hits: list[SearchHit], sources: Sequence[Source]) -> list[Source]:
-    """The passages of `hits` that are not sources but are of the sources' papers (so a search's
-    filters hold), each numbered next after the sources (the one an answer cites is the only one
-    it adds)."""
-    seen, papers = {s.hit.text_unit_id for s in sources}, {s.hit.document_id for s in sources}
+    """The passages of `hits` (of the sources' papers, so a search's filters hold) that are not
+    sources, each numbered next after the sources (the one an answer cites is the only one it adds)."""
+    seen = {s.hit.text_unit_id for s in sources}
     number = next_number(sources)
-    return [Source(number, h) for h in hits if h.text_unit_id not in seen and h.document_id in papers]
+    return [Source(number, h) for h in hits if h.text_unit_id not in seen]
 
 
 def _own_source(document_id: str, sources: Sequence[Source],

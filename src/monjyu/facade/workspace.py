@@ -167,7 +167,7 @@ class Workspace:
                                          unheard=lambda query: self.loaded().unheard(query),
                                          asked_author=lambda query: self.loaded().asked_author(query),
                                          first_passage=lambda document_id: self.loaded().first_passage(document_id),
-                                         naming=lambda words: self.loaded().passages_naming(words),
+                                         naming=lambda words, papers: self.loaded().passages_naming(words, papers),
                                          references=lambda: self.loaded().references())
         return self._answers
 
@@ -278,10 +278,12 @@ class IndexContext:
         row = self._first_rows.get(document_id)
         return self.searcher.hit(row, 0.0, 0, None, None) if row is not None else None
 
-    def passages_naming(self, words: str, top_k: int = 30) -> list[SearchHit]:
-        """The passages a keyword search finds for a few words, best first: those that name a method
-        a question asks who proposed, where the question's own search found none that presents it."""
-        return self.searcher.search(Query.of(words), None, "keyword", top_k).hits
+    def passages_naming(self, words: str, document_ids: list[str], top_k: int = 30) -> list[SearchHit]:
+        """The passages of these documents a keyword search finds for a few words, best first: those
+        that name a method a question asks who proposed, where the question's own search found none
+        that presents it."""
+        filters = SearchFilters(document_ids=document_ids)
+        return self.searcher.search(Query.of(words), None, "keyword", top_k, filters=filters).hits
 
     def references(self) -> CollectionReferences:
         """Every document's reference entries, the in-text citations pointing at them, the entries that
