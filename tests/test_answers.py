@@ -538,6 +538,30 @@ def test_the_document_a_question_names_is_its_longest_title_written_as_a_name():
     assert subject_document("Where was the director of Big Stone Gap born?", titles) == "e"
 
 
+def test_the_paper_a_question_asks_about_is_the_one_it_names_as_citing_papers_do():
+    """"The Transformer" is the paper citing papers call so, where the question names no other
+    thing that paper does not write ("Primer", "the Vision Transformer"); a plural names a kind, a
+    size suffix the same model, another suffix another model."""
+    from monjyu.engines.names import paper_asked_about
+
+    aliases = {"attention": ["Transformer", "Transformers"], "resnet": ["ResNet"], "opt": ["OPT"]}
+    written = {"attention": {"english-german"}, "resnet": {"imagenet"}, "opt": {"gpus"}}
+
+    def writes(name: str, paper: str) -> bool:
+        return name.lower() in written[paper]
+
+    assert paper_asked_about("Which optimizer was used to train the Transformer?", aliases, writes) == "attention"
+    assert paper_asked_about("Transformerの学習に使われたオプティマイザは何ですか？", aliases, writes) == "attention"
+    assert paper_asked_about("How large was the Transformer's English-German vocabulary?", aliases, writes) == "attention"
+    assert paper_asked_about("What optimizer was used to train ResNet on ImageNet?", aliases, writes) == "resnet"
+    assert paper_asked_about("How many GPUs was OPT-175B trained on?", aliases, writes) == "opt"
+    assert paper_asked_about("How does Primer improve on the standard Transformer?", aliases, writes) is None
+    assert paper_asked_about("How does the Vision Transformer differ from the Transformer?", aliases, writes) is None
+    assert paper_asked_about("Why do Transformers struggle with long sequences?", aliases, writes) is None
+    assert paper_asked_about("How does Transformer-XL extend the context?", aliases, writes) is None
+    assert paper_asked_about("How does ResNet compare with the Transformer?", aliases, writes) is None
+
+
 def test_a_question_is_renamed_for_the_next_step():
     """The question the step's page answers: the subject's name, in any case, becomes the step's, and
     a name runs no further than its words ("Live" is not in "Olive"; kana may follow a Latin name)."""

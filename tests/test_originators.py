@@ -140,7 +140,7 @@ def test_a_passage_found_by_the_name_counts_only_where_the_name_comes_first():
 
     def answer(question: str):
         return originators_answer(*asks_originators(question), sources, "en", Analyzer().terms,
-                                  None, None, lambda words, papers: [h for h in found if h.document_id in papers])
+                                  None, None, lambda query, papers, top_k: [h for h in found if h.document_id in papers])
 
     reptile = answer("Who introduced Reptile?")
     assert "Reptile Author" in reptile.text and [c.number for c in reptile.citations] == [3], reptile.text

@@ -18,9 +18,10 @@ from ..types import Answer, SearchHit
 from .byline import AskedAuthor, byline_answer, named_paper, only_lists_papers, papers_by_answer
 from .citations import resolve_citations
 from ..llm.replies import structured_reply
-from .context import Source, format_sources, select_sources
+from .context import Source, format_sources, next_number, select_sources
 from .cross_encoder import shared_reader_model
 from .extractive import extractive_answer, insufficient, unheard_answer
+from .names import ASKED_PAPER, paper_asked_about
 from .originators import CollectionReferences, originators_answer
 from .reader import Reader
 from .relevance import LocalRelevanceScorer
@@ -38,6 +39,11 @@ async def generate(llm: LLM, messages: list[Message], on_token: Callable[[str], 
     return "".join(parts)
 
 
+# The passages of the paper a question asks about by its name that its search within that paper puts
+# first of the sources (`AnswerEngine.asked_paper_first`). Not fitted.
+ASKED_PAPER_PASSAGES = 5
+
+
 class QueryRewrites(BaseModel):
     queries: list[str] = Field(default_factory=list)
 
@@ -50,20 +56,23 @@ class AnswerEngine:
                  asked_author: Callable[[Query], AskedAuthor | None] | None = None,
                  first_passage: Callable[[str], SearchHit | None] | None = None,
                  references: Callable[[], CollectionReferences] | None = None,
-                 naming: Callable[[str, list[str]], list[SearchHit]] | None = None):
+                 search_within: Callable[[Query, list[str], int], list[SearchHit]] | None = None,
+                 aliases: Callable[[], dict[str, list[str]]] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
         the check of LLM answers; `unheard`: the names of a query that no indexed text mentions;
         `asked_author`: the author on the bylines whose papers a query asks about; `first_passage`: a
         document's first unit of body text, cited for a paper listed that no source is from;
         `references`: the collection's reference entries, the citations that point at them, and the
-        names citing papers give its papers; `naming`: the passages of some documents a keyword search
-        finds for a few words (a method's name)."""
+        names citing papers give its papers; `search_within`: the passages of some documents a keyword
+        search finds for a query, best first; `aliases`: the names citing papers give each paper of the
+        collection (citations.json), by document id."""
         self.config = config
         self.unheard = unheard
         self.asked_author = asked_author
         self.first_passage = first_passage
         self.references = references
-        self.naming = naming
+        self.search_within = search_within
+        self.aliases = aliases
         self.llm = llm
         self.scorer = scorer
         self.count_tokens = count_tokens
@@ -95,6 +104,7 @@ class AnswerEngine:
         # "What does the paper by Hinton say about temperature?" is read as "What does the paper say
         # about temperature?": the sources are Hinton's papers, and no sentence of them names him
         read = query.derive(author.rest) if author is not None and author.rest else query
+        sources = self.asked_paper_first(read, sources)
 
         def extractive(note: str = "") -> Answer:
             answer = extractive_answer(read, query_vector, sources, self.reader, lang,
@@ -146,10 +156,41 @@ class AnswerEngine:
             answer = byline_answer(asked, source, lang) if source is not None else None
         elif (originators := asks_originators(query.text)) is not None:
             answer = originators_answer(*originators, sources, lang, terms, self.references, self.first_passage,
-                                        self.naming)
+                                        self.search_within)
         if answer is not None and on_token:
             on_token(answer.text)
         return answer
+
+    def asked_paper_first(self, query: Query, sources: list[Source]) -> list[Source]:
+        """Where the question asks about a paper of the collection by the name citing papers give it
+        ("Which optimizer was used to train the Transformer?"; `paper_asked_about`), the reader leads
+        from that paper (the query's ASKED_PAPER view), and where its passages are not the first
+        retrieved they come first: those a search for the question within it finds
+        (ASKED_PAPER_PASSAGES), then its others retrieved, then the rest. The other papers of a
+        machine-learning folder use Transformers, and their passages are the ones the question's
+        words find first. The sources as they are for any other question."""
+        if self.aliases is None or self.search_within is None or not (aliases := self.aliases()):
+            return sources
+
+        def writes(name: str, paper: str) -> bool:
+            return any(name.lower() in h.text.lower() for h in self.search_within(Query.of(name), [paper], 3))
+
+        paper = paper_asked_about(query.text, aliases, writes)
+        if paper is None:
+            return sources
+        query.view(ASKED_PAPER, lambda: paper)
+        if sources[0].hit.document_id == paper:  # the question's own search found it first
+            return sources
+        retrieved = {s.hit.text_unit_id: s for s in sources}
+        number = next_number(sources)
+        first = []
+        for hit in self.search_within(query, [paper], ASKED_PAPER_PASSAGES):
+            source = retrieved.pop(hit.text_unit_id, None)
+            if source is None:  # a passage the question's own search did not return: numbered after its sources
+                source, number = Source(number, hit), number + 1
+            first.append(source)
+        rest = list(retrieved.values())
+        return first + [s for s in rest if s.hit.document_id == paper] + [s for s in rest if s.hit.document_id != paper]
 
     def checked(self, text: str, sources: Sequence[Source], lang: str) -> Answer:
         """The LLM's answer with its citations resolved and (answer.verify) each sentence checked

@@ -21,7 +21,7 @@ import numpy as np
 from ..nlp.glossary import GLOSS_CONTEXT, with_english_glosses
 from ..query import Query
 from .cross_encoder import ReaderModel
-from .names import capitalised_terms, document_names, documents_named, in_a_row, letter_names, renamed
+from .names import ASKED_PAPER, capitalised_terms, document_names, documents_named, in_a_row, letter_names, renamed
 from .question_wording import carries, question_asks, question_sides
 from .quotes import clean_quote
 from .relevance import LocalRelevanceScorer, Sentence
@@ -419,7 +419,10 @@ class Draft:
             # director of X born?"; not "Gia Coppola (born January 1, 1987) ..., granddaughter of
             # Francis Ford Coppola" for "When was Gia Coppola born?").
             stepped = lead_step is not None and lead.answers < UNSURE_LEAD
-            reads_best = lead_step if stepped else max(picked, key=lambda c: c.answers)
+            # a question about a paper (ASKED_PAPER) is answered from it, whatever another paper says
+            paper = self.query.known(ASKED_PAPER)
+            own = [c for c in picked if c.sentence.source.hit.document_id == paper] or picked
+            reads_best = lead_step if stepped else max(own, key=lambda c: c.answers)
             if stepped or reads_best.answers >= lead.answers + MODEL_FIRST:
                 picked.remove(reads_best)
                 picked.insert(0, reads_best)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import NamedTuple
 
+from ..nlp.analyzer import EN_STOPWORDS
 from ..nlp.glossary import shared_glossary
 from ..types import SearchHit
 
@@ -175,3 +177,39 @@ def subject_document(question: str, titles: dict[str, str]) -> str | None:
             held.append((words, doc))
     held.sort(reverse=True)
     return held[0][1] if held and (len(held) == 1 or held[0][0] > held[1][0]) else None
+
+
+# The Query view that holds the document `paper_asked_about` gives, where the answer engine found one.
+ASKED_PAPER = "asked paper"
+# A run of capitalised words, as a question writes a name ("the Vision Transformer", "ResNet's",
+# "Transformerの"): its opening question word is not one. A size may follow a model's name with a
+# hyphen ("OPT-175B", "ResNet-50": the model the name stands for; "Transformer-XL" is another).
+_NAME_RUN = re.compile(rf"(?:^|(?<=[\s(\"“{_CJK}]))[A-Z][^\W{_CJK}]*(?:[-/][^\W{_CJK}]+)*"
+                       rf"(?:\s+[A-Z][^\W{_CJK}]*(?:[-/][^\W{_CJK}]+)*)*")
+_POSSESSIVE = re.compile(r"['’]s$")
+_SIZED = r"(?:-\d[\w.]*)?"
+
+
+def paper_asked_about(question: str, aliases: dict[str, list[str]], writes: Callable[[str, str], bool]) -> str | None:
+    """The paper of the collection a question asks about by the name the papers citing it give it
+    (`aliases`, the index's citations.json: "Transformer" for "Attention Is All You Need"), where that
+    is the one paper it names so and it names nothing else the paper does not write (`writes(name,
+    document_id)`): "Which optimizer was used to train the Transformer?" asks about that paper, not
+    about the papers that use Transformers; "... Primer's improvement over the standard Transformer?"
+    and "the Vision Transformer" do not. A plural alias ("Transformers") names a kind, not a paper.
+    None where no paper, or more than one, is so named."""
+    runs = [_POSSESSIVE.sub("", m.group()) for m in _NAME_RUN.finditer(question.strip())]
+    runs = [r for r in runs if r.lower() not in EN_STOPWORDS]
+    named, others = set(), []
+    for run in runs:
+        papers = {doc for doc, names in aliases.items() for name in names
+                  if not (name.endswith("s") and name[:-1] in names)
+                  and re.fullmatch(re.escape(name) + _SIZED, run)}
+        if papers:
+            named |= papers
+        else:
+            others.append(run)
+    if len(named) != 1:
+        return None
+    paper = next(iter(named))
+    return paper if all(writes(name, paper) for name in others) else None

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from ..ingest.sentences import statement_spans
 from ..nlp.byline_questions import JAPANESE, ORIGINATOR_WORDS
 from ..nlp.glossary import shared_glossary
+from ..query import Query
 from ..types import Answer, SearchHit
 from .byline import byline_answer, byline_line
 from .citations import citation_for
@@ -41,8 +42,10 @@ _CLAIMS = re.compile(r"\bwe\s+(?:\w+\s+)?(?:propose|introduce|present|develop|ca
 # (a weaker claim than a verb's; "our transformer decoder" claims nothing).
 _OURS = re.compile(r"\b[Oo]ur\s+((?:[A-Z][\w-]*\s+){0,4}[A-Z][\w-]*)\s*\(([A-Z][\w-]*)\)")
 CLAIM_REACH = 15
-# Of the passages a search for a method's name finds, a claim counts where the name is the first thing claimed.
+# Of the passages a search for a method's name finds (the first NAME_SEARCH), a claim counts where the name is
+# the first thing claimed.
 NAMED_FIRST = 1
+NAME_SEARCH = 30
 # ... and before a clause that says more about it: "we introduce the RWKV model, a novel architecture
 # that combines the strengths of RNNs and Transformers" does not claim the Transformer.
 _CLAUSE = re.compile(r"\b(?:which|that|who|whose|where|while|whereas|because)\b", re.I)
@@ -228,22 +231,25 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
                        terms: Callable[[str], list[str]],
                        references: Callable[[], CollectionReferences] | None,
                        first_passage: Callable[[str], SearchHit | None] | None,
-                       naming: Callable[[str, list[str]], list[SearchHit]] | None = None) -> Answer | None:
+                       search_within: Callable[[Query, list[str], int], list[SearchHit]] | None = None
+                       ) -> Answer | None:
     """Who proposed the method that `named` names, or when (`asked`: "authors" or "year"; module
     docstring), cited to the passage that says it; None where no retrieved paper presents it and no
     citation names it, or the year asked for is not known. The paper that presents it is looked for
     in the passages retrieved for the question, then in the other passages of their papers that a
-    search for its name within those papers finds (`naming`): "Who proposed the Vision Transformer?" retrieves ViT's
-    passages that do not claim it, and others' in which something is proposed."""
+    search for its name within those papers finds (`search_within`): "Who proposed the Vision
+    Transformer?" retrieves ViT's passages that do not claim it, and others' in which something is
+    proposed."""
     names = method_names(named, terms)
     if not names:
         return None
     presented = presenting_paper(names, sources, terms)
-    if presented is None and naming is not None:
+    if presented is None and search_within is not None:
         # passages found by the name alone: only a title, "Our Name (ABBR)" or a claim that names it
         # first ("We introduce Reptile, ..."; not "we present a brief comparison with BERT")
         papers = list(dict.fromkeys(s.hit.document_id for s in sources))
-        presented = presenting_paper(names, _more_sources(naming(named, papers), sources), terms, reach=NAMED_FIRST)
+        found = search_within(Query.of(named), papers, NAME_SEARCH)
+        presented = presenting_paper(names, _more_sources(found, sources), terms, reach=NAMED_FIRST)
     if presented is not None:
         source, sentence = presented
         return _with_sentence(byline_answer(asked, source, language), source, sentence,

@@ -31,7 +31,7 @@ from ..query import Query
 from .context import Source
 from .compose import Candidate, Draft
 from .cross_encoder import ReaderModel
-from .names import letter_names, subject_document
+from .names import ASKED_PAPER, letter_names, subject_document
 from .question_wording import asks_to_choose, carries, is_question, question_asks, question_sides
 from .quotes import clean_quote, quotable
 from .relevance import LocalRelevanceScorer, Sentence, sentences_of
@@ -113,6 +113,7 @@ class Reader:
         """Every quotable sentence of the first `max_sources` passages, with its features."""
         text = query.text
         sources = list(sources)[:self.max_sources]
+        rank = {id(source): i + 1 for i, source in enumerate(sources)}  # the sources' order, not their numbers
         sentences = sentences_of(sources)
         by_source: dict[int, list[Sentence]] = {}
         kept = []  # (sentence, its index among its passage's statements)
@@ -163,7 +164,7 @@ class Reader:
                 scorer.term_share(q_terms, around, weights),
                 1.0 if carries(asks, quote) else 0.0,
                 len(new_terms) / len(own) if own else 0.0,
-                1.0 / math.sqrt(s.source.number),
+                1.0 / math.sqrt(rank[id(s.source)]),
                 1.0 if pos == 0 else 0.0,
                 math.log1p(n_words) / math.log1p(40),
                 len(q_pairs & pairs) / len(q_pairs) if q_pairs else 0.0,
@@ -247,12 +248,13 @@ class Reader:
             if accepted is not None and accepted is not pool[0]:
                 pool.remove(accepted)
                 pool.insert(0, accepted)
-            # A question that names a retrieved document by its whole title ("... of film The Outlaw Express?")
-            # is about it: the best sentence of its page leads, not a namesake's ("Outlaw Express is a 1938
+            # A question that names a retrieved document by its whole title ("... of film The Outlaw Express?"),
+            # or a paper by the name citing papers give it (ASKED_PAPER: "... to train the Transformer?"), is
+            # about it: the best sentence of its page leads, not a namesake's ("Outlaw Express is a 1938
             # film ...") nor one of the next step's page read for the question as asked; the step follows it.
             if not question_sides(text):
                 titles = {c.sentence.source.hit.document_id: c.sentence.source.hit.document_title for c in candidates}
-                subject = subject_document(text, titles)
+                subject = query.known(ASKED_PAPER) or subject_document(text, titles)
                 own = next((c for c in pool if c.sentence.source.hit.document_id == subject), None)
                 if own is not None and own is not pool[0]:
                     pool.remove(own)

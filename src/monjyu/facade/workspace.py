@@ -167,7 +167,9 @@ class Workspace:
                                          unheard=lambda query: self.loaded().unheard(query),
                                          asked_author=lambda query: self.loaded().asked_author(query),
                                          first_passage=lambda document_id: self.loaded().first_passage(document_id),
-                                         naming=lambda words, papers: self.loaded().passages_naming(words, papers),
+                                         search_within=lambda query, papers, top_k: self.loaded().passages_within(
+                                             query, papers, top_k),
+                                         aliases=lambda: self.loaded().paper_aliases(),
                                          references=lambda: self.loaded().references())
         return self._answers
 
@@ -224,6 +226,7 @@ class IndexContext:
         self._bylines: Authors | None = None  # the names on the bylines, read on the first question
         self._first_rows: dict[str, int] = {}  # each document's first unit of body text
         self._references: CollectionReferences | None = None  # read on the first question that needs them
+        self._aliases: dict[str, list[str]] | None = None  # citations.json's, read on the first question
         self._lock = threading.Lock()
 
     def _attach_store_search(self, loaded: LoadedIndex) -> None:
@@ -278,12 +281,19 @@ class IndexContext:
         row = self._first_rows.get(document_id)
         return self.searcher.hit(row, 0.0, 0, None, None) if row is not None else None
 
-    def passages_naming(self, words: str, document_ids: list[str], top_k: int = 30) -> list[SearchHit]:
-        """The passages of these documents a keyword search finds for a few words, best first: those
+    def passages_within(self, query: Query, document_ids: list[str], top_k: int) -> list[SearchHit]:
+        """The passages of these documents a keyword search finds for the query, best first: those
         that name a method a question asks who proposed, where the question's own search found none
-        that presents it."""
+        that presents it; those of the paper a question asks about by its name."""
         filters = SearchFilters(document_ids=document_ids)
-        return self.searcher.search(Query.of(words), None, "keyword", top_k, filters=filters).hits
+        return self.searcher.search(query, None, "keyword", top_k, filters=filters).hits
+
+    def paper_aliases(self) -> dict[str, list[str]]:
+        """The names citing papers give each paper of the collection (citations.json's aliases), by
+        document id, read once."""
+        if self._aliases is None:
+            self._aliases = read_citation_graph(self.generation_dir).get("aliases", {})
+        return self._aliases
 
     def references(self) -> CollectionReferences:
         """Every document's reference entries, the in-text citations pointing at them, the entries that
