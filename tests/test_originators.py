@@ -189,3 +189,34 @@ def test_a_cited_entry_that_names_a_paper_of_the_collection_answers_with_its_byl
     called = answer({"resnet.pdf": ["ResNet"]})
     assert called.text == "“Deep Residual Learning for Image Recognition” (2015) is by Kaiming He and Xiangyu Zhang. [2]"
     assert [c.document_id for c in called.citations] == ["resnet.pdf"]
+
+
+def test_the_paper_citing_papers_call_by_the_name_presents_it_whatever_another_paper_seems_to_claim():
+    """"Which paper introduced the Transformer?" retrieved Primer's "we propose searching for more
+    efficient alternatives to Transformer", which reads as a claim; the citing papers call "Attention
+    Is All You Need" the Transformer (citations.json), so its byline answers, with its own claim,
+    found by the search for the name within it."""
+    from monjyu.engines.context import Source
+    from monjyu.engines.originators import CollectionReferences, originators_answer
+    from monjyu.types import SearchHit
+
+    def hit(unit: str, paper: str, text: str, authors: list[str]) -> SearchHit:
+        return SearchHit(text_unit_id=unit, document_id=paper, text=text, score=1.0, document_title=paper.title(),
+                         end_char=len(text), authors=authors, year=2017)
+
+    primer = hit("p1", "primer", "To this end, we propose searching for more efficient alternatives to Transformer by "
+                                 "modifying its TensorFlow computation graph.", ["David So"])
+    attention = hit("a1", "attention", "Recurrent models preclude parallelization within training examples.",
+                    ["Ashish Vaswani"])
+    claim = hit("a2", "attention", "In this work we propose the Transformer, a model architecture eschewing "
+                                   "recurrence.", ["Ashish Vaswani"])
+
+    def answer(names: dict[str, list[str]]):
+        return originators_answer(*asks_originators("Which paper introduced the Transformer?"),
+                                  [Source(1, primer), Source(2, attention)], "en", Analyzer().terms,
+                                  lambda: CollectionReferences({}, names), None,
+                                  lambda query, papers, top_k: [h for h in (attention, claim) if h.document_id in papers])
+
+    assert "David So" in answer({}).text  # no name known: the claim read in the retrieved passages
+    called = answer({"attention": ["Transformer"]})
+    assert "Ashish Vaswani" in called.text and "we propose the Transformer" in called.text, called.text

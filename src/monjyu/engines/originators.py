@@ -5,9 +5,10 @@ the people behind a method (a paper says "we propose X", or "X [20]"), so the an
 - The collection paper that presents the method: a retrieved paper whose title names the method
   ("FlashAttention: Fast and ..."), or one of whose sentences claims it ("We introduce Retro, ...",
   "... which we call Pathways Language Model (PaLM)", "Our Vision Transformer (ViT)"), the name
-  before any clause that says more about it: its byline, and that sentence.
-- Else the paper of the collection that citing papers call by the name (citations.json's names:
-  "Transformer" for "Attention Is All You Need"): its byline.
+  before any clause that says more about it: its byline, and that sentence. Where citing papers
+  call a paper of the collection by the name (citations.json's names: "Transformer" for "Attention
+  Is All You Need"), only that paper's sentences are read so, and its byline answers where none
+  claims it.
 - Else the work the retrieved passages cite for it: the reference entry of a citation right after
   the name ("the Adam optimizer [20]", "GPT-3 (Brown et al., 2020)"), or of one whose title names it
   as a paper's title would ("[1] ... Layer normalization. arXiv ..."; not "Transformers are RNNs:
@@ -239,25 +240,28 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
     in the passages retrieved for the question, then in the other passages of their papers that a
     search for its name within those papers finds (`search_within`): "Who proposed the Vision
     Transformer?" retrieves ViT's passages that do not claim it, and others' in which something is
-    proposed."""
+    proposed. Where the citing papers call a paper of the collection by the name, only its passages
+    are read so."""
     names = method_names(named, terms)
     if not names:
         return None
-    presented = presenting_paper(names, sources, terms)
+    collection = references() if references is not None else None
+    # the paper the citing papers call by the name presents it, whatever another paper's sentence
+    # seems to claim ("we propose searching for more efficient alternatives to Transformer")
+    called = named_by_citers(names, collection.names, terms) if collection is not None else None
+    papers = [called] if called is not None else list(dict.fromkeys(s.hit.document_id for s in sources))
+    presented = presenting_paper(names, [s for s in sources if s.hit.document_id in papers], terms)
     if presented is None and search_within is not None:
         # passages found by the name alone: only a title, "Our Name (ABBR)" or a claim that names it
         # first ("We introduce Reptile, ..."; not "we present a brief comparison with BERT")
-        papers = list(dict.fromkeys(s.hit.document_id for s in sources))
         found = search_within(Query.of(named), papers, NAME_SEARCH)
         presented = presenting_paper(names, _more_sources(found, sources), terms, reach=NAMED_FIRST)
     if presented is not None:
         source, sentence = presented
         return _with_sentence(byline_answer(asked, source, language), source, sentence,
                               "originators: the byline of the paper that presents the method")
-    if references is None:
+    if collection is None:
         return None
-    collection = references()
-    called = named_by_citers(names, collection.names, terms)
     if called is not None and (own := _own_source(called, sources, first_passage)) is not None:
         return _with_sentence(byline_answer(asked, own, language), own, None,
                               "originators: the byline of the paper the citing papers call by the method's name")
