@@ -124,6 +124,16 @@ def test_a_katakana_word_the_dictionary_lacks_is_read_as_the_words_that_write_it
     assert glossary.terms("ウシコロナウイルスの宿主は何ですか？") == ["cattl", "coronavirus", "host"]
 
 
+
+def test_a_katakana_word_is_read_with_or_without_its_final_long_vowel_mark():
+    """JMdict has オプティマイザ, not オプティマイザー (technical writing drops the final mark, and
+    questions keep it); エンコーダ and エンコーダー both; a word it has neither way stays unread."""
+    glossary = shared_glossary()
+    assert glossary.gloss("オプティマイザー") == glossary.gloss("オプティマイザ") == "optimizer"
+    assert glossary.gloss("エンコーダー") == glossary.gloss("エンコーダ") == "encoder"
+    assert glossary.gloss("ダイバージェンス") == ""
+    assert "optimizer" in glossary.english_reading("Transformerの学習に使われたオプティマイザーは何ですか？")
+
 BATS = {
     "bat-viruses.md": "# Coronaviruses of bats\n\nThe bat coronavirus HKU4 was found in lesser bamboo bats in "
                       "southern China.\n",

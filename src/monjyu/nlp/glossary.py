@@ -34,6 +34,8 @@ _SKIP_POS2 = {"副詞可能", "助数詞可能"}
 _HIRAGANA_ONLY = re.compile(r"[\u3040-\u309f]+")
 # A katakana run long enough to be two words the dictionary has (ウシ + コロナウイルス)
 _KATAKANA = re.compile(r"[\u30a0-\u30ff]{4,}")
+# A katakana word that may be written with or without a final long-vowel mark (エンコーダ(ー)).
+_LONG_VOWEL_VARIANT = re.compile(r"[\u30a1-\u30fa][\u30a1-\u30fc]+")
 # A parenthesised note with no parentheses inside: taken out innermost first, so that a nested one
 # goes whole ("dog (Canis (lupus) familiaris)" -> "dog").
 _INNER_PARENTHESES = re.compile(r"\([^()]*\)")
@@ -110,8 +112,13 @@ class Glossary:
             return [text for (text,) in self._db.execute(_GLOSSES.format(table=table), (word,))]
 
     def _glosses(self, word: str) -> Iterator[str]:
-        """The word's English glosses in JMdict's order, their parenthesised notes left out."""
-        for text in self._rows("Kanji", word) or self._rows("Kana", word):
+        """The word's English glosses in JMdict's order, their parenthesised notes left out; a
+        katakana word's as written with or without a final long-vowel mark where JMdict has only the
+        other (オプティマイザー as オプティマイザ "optimizer": technical writing drops the mark, JIS Z 8301)."""
+        rows = self._rows("Kanji", word) or self._rows("Kana", word)
+        if not rows and _LONG_VOWEL_VARIANT.fullmatch(word):
+            rows = self._rows("Kana", word[:-1] if word.endswith("ー") else word + "ー")
+        for text in rows:
             yield " ".join(_without_notes(text).split())
 
     def _short_glosses(self, word: str) -> tuple[str, ...]:
