@@ -306,7 +306,7 @@ class IndexContext:
 
     def _read_references(self) -> CollectionReferences:
         graph = read_citation_graph(self.generation_dir)
-        out = CollectionReferences(names=graph.get("aliases", {}))
+        out = CollectionReferences(names=self.paper_aliases())
         store = LanceStore(self.generation_dir / "lancedb")
         if "references" not in store.column_names(DOCUMENTS):  # an earlier MONJYU's generation
             return out
