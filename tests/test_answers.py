@@ -1092,6 +1092,21 @@ def test_a_short_answer_goes_on_with_the_sentence_after_it(tmp_path, cache_dir):
     assert "little or no pre-existing immunity" in lines[0], lines
 
 
+def test_a_short_answer_goes_on_whatever_kind_of_answer_the_question_asks_for(tmp_path, cache_dir):
+    """A question asking for a list ("What are ...") or weighing an advantage may be answered by the
+    same short sentence that announces what follows: it goes on with the sentence after it as a
+    fact's answer does (it had stopped at the announcement, the list's other sentences scoring far
+    below it: the sentence after does not name NDV)."""
+    text = ANNOUNCED["ndv-vector.md"].replace("there is little or no pre-existing immunity to NDV in people",
+                                              "it meets little or no pre-existing immunity in people")
+    m = _indexed(tmp_path, cache_dir, {"ndv-vector.md": text})
+    for question in ("What are the appealing qualities of NDV as a vaccine vector?",
+                     "What is the advantage of NDV as a vaccine vector?"):
+        lines = m.search(question, top_k=5).answer.text.splitlines()
+        assert lines[0].startswith("Newcastle disease virus (NDV) has a number of appealing qualities"), lines
+        assert "little or no pre-existing immunity in people" in lines[0], lines
+
+
 def test_a_short_answer_goes_on_only_as_far_as_a_fact_s_words(tmp_path, cache_dir):
     """The sentence after a short lead joins it only within the fact's word bound (70): one that
     would take the answer past it is left out (it had once made a 119-word answer)."""

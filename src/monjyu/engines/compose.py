@@ -55,10 +55,11 @@ _UNSURE_FACT = Extent(3, 80, 2.0)
 # validation sets (benchmarks page): 0.5 and 1 gave the held quarter's first sentence the most, and
 # at 0 (any sentence read better) SQuAD's held-out articles lost 11 first sentences of 1,803.
 MODEL_FIRST = 1.0
-# A fact's answer that is one sentence of fewer words than this goes on with the sentence after it
-# in its passage: a short sentence the question's words lead to is often one that announces the
-# answer ("NDV has a number of appealing qualities as a vaccine vector."), and the next one gives it.
-# Not fitted: on the validation sets (benchmarks page) 25 held a little more, for 3 more words.
+# An answer that is one sentence of fewer words than this goes on with the sentence after it in its
+# passage, whatever it asks for (a fact, a list, a reason; not a choice, which quotes each side): a
+# short sentence the question's words lead to is often one that announces the answer ("NDV has a
+# number of appealing qualities as a vaccine vector."), and the next one gives it. Not fitted: on
+# the validation sets (benchmarks page) 25 held a little more, for 3 more words.
 SHORT_ANSWER = 20
 # Two sentences say the same of two things when they share this many words besides the question's
 # ("step", "time", "seconds"): one about a side that parallels a quote about the other is quoted
@@ -408,7 +409,7 @@ class Draft:
                 self.take(c)
         if not weighs:
             self.speak_to_each()
-        if (extent in (_FACT, _UNSURE_FACT) and len(picked) == 1 and self.words < SHORT_ANSWER
+        if (not weighs and len(picked) == 1 and self.words < SHORT_ANSWER
                 and lead.language != "ja"):  # a Japanese sentence is not counted in words
             after = at.get((id(lead.sentence.source), lead.position + 1))
             if after is not None and self.words + len(after.quote.split()) <= extent.words:  # the extent's bound
