@@ -562,6 +562,40 @@ def test_the_paper_a_question_asks_about_is_the_one_it_names_as_citing_papers_do
     assert paper_asked_about("How does ResNet compare with the Transformer?", aliases, writes) is None
 
 
+def test_a_paper_is_named_by_its_title_whole_or_by_its_subtitle_or_by_its_name_and_opening_words():
+    """A question names a paper by its whole title or its subtitle in any case, by the name before the
+    colon with the subtitle's first words as the title writes them, or by the side before the colon
+    in quotes; not by the side before the colon unquoted, nor by the title's opening words alone
+    (names a question uses for the topic), nor where two papers' titles are written as long. The
+    question is then read as asked of the paper, by its name where its title gives one."""
+    from monjyu.engines.names import asked_of_the_paper, title_named
+
+    titles = {"palm": "PaLM: Scaling Language Modeling with Pathways", "star": "STaR: Self-Taught Reasoner Bootstrapping "
+              "Reasoning With Reasoning", "attention": "Attention Is All You Need", "vit": "AN IMAGE IS WORTH 16X16 WORDS: "
+              "TRANSFORMERS FOR IMAGE RECOGNITION AT SCALE", "seal": "Autoregressive Search Engines: Generating "
+              "Substrings as Document Identifiers", "vsv": "Vesicular stomatitis virus with the rabies virus "
+              "glycoprotein directs retrograde transsynaptic transport"}
+
+    def read(question: str, language: str = "en") -> str | None:
+        named = title_named(question, titles)
+        return named and f"{named.paper}: {asked_of_the_paper(question, named, titles[named.paper], language)}"
+
+    assert read('In "Attention Is All You Need", what label smoothing was used?') == \
+        "attention: In the paper, what label smoothing was used?"
+    assert read("How many heads does attention is all you need use?") == "attention: How many heads does the paper use?"
+    assert read("What vocabulary is used in Scaling Language Modeling with Pathways?") == \
+        "palm: What vocabulary is used in PaLM?"
+    assert read('Which model did "STaR: Self-Taught Reasoner" fine-tune?') == "star: Which model did STaR fine-tune?"
+    assert read('How does "An Image is Worth 16x16 Words" classify?') == "vit: How does the paper classify?"
+    assert read("「Attention Is All You Need」では何層ですか？", "ja") == "attention: この論文では何層ですか？"
+    assert read("Which library does the paper Generating Substrings as Document Identifiers use?") == \
+        "seal: Which library does the paper use?"
+    assert read("Who wrote on autoregressive search engines?") is None
+    assert read("How does vesicular stomatitis virus spread?") is None
+    assert read("Which self-taught reasoner bootstrapping method?") is None  # opening words in another case
+    assert read("Is Attention Is All You Need older than Scaling Language Modeling with Pathways?") is None
+
+
 def test_a_question_is_renamed_for_the_next_step():
     """The question the step's page answers: the subject's name, in any case, becomes the step's, and
     a name runs no further than its words ("Live" is not in "Olive"; kana may follow a Latin name)."""

@@ -4,6 +4,14 @@ on three real arXiv PDFs (ViT and PonderNet cite ResNet as "ResNet")."""
 from __future__ import annotations
 
 from monjyu import Monjyu
+from monjyu.types import Answer
+
+
+def first_quote(answer: Answer) -> tuple[str, str]:
+    """The answer's first line and the path of the file it cites."""
+    first = answer.text.splitlines()[0]
+    number = int(first.rsplit("[", 1)[1].rstrip("]"))
+    return first, next(c for c in answer.citations if c.number == number).source_path
 
 
 def test_a_question_about_resnet_by_its_name_is_answered_from_the_resnet_paper(cited_papers: Monjyu):
@@ -11,14 +19,23 @@ def test_a_question_about_resnet_by_its_name_is_answered_from_the_resnet_paper(c
     first the question's words find; the ResNet paper states its own."""
     for question in ("What weight decay and momentum did ResNet use?", "ResNetの学習に使われたweight decayはいくつですか？"):
         answer = cited_papers.search(question, top_k=5).answer
-        first = answer.text.splitlines()[0]
+        first, cited = first_quote(answer)
         assert "weight decay of 0.0001" in first, answer.text
-        number = int(first.rsplit("[", 1)[1].rstrip("]"))
-        cited = next(c for c in answer.citations if c.number == number)
-        assert cited.source_path.endswith("resnet.pdf"), cited
+        assert cited.endswith("resnet.pdf"), cited
 
 
 def test_the_paper_asked_about_leaves_the_hits_as_the_search_ranks_them(cited_papers: Monjyu):
     """The answer reads the paper's passages first; the hits stay in the search's own order."""
     result = cited_papers.search("What weight decay and momentum did ResNet use?", top_k=5)
     assert result.hits[0].source_path.endswith("vit.pdf")
+
+
+def test_a_question_that_names_the_resnet_paper_by_its_title_is_read_without_it(cited_papers: Monjyu):
+    """The title's words are those of the abstracts and introductions that present the paper (and of
+    ViT's, which trains ResNets too); the question is read, and searched within the paper, as asked
+    of "this paper", and its first sentence states the paper's own batch size."""
+    question = "「Deep Residual Learning for Image Recognition」では、SGDのミニバッチサイズはいくつですか？"
+    answer = cited_papers.search(question, top_k=5).answer
+    first, cited = first_quote(answer)
+    assert "mini-batch size of 256" in first, answer.text
+    assert cited.endswith("resnet.pdf"), cited

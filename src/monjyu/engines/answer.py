@@ -21,7 +21,7 @@ from ..llm.replies import structured_reply
 from .context import Source, format_sources, next_number, select_sources
 from .cross_encoder import shared_reader_model
 from .extractive import extractive_answer, insufficient, unheard_answer
-from .names import ASKED_PAPER, paper_asked_about
+from .names import ASKED_PAPER, asked_of_the_paper, paper_asked_about, title_named
 from .originators import CollectionReferences, originators_answer
 from .reader import Reader
 from .relevance import LocalRelevanceScorer
@@ -57,7 +57,8 @@ class AnswerEngine:
                  first_passage: Callable[[str], SearchHit | None] | None = None,
                  references: Callable[[], CollectionReferences] | None = None,
                  search_within: Callable[[Query, list[str], int], list[SearchHit]] | None = None,
-                 aliases: Callable[[], dict[str, list[str]]] | None = None):
+                 aliases: Callable[[], dict[str, list[str]]] | None = None,
+                 titles: Callable[[], dict[str, str]] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
         the check of LLM answers; `unheard`: the names of a query that no indexed text mentions;
         `asked_author`: the author on the bylines whose papers a query asks about; `first_passage`: a
@@ -65,7 +66,7 @@ class AnswerEngine:
         `references`: the collection's reference entries, the citations that point at them, and the
         names citing papers give its papers; `search_within`: the passages of some documents a keyword
         search finds for a query, best first; `aliases`: the names citing papers give each paper of the
-        collection (citations.json), by document id."""
+        collection (citations.json), by document id; `titles`: its papers' titles, by document id."""
         self.config = config
         self.unheard = unheard
         self.asked_author = asked_author
@@ -73,6 +74,7 @@ class AnswerEngine:
         self.references = references
         self.search_within = search_within
         self.aliases = aliases
+        self.titles = titles
         self.llm = llm
         self.scorer = scorer
         self.count_tokens = count_tokens
@@ -104,7 +106,7 @@ class AnswerEngine:
         # "What does the paper by Hinton say about temperature?" is read as "What does the paper say
         # about temperature?": the sources are Hinton's papers, and no sentence of them names him
         read = query.derive(author.rest) if author is not None and author.rest else query
-        sources = self.asked_paper_first(read, sources)
+        read, sources = self.asked_paper_first(read, sources)
 
         def extractive(note: str = "") -> Answer:
             answer = extractive_answer(read, query_vector, sources, self.reader, lang,
@@ -161,26 +163,35 @@ class AnswerEngine:
             on_token(answer.text)
         return answer
 
-    def asked_paper_first(self, query: Query, sources: list[Source]) -> list[Source]:
+    def asked_paper_first(self, query: Query, sources: list[Source]) -> tuple[Query, list[Source]]:
         """Where the question asks about a paper of the collection by the name citing papers give it
-        ("Which optimizer was used to train the Transformer?"; `paper_asked_about`), the reader leads
-        from that paper (the query's ASKED_PAPER view), and where its passages are not the first
-        retrieved they come first: those a search for the question within it finds
+        ("Which optimizer was used to train the Transformer?") or by its title (`paper_asked_about`),
+        the reader leads from that paper (the query's ASKED_PAPER view), and where its passages are
+        not the first retrieved they come first: those a search for the question within it finds
         (ASKED_PAPER_PASSAGES), then its others retrieved, then the rest. The other papers of a
         machine-learning folder use Transformers, and their passages are the ones the question's
-        words find first. The sources as they are for any other question."""
-        if self.aliases is None or self.search_within is None or not (aliases := self.aliases()):
-            return sources
+        words find first. A question that names the paper by its title is read, and searched within
+        it, with the title taken out (`asked_of_the_paper`), whatever its own search found first: the
+        query as read, and the sources; the query and the sources as they are for any other question."""
+        aliases = self.aliases() if self.aliases is not None else {}
+        titles = self.titles() if self.titles is not None else {}
+        if self.search_within is None or not (aliases or titles):
+            return query, sources
 
         def writes(name: str, paper: str) -> bool:
             return any(name.lower() in h.text.lower() for h in self.search_within(Query.of(name), [paper], 3))
 
-        paper = paper_asked_about(query.text, aliases, writes)
+        titled = title_named(query.text, titles) if titles else None
+        paper = paper_asked_about(query.text, aliases, writes, titled)
         if paper is None:
-            return sources
+            return query, sources
+        if titled is not None:
+            query = query.derive(asked_of_the_paper(query.text, titled, titles[paper], query.language))
         query.view(ASKED_PAPER, lambda: paper)
-        if sources[0].hit.document_id == paper:  # the question's own search found it first
-            return sources
+        # the question's own search found it first, and with the words asked of it (a title's words
+        # find the passages that present the paper)
+        if sources[0].hit.document_id == paper and titled is None:
+            return query, sources
         retrieved = {s.hit.text_unit_id: s for s in sources}
         number = next_number(sources)
         first = []
@@ -190,7 +201,8 @@ class AnswerEngine:
                 source, number = Source(number, hit), number + 1
             first.append(source)
         rest = list(retrieved.values())
-        return first + [s for s in rest if s.hit.document_id == paper] + [s for s in rest if s.hit.document_id != paper]
+        return query, (first + [s for s in rest if s.hit.document_id == paper]
+                       + [s for s in rest if s.hit.document_id != paper])
 
     def checked(self, text: str, sources: Sequence[Source], lang: str) -> Answer:
         """The LLM's answer with its citations resolved and (answer.verify) each sentence checked

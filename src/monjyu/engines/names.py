@@ -190,17 +190,114 @@ _POSSESSIVE = re.compile(r"['’]s$")
 _SIZED = r"(?:-\d[\w.]*)?"
 
 
-def paper_asked_about(question: str, aliases: dict[str, list[str]], writes: Callable[[str, str], bool]) -> str | None:
+# A question names a paper by its title where it writes, case and punctuation aside, the whole title
+# or its subtitle ("Scaling Language Modeling with Pathways" of "PaLM: Scaling ..."); the name before
+# the colon with the subtitle's opening words, as the title writes them ("STaR: Self-Taught
+# Reasoner"); or the side before the colon in quotes ("An Image is Worth 16x16 Words"): at least this
+# many words. A title's opening words alone, and the side before its colon unquoted, are names
+# questions use for the topic ("Vesicular stomatitis virus", "Autoregressive search engines"). Not fitted.
+TITLE_WORDS = 3
+# A title's words: Latin letters and digits apart from the kana and kanji a Japanese question writes
+# around them ("Attention Is All You Needでは").
+_TITLE_WORD = re.compile(r"[A-Za-z0-9]+|[^\W\dA-Za-z_]+")
+_OPENING_QUOTE, _CLOSING_QUOTE = "\"“'‘「『(", "\"”'’」』)"
+# What a question that names a paper by its title reads as, the title taken out: the name before its
+# colon where it has one ("Which base language model did STaR fine-tune?"), else these words.
+_THE_PAPER = {"en": "the paper", "ja": "この論文"}
+
+
+class TitleNamed(NamedTuple):
+    """Where a question writes a paper's title (`title_named`)."""
+
+    paper: str  # its document id
+    start: int  # the span of the question that writes it, quotes and brackets around it included
+    end: int
+
+
+class _Phrase(NamedTuple):
+    words: list[str]
+    exact: bool  # written in the title's case
+    quoted: bool  # only in quotes
+
+
+def _title_phrases(title: str) -> list[_Phrase]:
+    """The word sequences a question may write a paper's title as (TITLE_WORDS)."""
+    lower = lambda text: [w.lower() for w in _TITLE_WORD.findall(text)]  # noqa: E731
+    phrases = [_Phrase(lower(title), False, False)]
+    if ":" in title:
+        name, subtitle = title.split(":", 1)
+        phrases += [_Phrase(lower(subtitle), False, False), _Phrase(lower(name), False, True)]
+        named, opening = _TITLE_WORD.findall(name), _TITLE_WORD.findall(subtitle)
+        phrases += [_Phrase(named + opening[:n], True, False) for n in range(1, len(opening))]
+    return [p for p in phrases if len(p.words) >= TITLE_WORDS]
+
+
+def title_named(question: str, titles: dict[str, str]) -> TitleNamed | None:
+    """The paper of `titles` (document id: title, the collection's papers) whose title the question
+    writes, the longest where several are; None where none is, or two papers' titles are written as
+    long."""
+    found = [(m.group(), m.start(), m.end()) for m in _TITLE_WORD.finditer(question)]
+    written = [w for w, _, _ in found]
+    lowered = [w.lower() for w in written]
+
+    def quoted(first: int, last: int) -> bool:
+        start, end = found[first][1], found[last][2]
+        return (start > 0 and question[start - 1] in _OPENING_QUOTE
+                and end < len(question) and question[end] in _CLOSING_QUOTE)
+
+    best: dict[str, tuple[int, int, int]] = {}  # document id: (words, first word, last word)
+    for paper, title in titles.items():
+        for phrase in _title_phrases(title):
+            words, n = written if phrase.exact else lowered, len(phrase.words)
+            for i in range(len(words) - n + 1):
+                if (words[i:i + n] == phrase.words and n > best.get(paper, (0, 0, 0))[0]
+                        and (not phrase.quoted or quoted(i, i + n - 1))):
+                    best[paper] = (n, i, i + n - 1)
+    if not best:
+        return None
+    longest = max(n for n, _, _ in best.values())
+    papers = [p for p, (n, _, _) in best.items() if n == longest]
+    if len(papers) != 1:
+        return None
+    _, first, last = best[papers[0]]
+    start, end = found[first][1], found[last][2]
+    while start > 0 and question[start - 1] in _OPENING_QUOTE:  # the quotes around it
+        start -= 1
+    while end < len(question) and question[end] in _CLOSING_QUOTE:
+        end += 1
+    return TitleNamed(papers[0], start, end)
+
+
+def asked_of_the_paper(question: str, named: TitleNamed, title: str, language: str) -> str:
+    """The question with the title it names its paper by taken out: "Which base language model did
+    STaR fine-tune?", "In the paper, what value of label smoothing was used?". The title's words
+    would otherwise lead the reading to the sentences that present the paper (its abstract writes
+    them all), not to the one that answers."""
+    before = question[:named.start]
+    name = title.split(":", 1)[0].strip() if ":" in title else ""
+    if not name or len(_TITLE_WORD.findall(name)) >= TITLE_WORDS:
+        name = _THE_PAPER.get(language, _THE_PAPER["en"])
+        if before.rstrip().lower().endswith(name):  # "the paper Improving language models by ..."
+            name = ""
+    return " ".join((before + name + question[named.end:]).split())
+
+
+def paper_asked_about(question: str, aliases: dict[str, list[str]], writes: Callable[[str, str], bool],
+                      titled: TitleNamed | None = None) -> str | None:
     """The paper of the collection a question asks about by the name the papers citing it give it
-    (`aliases`, the index's citations.json: "Transformer" for "Attention Is All You Need"), where that
-    is the one paper it names so and it names nothing else the paper does not write (`writes(name,
-    document_id)`): "Which optimizer was used to train the Transformer?" asks about that paper, not
-    about the papers that use Transformers; "... Primer's improvement over the standard Transformer?"
-    and "the Vision Transformer" do not. A plural alias ("Transformers") names a kind, not a paper.
-    None where no paper, or more than one, is so named."""
+    (`aliases`, the index's citations.json: "Transformer" for "Attention Is All You Need") or by its
+    title (`titled`: `title_named`), where that is the one paper it names so and it names nothing
+    else the paper does not write (`writes(name, document_id)`): "Which optimizer was used to train
+    the Transformer?" asks about that paper, not about the papers that use Transformers; "...
+    Primer's improvement over the standard Transformer?" and "the Vision Transformer" do not. A
+    plural alias ("Transformers") names a kind, not a paper. None where no paper, or more than one,
+    is so named."""
+    named, others = set(), []
+    if titled is not None:
+        named.add(titled.paper)
+        question = question[:titled.start] + " " + question[titled.end:]
     runs = [_POSSESSIVE.sub("", m.group()) for m in _NAME_RUN.finditer(question.strip())]
     runs = [r for r in runs if r.lower() not in EN_STOPWORDS]
-    named, others = set(), []
     for run in runs:
         papers = {doc for doc, names in aliases.items() for name in names
                   if not (name.endswith("s") and name[:-1] in names)

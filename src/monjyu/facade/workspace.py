@@ -170,6 +170,7 @@ class Workspace:
                                          search_within=lambda query, papers, top_k: self.loaded().passages_within(
                                              query, papers, top_k),
                                          aliases=lambda: self.loaded().paper_aliases(),
+                                         titles=lambda: self.loaded().paper_titles(),
                                          references=lambda: self.loaded().references())
         return self._answers
 
@@ -227,6 +228,7 @@ class IndexContext:
         self._first_rows: dict[str, int] = {}  # each document's first unit of body text
         self._references: CollectionReferences | None = None  # read on the first question that needs them
         self._aliases: dict[str, list[str]] | None = None  # citations.json's, read on the first question
+        self._titles: dict[str, str] | None = None  # the papers' titles, read on the first question
         self._lock = threading.Lock()
 
     def _attach_store_search(self, loaded: LoadedIndex) -> None:
@@ -294,6 +296,14 @@ class IndexContext:
         if self._aliases is None:
             self._aliases = read_citation_graph(self.generation_dir).get("aliases", {})
         return self._aliases
+
+    def paper_titles(self) -> dict[str, str]:
+        """The titles of the collection's papers (its documents with a byline), by document id: a
+        question may name a paper by its title (engines/names.py: title_named)."""
+        if self._titles is None:
+            self._titles = {paper.document_id: paper.title for papers in self._authors().papers.values()
+                            for paper in papers if paper.title}
+        return self._titles
 
     def references(self) -> CollectionReferences:
         """Every document's reference entries, the in-text citations pointing at them, the entries that
