@@ -568,7 +568,7 @@ def test_a_paper_is_named_by_its_title_whole_or_by_its_subtitle_or_by_its_name_a
     in quotes; not by the side before the colon unquoted, nor by the title's opening words alone
     (names a question uses for the topic), nor where two papers' titles are written as long. The
     question is then read as asked of the paper, by its name where its title gives one."""
-    from monjyu.engines.names import asked_of_the_paper, title_named
+    from monjyu.engines.names import PaperTitles, asked_of_the_paper
 
     titles = {"palm": "PaLM: Scaling Language Modeling with Pathways", "star": "STaR: Self-Taught Reasoner Bootstrapping "
               "Reasoning With Reasoning", "attention": "Attention Is All You Need", "vit": "AN IMAGE IS WORTH 16X16 WORDS: "
@@ -577,7 +577,7 @@ def test_a_paper_is_named_by_its_title_whole_or_by_its_subtitle_or_by_its_name_a
               "glycoprotein directs retrograde transsynaptic transport"}
 
     def read(question: str, language: str = "en") -> str | None:
-        named = title_named(question, titles)
+        named = PaperTitles(titles).named(question)
         return named and f"{named.paper}: {asked_of_the_paper(question, named, titles[named.paper], language)}"
 
     assert read('In "Attention Is All You Need", what label smoothing was used?') == \

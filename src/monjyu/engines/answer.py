@@ -21,7 +21,7 @@ from ..llm.replies import structured_reply
 from .context import Source, format_sources, next_number, select_sources
 from .cross_encoder import shared_reader_model
 from .extractive import extractive_answer, insufficient, unheard_answer
-from .names import ASKED_PAPER, asked_of_the_paper, paper_asked_about, title_named
+from .names import ASKED_PAPER, PaperTitles, asked_of_the_paper, paper_asked_about
 from .originators import CollectionReferences, originators_answer
 from .reader import Reader
 from .relevance import LocalRelevanceScorer
@@ -58,7 +58,7 @@ class AnswerEngine:
                  references: Callable[[], CollectionReferences] | None = None,
                  search_within: Callable[[Query, list[str], int], list[SearchHit]] | None = None,
                  aliases: Callable[[], dict[str, list[str]]] | None = None,
-                 titles: Callable[[], dict[str, str]] | None = None):
+                 titles: Callable[[], PaperTitles] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
         the check of LLM answers; `unheard`: the names of a query that no indexed text mentions;
         `asked_author`: the author on the bylines whose papers a query asks about; `first_passage`: a
@@ -174,19 +174,19 @@ class AnswerEngine:
         it, with the title taken out (`asked_of_the_paper`), whatever its own search found first: the
         query as read, and the sources; the query and the sources as they are for any other question."""
         aliases = self.aliases() if self.aliases is not None else {}
-        titles = self.titles() if self.titles is not None else {}
+        titles = self.titles() if self.titles is not None else PaperTitles({})
         if self.search_within is None or not (aliases or titles):
             return query, sources
 
         def writes(name: str, paper: str) -> bool:
             return any(name.lower() in h.text.lower() for h in self.search_within(Query.of(name), [paper], 3))
 
-        titled = title_named(query.text, titles) if titles else None
+        titled = titles.named(query.text) if titles else None
         paper = paper_asked_about(query.text, aliases, writes, titled)
         if paper is None:
             return query, sources
         if titled is not None:
-            query = query.derive(asked_of_the_paper(query.text, titled, titles[paper], query.language))
+            query = query.derive(asked_of_the_paper(query.text, titled, titles.titles[paper], query.language))
         query.view(ASKED_PAPER, lambda: paper)
         # the question's own search found it first, and with the words asked of it (a title's words
         # find the passages that present the paper)

@@ -207,7 +207,7 @@ _THE_PAPER = {"en": "the paper", "ja": "この論文"}
 
 
 class TitleNamed(NamedTuple):
-    """Where a question writes a paper's title (`title_named`)."""
+    """Where a question writes a paper's title (`PaperTitles.named`)."""
 
     paper: str  # its document id
     start: int  # the span of the question that writes it, quotes and brackets around it included
@@ -232,40 +232,54 @@ def _title_phrases(title: str) -> list[_Phrase]:
     return [p for p in phrases if len(p.words) >= TITLE_WORDS]
 
 
-def title_named(question: str, titles: dict[str, str]) -> TitleNamed | None:
-    """The paper of `titles` (document id: title, the collection's papers) whose title the question
-    writes, the longest where several are; None where none is, or two papers' titles are written as
-    long."""
-    found = [(m.group(), m.start(), m.end()) for m in _TITLE_WORD.finditer(question)]
-    written = [w for w, _, _ in found]
-    lowered = [w.lower() for w in written]
+class PaperTitles:
+    """The titles of the collection's papers (document id: title), indexed by the first word of each
+    way a question may write one (`_title_phrases`), so that a question is looked up in the time its
+    words take, however many papers there are."""
 
-    def quoted(first: int, last: int) -> bool:
+    def __init__(self, titles: dict[str, str]):
+        self.titles = titles
+        self._by_first: dict[str, list[tuple[str, _Phrase]]] = {}
+        for paper, title in titles.items():
+            for phrase in _title_phrases(title):
+                self._by_first.setdefault(phrase.words[0], []).append((paper, phrase))
+
+    def __bool__(self) -> bool:
+        return bool(self.titles)
+
+    def named(self, question: str) -> TitleNamed | None:
+        """The paper whose title the question writes, the longest where several are; None where none
+        is, or two papers' titles are written as long."""
+        found = [(m.group(), m.start(), m.end()) for m in _TITLE_WORD.finditer(question)]
+        written = [w for w, _, _ in found]
+        lowered = [w.lower() for w in written]
+
+        def quoted(first: int, last: int) -> bool:
+            start, end = found[first][1], found[last][2]
+            return (start > 0 and question[start - 1] in _OPENING_QUOTE
+                    and end < len(question) and question[end] in _CLOSING_QUOTE)
+
+        best: dict[str, tuple[int, int, int]] = {}  # document id: (words, first word, last word)
+        for i in range(len(found)):
+            for key, exact in ((written[i], True), (lowered[i], False)):
+                for paper, phrase in self._by_first.get(key, ()):
+                    words, n = written if exact else lowered, len(phrase.words)
+                    if (phrase.exact == exact and words[i:i + n] == phrase.words
+                            and n > best.get(paper, (0, 0, 0))[0] and (not phrase.quoted or quoted(i, i + n - 1))):
+                        best[paper] = (n, i, i + n - 1)
+        if not best:
+            return None
+        longest = max(n for n, _, _ in best.values())
+        papers = [p for p, (n, _, _) in best.items() if n == longest]
+        if len(papers) != 1:
+            return None
+        _, first, last = best[papers[0]]
         start, end = found[first][1], found[last][2]
-        return (start > 0 and question[start - 1] in _OPENING_QUOTE
-                and end < len(question) and question[end] in _CLOSING_QUOTE)
-
-    best: dict[str, tuple[int, int, int]] = {}  # document id: (words, first word, last word)
-    for paper, title in titles.items():
-        for phrase in _title_phrases(title):
-            words, n = written if phrase.exact else lowered, len(phrase.words)
-            for i in range(len(words) - n + 1):
-                if (words[i:i + n] == phrase.words and n > best.get(paper, (0, 0, 0))[0]
-                        and (not phrase.quoted or quoted(i, i + n - 1))):
-                    best[paper] = (n, i, i + n - 1)
-    if not best:
-        return None
-    longest = max(n for n, _, _ in best.values())
-    papers = [p for p, (n, _, _) in best.items() if n == longest]
-    if len(papers) != 1:
-        return None
-    _, first, last = best[papers[0]]
-    start, end = found[first][1], found[last][2]
-    while start > 0 and question[start - 1] in _OPENING_QUOTE:  # the quotes around it
-        start -= 1
-    while end < len(question) and question[end] in _CLOSING_QUOTE:
-        end += 1
-    return TitleNamed(papers[0], start, end)
+        while start > 0 and question[start - 1] in _OPENING_QUOTE:  # the quotes around it
+            start -= 1
+        while end < len(question) and question[end] in _CLOSING_QUOTE:
+            end += 1
+        return TitleNamed(papers[0], start, end)
 
 
 def asked_of_the_paper(question: str, named: TitleNamed, title: str, language: str) -> str:
@@ -286,7 +300,7 @@ def paper_asked_about(question: str, aliases: dict[str, list[str]], writes: Call
                       titled: TitleNamed | None = None) -> str | None:
     """The paper of the collection a question asks about by the name the papers citing it give it
     (`aliases`, the index's citations.json: "Transformer" for "Attention Is All You Need") or by its
-    title (`titled`: `title_named`), where that is the one paper it names so and it names nothing
+    title (`titled`: `PaperTitles.named`), where that is the one paper it names so and it names nothing
     else the paper does not write (`writes(name, document_id)`): "Which optimizer was used to train
     the Transformer?" asks about that paper, not about the papers that use Transformers; "...
     Primer's improvement over the standard Transformer?" and "the Vision Transformer" do not. A

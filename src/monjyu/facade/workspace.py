@@ -29,6 +29,7 @@ from ..engines.baseline import BaselineRAG
 from ..engines.hybrid.engine import HybridRAGEngine
 from ..engines.hybrid.rerank import Reranker, create_reranker
 from ..engines.lazy import LazySearchEngine
+from ..engines.names import PaperTitles
 from ..engines.originators import CollectionReferences, DocumentReferences
 from ..engines.relevance import LocalRelevanceScorer
 from ..engines.request import SearchRequest
@@ -228,7 +229,7 @@ class IndexContext:
         self._first_rows: dict[str, int] = {}  # each document's first unit of body text
         self._references: CollectionReferences | None = None  # read on the first question that needs them
         self._aliases: dict[str, list[str]] | None = None  # citations.json's, read on the first question
-        self._titles: dict[str, str] | None = None  # the papers' titles, read on the first question
+        self._titles: PaperTitles | None = None  # the papers' titles, read on the first question
         self._lock = threading.Lock()
 
     def _attach_store_search(self, loaded: LoadedIndex) -> None:
@@ -297,12 +298,12 @@ class IndexContext:
             self._aliases = read_citation_graph(self.generation_dir).get("aliases", {})
         return self._aliases
 
-    def paper_titles(self) -> dict[str, str]:
+    def paper_titles(self) -> PaperTitles:
         """The titles of the collection's papers (its documents with a byline), by document id: a
-        question may name a paper by its title (engines/names.py: title_named)."""
+        question may name a paper by its title (engines/names.py: PaperTitles)."""
         if self._titles is None:
-            self._titles = {paper.document_id: paper.title for papers in self._authors().papers.values()
-                            for paper in papers if paper.title}
+            self._titles = PaperTitles({paper.document_id: paper.title for papers in self._authors().papers.values()
+                                        for paper in papers if paper.title})
         return self._titles
 
     def references(self) -> CollectionReferences:
