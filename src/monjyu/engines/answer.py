@@ -186,7 +186,7 @@ class AnswerEngine:
         if paper is None:
             return query, sources
         if titled is not None:
-            query = query.derive(asked_of_the_paper(query.text, titled, titles.titles[paper], query.language))
+            query = query.derive(asked_of_the_paper(query.text, titled, query.language))
         query.view(ASKED_PAPER, lambda: paper)
         # the question's own search found it first, and with the words asked of it (a title's words
         # find the passages that present the paper)

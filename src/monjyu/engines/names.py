@@ -201,8 +201,9 @@ TITLE_WORDS = 3
 # around them ("Attention Is All You Needでは").
 _TITLE_WORD = re.compile(r"[A-Za-z0-9]+|[^\W\dA-Za-z_]+")
 _OPENING_QUOTE, _CLOSING_QUOTE = "\"“'‘「『(", "\"”'’」』)"
-# What a question that names a paper by its title reads as, the title taken out: the name before its
-# colon where it has one ("Which base language model did STaR fine-tune?"), else these words.
+# What a question that names a paper by its title reads as, the title taken out: "Which base language
+# model did the paper fine-tune?". Not the name before the title's colon ("STaR"), which the sentences
+# that present the paper write as often as its title's other words.
 _THE_PAPER = {"en": "the paper", "ja": "この論文"}
 
 
@@ -282,17 +283,15 @@ class PaperTitles:
         return TitleNamed(papers[0], start, end)
 
 
-def asked_of_the_paper(question: str, named: TitleNamed, title: str, language: str) -> str:
-    """The question with the title it names its paper by taken out: "Which base language model did
-    STaR fine-tune?", "In the paper, what value of label smoothing was used?". The title's words
-    would otherwise lead the reading to the sentences that present the paper (its abstract writes
-    them all), not to the one that answers."""
+def asked_of_the_paper(question: str, named: TitleNamed, language: str) -> str:
+    """The question with the title it names its paper by taken out: "In the paper, what value of
+    label smoothing was used?", "Which base language model did the paper fine-tune?". The title's
+    words would otherwise lead the reading to the sentences that present the paper (its abstract
+    writes them all), not to the one that answers."""
     before = question[:named.start]
-    name = title.split(":", 1)[0].strip() if ":" in title else ""
-    if not name or len(_TITLE_WORD.findall(name)) >= TITLE_WORDS:
-        name = _THE_PAPER.get(language, _THE_PAPER["en"])
-        if before.rstrip().lower().endswith(name):  # "the paper Improving language models by ..."
-            name = ""
+    name = _THE_PAPER.get(language, _THE_PAPER["en"])
+    if before.rstrip().lower().endswith(name):  # "the paper Improving language models by ..."
+        name = ""
     return " ".join((before + name + question[named.end:]).split())
 
 
