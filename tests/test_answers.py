@@ -567,7 +567,7 @@ def test_a_paper_is_named_by_its_title_whole_or_by_its_subtitle_or_by_its_name_a
     colon with the subtitle's first words as the title writes them, or by the side before the colon
     in quotes; not by the side before the colon unquoted, nor by the title's opening words alone
     (names a question uses for the topic), nor where two papers' titles are written as long. The
-    question is then read as asked of "the paper"."""
+    question is then read as asked of "the paper", unless it asks nothing of the paper but itself."""
     from monjyu.engines.names import PaperTitles, asked_of_the_paper
 
     titles = {"palm": "PaLM: Scaling Language Modeling with Pathways", "star": "STaR: Self-Taught Reasoner Bootstrapping "
@@ -591,6 +591,9 @@ def test_a_paper_is_named_by_its_title_whole_or_by_its_subtitle_or_by_its_name_a
     assert read("「Attention Is All You Need」では何層ですか？", "ja") == "attention: この論文では何層ですか？"
     assert read("Which library does the paper Generating Substrings as Document Identifiers use?") == \
         "seal: Which library does the paper use?"
+    assert read("What is Attention Is All You Need about?") == "attention: What is Attention Is All You Need about?"
+    assert read("「Attention Is All You Need」とは何ですか？", "ja") == "attention: 「Attention Is All You Need」とは何ですか？"
+    assert read("Attention Is All You Need") == "attention: Attention Is All You Need"
     assert read("Who wrote on autoregressive search engines?") is None
     assert read("How does vesicular stomatitis virus spread?") is None
     assert read("Which self-taught reasoner bootstrapping method?") is None  # opening words in another case

@@ -283,12 +283,24 @@ class PaperTitles:
         return TitleNamed(papers[0], start, end)
 
 
+# The words left of a question about a paper as a whole once its title is taken out ("What is X
+# about?", "「X」とは何ですか？"): question words and function words, in English and Japanese.
+_WHOLE_PAPER = frozenset({"paper", "article", "work"})
+_JA_FUNCTION = re.compile(r"[\u3040-\u309f]|[何誰]")
+
+
 def asked_of_the_paper(question: str, named: TitleNamed, language: str) -> str:
     """The question with the title it names its paper by taken out: "In the paper, what value of
     label smoothing was used?", "Which base language model did the paper fine-tune?". The title's
     words would otherwise lead the reading to the sentences that present the paper (its abstract
-    writes them all), not to the one that answers."""
+    writes them all), not to the one that answers. A question that asks nothing of the paper but
+    itself ("What is Attention Is All You Need about?", the title alone) is left as it is: those
+    sentences answer it."""
     before = question[:named.start]
+    rest = _TITLE_WORD.findall(before + " " + question[named.end:])
+    if not any(w.lower() not in EN_STOPWORDS and w.lower() not in _WHOLE_PAPER and _JA_FUNCTION.sub("", w)
+               for w in rest):
+        return question
     name = _THE_PAPER.get(language, _THE_PAPER["en"])
     if before.rstrip().lower().endswith(name):  # "the paper Improving language models by ..."
         name = ""
