@@ -1,10 +1,16 @@
-"""A question that asks about a paper by the name citing papers give it is answered from that paper,
-on three real arXiv PDFs (ViT and PonderNet cite ResNet as "ResNet")."""
+"""A question that asks about a paper by the name citing papers give it, or by its title, is answered
+from that paper, on real arXiv PDFs (ViT and PonderNet cite ResNet as "ResNet")."""
 
 from __future__ import annotations
 
-from monjyu import Monjyu
+import shutil
+
+import pytest
+
+from monjyu import Monjyu, MonjyuConfig
 from monjyu.types import Answer
+
+from .conftest import BENCH_DATA
 
 
 def first_quote(answer: Answer) -> tuple[str, str]:
@@ -39,3 +45,29 @@ def test_a_question_that_names_the_resnet_paper_by_its_title_is_read_without_it(
     first, cited = first_quote(answer)
     assert "mini-batch size of 256" in first, answer.text
     assert cited.endswith("resnet.pdf"), cited
+
+
+
+@pytest.fixture(scope="module")
+def attention_papers(tmp_path_factory, cache_dir) -> Monjyu:
+    """"Attention Is All You Need" and FlashAttention, whose title and text say "attention" more often."""
+    source = BENCH_DATA / "papers-pdf"
+    if not source.is_dir():
+        pytest.skip(f"{source} not present (bench data)")
+    root = tmp_path_factory.mktemp("attention-papers")
+    (root / "papers").mkdir()
+    for name in ("1706.03762.pdf", "2205.14135.pdf"):
+        shutil.copy(source / name, root / "papers" / name)
+    m = Monjyu(root / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
+    assert not m.index([root / "papers"]).failures
+    return m
+
+
+def test_who_wrote_a_paper_named_by_its_title_is_answered_from_its_byline(attention_papers: Monjyu):
+    """FlashAttention's passages are the first the words of "Attention Is All You Need" find (its
+    byline had been answered): the byline answered is the titled paper's, in English and Japanese."""
+    for question in ("Who wrote Attention Is All You Need?", "「Attention Is All You Need」の著者は誰ですか？"):
+        answer = attention_papers.search(question, top_k=5).answer
+        first, cited = first_quote(answer)
+        assert cited.endswith("1706.03762.pdf"), (question, answer.text)
+        assert "Ashish Vaswani" in first, answer.text

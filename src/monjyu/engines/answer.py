@@ -154,7 +154,7 @@ class AnswerEngine:
         if author is not None and only_lists_papers(query.text, author, terms):
             answer = papers_by_answer(author, sources, lang, self.first_passage)
         elif (asked := asks_byline(query.text)) is not None:
-            source = named_paper(sources, self.scorer.query_terms(query), terms)
+            source = self.titled_paper(query, sources) or named_paper(sources, self.scorer.query_terms(query), terms)
             answer = byline_answer(asked, source, lang) if source is not None else None
         elif (originators := asks_originators(query.text)) is not None:
             answer = originators_answer(*originators, sources, lang, terms, self.references, self.first_passage,
@@ -162,6 +162,19 @@ class AnswerEngine:
         if answer is not None and on_token:
             on_token(answer.text)
         return answer
+
+    def titled_paper(self, query: Query, sources: Sequence[Source]) -> Source | None:
+        """The first passage of the paper whose title the question writes (`PaperTitles.named`: "Who
+        wrote Attention Is All You Need?"), among the sources or, failing them, its first passage
+        numbered after them; None where it writes none. The passages its words find first may be
+        another paper's ("FlashAttention: Fast and Memory-Efficient Exact Attention ...")."""
+        titled = self.titles().named(query.text) if self.titles is not None else None
+        if titled is None:
+            return None
+        own = next((s for s in sources if s.hit.document_id == titled.paper), None)
+        if own is None and self.first_passage is not None and (hit := self.first_passage(titled.paper)):
+            own = Source(next_number(sources), hit)
+        return own
 
     def asked_paper_first(self, query: Query, sources: list[Source]) -> tuple[Query, list[Source]]:
         """Where the question asks about a paper of the collection by the name citing papers give it
