@@ -15,13 +15,13 @@ from ..llm import LLM, Message, load_prompt
 from ..nlp.byline_questions import asks_byline, asks_originators
 from ..query import Query
 from ..types import Answer, SearchHit
-from .byline import AskedAuthor, byline_answer, named_paper, only_lists_papers, papers_by_answer
+from .byline import AskedAuthor, byline_answer, named_paper, only_lists_papers, paper_source, papers_by_answer
 from .citations import resolve_citations
 from ..llm.replies import structured_reply
 from .context import Source, format_sources, next_number, select_sources
 from .cross_encoder import shared_reader_model
 from .extractive import extractive_answer, insufficient, unheard_answer
-from .names import ASKED_PAPER, PaperTitles, asked_of_the_paper, paper_asked_about
+from .names import ASKED_PAPER, PaperTitles, TitleNamed, asked_of_the_paper, paper_asked_about
 from .originators import CollectionReferences, originators_answer
 from .reader import Reader
 from .relevance import LocalRelevanceScorer
@@ -39,6 +39,8 @@ async def generate(llm: LLM, messages: list[Message], on_token: Callable[[str], 
     return "".join(parts)
 
 
+# The Query view that holds where the question writes a paper's title (`AnswerEngine.titled`).
+TITLED = "titled paper"
 # The passages of the paper a question asks about by its name that its search within that paper puts
 # first of the sources (`AnswerEngine.asked_paper_first`). Not fitted.
 ASKED_PAPER_PASSAGES = 5
@@ -168,13 +170,13 @@ class AnswerEngine:
         wrote Attention Is All You Need?"), among the sources or, failing them, its first passage
         numbered after them; None where it writes none. The passages its words find first may be
         another paper's ("FlashAttention: Fast and Memory-Efficient Exact Attention ...")."""
-        titled = self.titles().named(query.text) if self.titles is not None else None
-        if titled is None:
-            return None
-        own = next((s for s in sources if s.hit.document_id == titled.paper), None)
-        if own is None and self.first_passage is not None and (hit := self.first_passage(titled.paper)):
-            own = Source(next_number(sources), hit)
-        return own
+        titled = self.titled(query)
+        return paper_source(titled.paper, sources, self.first_passage) if titled is not None else None
+
+    def titled(self, query: Query) -> TitleNamed | None:
+        """Where the question writes the title of a paper of the collection (`PaperTitles.named`), looked
+        up once a query (its TITLED view)."""
+        return query.view(TITLED, lambda: self.titles().named(query.text) if self.titles is not None else None)
 
     def asked_paper_first(self, query: Query, sources: list[Source]) -> tuple[Query, list[Source]]:
         """Where the question asks about a paper of the collection by the name citing papers give it
@@ -194,7 +196,7 @@ class AnswerEngine:
         def writes(name: str, paper: str) -> bool:
             return any(name.lower() in h.text.lower() for h in self.search_within(Query.of(name), [paper], 3))
 
-        titled = titles.named(query.text) if titles else None
+        titled = self.titled(query)
         paper = paper_asked_about(query.text, aliases, writes, titled)
         if paper is None:
             return query, sources

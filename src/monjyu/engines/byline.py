@@ -90,6 +90,16 @@ def byline_line(asked: str, title: str, authors: Sequence[str], year: int | None
     return f"“{title}”{dated} is by {_names(authors, language)}{said}. [{number}]"
 
 
+def paper_source(document_id: str, sources: Sequence[Source],
+                 first_passage: Callable[[str], SearchHit | None] | None) -> Source | None:
+    """A paper of the collection as a source to cite its byline to: its first retrieved passage, else
+    its first passage, numbered after the sources; None where neither is, or it has no byline."""
+    own = next((s for s in sources if s.hit.document_id == document_id), None)
+    if own is None and first_passage is not None and (hit := first_passage(document_id)) is not None:
+        own = Source(next_number(sources), hit)
+    return own if own is not None and own.hit.authors else None
+
+
 def byline_answer(asked: str, source: Source, language: str) -> Answer | None:
     """The byline of `source`'s document as the answer to a question that `asked` ("authors" or
     "year") about it, cited to that passage; None where the document lacks the year asked for."""

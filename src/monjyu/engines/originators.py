@@ -31,7 +31,7 @@ from ..nlp.byline_questions import JAPANESE, ORIGINATOR_WORDS
 from ..nlp.glossary import shared_glossary
 from ..query import Query
 from ..types import Answer, SearchHit
-from .byline import byline_answer, byline_line
+from .byline import byline_answer, byline_line, paper_source
 from .citations import citation_for
 from .context import Source, next_number
 
@@ -262,13 +262,13 @@ def originators_answer(asked: str, named: str, sources: Sequence[Source], langua
                               "originators: the byline of the paper that presents the method")
     if collection is None:
         return None
-    if called is not None and (own := _own_source(called, sources, first_passage)) is not None:
+    if called is not None and (own := paper_source(called, sources, first_passage)) is not None:
         return _with_sentence(byline_answer(asked, own, language), own, None,
                               "originators: the byline of the paper the citing papers call by the method's name")
     cited = cited_work(names, sources, terms, collection)
     if cited is None:
         return None
-    if cited.linked and (own := _own_source(cited.linked, sources, first_passage)) is not None:
+    if cited.linked and (own := paper_source(cited.linked, sources, first_passage)) is not None:
         # the work cited is a paper of the collection: its byline, cited to it, then the citing sentence
         return _with_sentence(byline_answer(asked, own, language), cited.source, cited.sentence,
                               "originators: the byline of the collection paper the passages cite for the method")
@@ -288,16 +288,6 @@ def _more_sources(hits: list[SearchHit], sources: Sequence[Source]) -> list[Sour
     seen = {s.hit.text_unit_id for s in sources}
     number = next_number(sources)
     return [Source(number, h) for h in hits if h.text_unit_id not in seen]
-
-
-def _own_source(document_id: str, sources: Sequence[Source],
-                first_passage: Callable[[str], SearchHit | None] | None) -> Source | None:
-    """A paper of the collection as a source to cite its byline to: its first retrieved passage, else
-    its first passage, numbered after the sources; None where neither is, or it has no byline."""
-    own = next((s for s in sources if s.hit.document_id == document_id), None)
-    if own is None and first_passage is not None and (hit := first_passage(document_id)) is not None:
-        own = Source(next_number(sources), hit)
-    return own if own is not None and own.hit.authors else None
 
 
 def _with_sentence(answer: Answer | None, source: Source, sentence: tuple[int, int] | None, note: str) -> Answer | None:
