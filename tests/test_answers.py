@@ -1182,6 +1182,30 @@ def test_a_plain_text_paper_s_words_broken_at_line_ends_are_whole_again(tmp_path
     assert "Case-fatality rates" in text and "W-shaped" in text and "tis-" not in text, text
 
 
+SETTINGS = {  # a training section that gives its settings as numbers, and a footnote under it
+    "transformer.md": "# Training\n\nWe trained the base models for 100,000 steps on eight GPUs. We used the Adam "
+                      "optimizer [20] with β1 = 0.9, β2 = 0.98 and = 10−9 . We varied the learning rate over the "
+                      "course of training.\n\n1This schedule also matches the one of our earlier models.\n",
+}
+
+
+def test_a_sentence_that_gives_settings_as_numbers_is_quoted(tmp_path, cache_dir):
+    """A number is one word of a sentence however it is written ("0.9", "10−9"), so a sentence that
+    gives its settings as numbers reads as prose (it was debris: most of its pieces digits); a
+    table row stays debris. A footnote's mark before its first word is left out ("1This ...")."""
+    from monjyu.engines.quotes import clean_quote, quotable_span
+
+    m = _indexed(tmp_path, cache_dir, SETTINGS)
+    answer = m.search("Which optimizer was used for training?", top_k=5).answer
+    assert "We used the Adam optimizer with β1 = 0.9" in answer.text, answer.text
+    for row in ("Accuracy 0.88 0.91 0.93 0.95", "BLEU 28.4 41.8 25.8 38.1 on WMT14."):
+        assert not quotable_span(row, 0, len(row)), row
+    assert clean_quote("1This schedule also matches the one of our earlier models.") == \
+        "This schedule also matches the one of our earlier models."
+    for kept in ("3D printing was used for the masks.", "5G networks were not used."):
+        assert clean_quote(kept) == kept
+
+
 def test_figure_numbers_and_table_rows_inside_a_sentence_are_still_debris():
     from monjyu.engines.quotes import quotable_span
 

@@ -127,6 +127,8 @@ def is_title_line(text: str, a: int, b: int) -> bool:
 
 
 _ALNUM = re.compile(r"[^\W_]+")
+# A number is one word however it is written: "0.9", "1,024", "10−9" (a PDF's minus sign).
+_NUMBER = re.compile(r"\d+(?:[.,\u2212]\d+)*")
 MIN_SENTENCE_WORDS = 4
 # A stop that may end a sentence inside a quoted one: white space after it, but not a lower-case
 # word (a stop there ends an abbreviation: "Ae. aegypti", "et al. found"), and not closing a one-
@@ -138,12 +140,17 @@ STOP_THEN_SPACE = re.compile(r"(?<![\s(][A-Za-z]\.)(?<!\.[A-Z]\.)(?<![\s(](?:al|
 
 
 def is_debris(sentence: str) -> bool:
-    """Not a sentence to quote: under 4 words, or fewer than half of its words alphabetic (figure
-    and table text: "0.888 0.946 WMT16-en"); a Japanese one, written without spaces, under 8
+    """Not a sentence to quote: under 4 words, or fewer than half of its words alphabetic, a number
+    counted as one word (figure and table text: "0.888 0.946 WMT16-en"); a Japanese one, written without spaces, under 8
     letters or with more digits than other letters. Words are NFKC lower-case alphanumeric runs,
     as answer figures count them (eval/answers.py)."""
-    words = _ALNUM.findall(unicodedata.normalize("NFKC", sentence).lower())
+    text = unicodedata.normalize("NFKC", sentence).lower()
+    words = _ALNUM.findall(text)
     if detect_language(sentence) == "ja":
         letters = "".join(words)
         return len(letters) < 8 or sum(ch.isdigit() for ch in letters) * 2 > len(letters)
-    return len(words) < MIN_SENTENCE_WORDS or sum(w.isalpha() for w in words) * 2 < len(words)
+    if len(words) < MIN_SENTENCE_WORDS:
+        return True
+    # a number, decimals and all, is one word of the share ("with β1 = 0.9, β2 = 0.98 and ϵ = 10−9")
+    words = _ALNUM.findall(_NUMBER.sub("0", text))
+    return sum(w.isalpha() for w in words) * 2 < len(words)
