@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+from rapidfuzz.distance import OSA
+
 from .analyzer import EN_STOPWORDS
 
 MIN_LETTERS = 5
@@ -54,23 +56,31 @@ def corrected(text: str, indexed: Callable[[str], tuple[str, int]]) -> tuple[str
 
 # A word of Latin letters alone, whole (not part of a hyphenated or numbered name such as "SARS-CoV-2"),
 # in any case, in English or Japanese text ("DetectGPTはどのように…").
-_NAME = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z]+(?![A-Za-z0-9_-])")
+_LATIN = "A-Za-zÀ-ÖØ-öø-ɏ"  # with accented letters: "ergänzungsschulen" is one word
+_NAME = re.compile(rf"(?<![{_LATIN}0-9_-])[{_LATIN}]+(?![{_LATIN}0-9_-])")
 
 
 def unheard_names(text: str, indexed: Callable[[str], tuple[str, int]], near: Callable[[str], bool]) -> list[str]:
     """The words of `text` that name something no indexed text mentions ("DetectGPT",
-    "lecanemab"), as written: at least `MIN_LETTERS` letters, not an English word, no index term, and
-    no index term two edits or fewer from its own (`near(term)`): "immunoglobin" or "Bacilius" may
-    be a misspelling of a word the index holds, and is not counted. `indexed` as in `corrected`."""
+    "lecanemab"), as written: at least `MIN_LETTERS` letters, not an English word, no index term,
+    and no index term two edits or fewer from its own or from the word as written (`near`):
+    "immunoglobin" or "Bacilius" may be a misspelling of a word the index holds, and "Schrodinger"
+    is "Schrödinger" written without its accent; nor two edits or fewer from a function word, which
+    the index does not hold as a term ("throguh"). `indexed` as in `corrected`."""
     english = _english()
     out = []
     for word in dict.fromkeys(_NAME.findall(text)):
         if len(word) < MIN_LETTERS or word.lower() in english:
             continue
         term, held = indexed(word)
-        if not held and not near(term):
+        if not held and not near(term) and not near(word.lower()) and not _near_function_word(word.lower()):
             out.append(word)
     return out
+
+
+def _near_function_word(word: str) -> bool:
+    """Whether `word` may be a misspelt function word ("throguh", "whcih")."""
+    return any(OSA.distance(word, w, score_cutoff=2) <= 2 for w in EN_STOPWORDS)
 
 
 def _correction(word: str, english, indexed: Callable[[str], tuple[str, int]]) -> str | None:

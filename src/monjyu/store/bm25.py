@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 _PARAMS = "params.index.json"
 K1, B = 1.2, 0.75
@@ -203,9 +203,10 @@ class BM25Index:
         return int(indptr[i + 1] - indptr[i])
 
     def has_term_near(self, term: str, edits: int = 2) -> bool:
-        """Whether the index holds a term at most `edits` edits (Levenshtein, rapidfuzz) from
-        `term`: a word the index lacks may be a misspelling of that one."""
-        return process.extractOne(term, self._vocab.keys(), scorer=Levenshtein.distance, score_cutoff=edits) is not None
+        """Whether the index holds a term at most `edits` edits from `term` (a letter dropped, added,
+        changed, or two next to each other swapped: rapidfuzz's OSA distance): a word the index
+        lacks may be a misspelling of that one ("redsitrubute")."""
+        return process.extractOne(term, self._vocab.keys(), scorer=OSA.distance, score_cutoff=edits) is not None
 
     def scores(self, query_terms: list[str]) -> np.ndarray:
         """BM25 score of every text unit (row order of the text_units table)."""
