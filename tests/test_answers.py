@@ -319,6 +319,36 @@ def test_a_side_is_quoted_where_it_is_said_what_the_other_side_s_quote_says(tmp_
     assert "step time was 1.0 seconds" in answer.text and "dropout" not in answer.text, answer.text
 
 
+OUTBREAKS = {  # of the ship, the sentence that names it says nothing of its cases; the one with its count does not name it
+    "ship.md": "# An outbreak on the cruise ship Aurora\n\nAn outbreak of the novel coronavirus occurred on the cruise "
+               "ship Aurora, which then stayed at anchor near Lisbon. The first identified case was a passenger who "
+               "started coughing on board and left the ship in Porto. Out of a total of 3,100 persons on board, 150 "
+               "symptomatic cases had been diagnosed by the end of February. The crew was kept apart from the "
+               "passengers from the fifth day on.\n",
+    "region.md": "# Surveillance in the northern region\n\nBy the end of February, 40 confirmed cases of the novel "
+                 "coronavirus had been reported in the northern region, and one of them had died. The region set up "
+                 "testing in every hospital in January.\n",
+}
+
+
+def test_a_side_weighed_by_an_amount_is_quoted_where_its_amount_is_stated(tmp_path, cache_dir):
+    """"More ... than" weighs the two by an amount: the ship's sentence that states its count of cases
+    is quoted, not only the one that names the ship, though the reader scores that one higher. An
+    amount is not a date's nor a name's digits, and "which came first" weighs by a date."""
+    from monjyu.engines.question_wording import carries, weighed_by
+
+    m = _indexed(tmp_path, cache_dir, OUTBREAKS)
+    answer = m.search("By the end of February, had more symptomatic cases been diagnosed on the Aurora than confirmed "
+                      "cases reported in the northern region?", top_k=5).answer
+    assert "150 symptomatic cases had been diagnosed" in answer.text, answer.text
+    assert "40 confirmed cases" in answer.text, answer.text
+    assert weighed_by("Is A higher than B?") == "amount" and weighed_by("Which came out first, A or B?") == "date"
+    assert weighed_by("Who lived longer, A or B?") == ""  # a life is longer by its dates
+    assert carries("amount", "Out of 3,100 persons, 150 were ill.")
+    for no_amount in ("It began on 19 January 2020 in Hong Kong.", "COVID-19 and H1N1 spread in 2009-2020."):
+        assert not carries("amount", no_amount), no_amount
+
+
 NETWORK_CHANGES = {  # a sentence names both changes, and each change has a sentence that says how effective it is
     "network-changes.md": "# Two changes to the network\n\nOur study shows that the gains of the new network come from "
                           "two changes: squaring the ReLU activations and adding a depthwise convolution after each "

@@ -22,7 +22,7 @@ from ..nlp.glossary import GLOSS_CONTEXT, with_english_glosses
 from ..query import Query
 from .cross_encoder import ReaderModel
 from .names import ASKED_PAPER, capitalised_terms, document_names, documents_named, in_a_row, letter_names, renamed
-from .question_wording import carries, question_asks, question_sides
+from .question_wording import carries, question_asks, question_sides, weighed_by
 from .quotes import clean_quote
 from .relevance import LocalRelevanceScorer, Sentence
 
@@ -254,8 +254,10 @@ class Draft:
 
     def speak_to(self, sides: list[Side], among: list[Candidate], weighed: bool) -> None:
         """A side no quote speaks of yet is answered by the best sentence of `among` that does,
-        however it scores beside the lead; with `weighed` (the things the question weighs), by
-        the best of those that say of it, and of no other side, what a quote says of another,
+        however it scores beside the lead; with `weighed` (the things the question weighs), of any
+        length (a long lead does not crowd a side out), of those that state a date or an amount
+        where the question weighs the sides by one (`stating_the_measure`), and by the best of
+        those that say of it, and of no other side, what a quote says of another,
         where one does (above a sentence that only names it: the big model's dropout rate, when
         the base model's training time is quoted; not a restatement of that quote that names
         both), failing any, by the best sentence of a document whose title names it ("It was
@@ -278,15 +280,26 @@ class Draft:
                     self.state_apart(side.asked, spoken, [c for c in among if c not in self.picked and speaks(c)
                                                           and not of_others(c)])
                 continue
-            free = [c for c in among if c not in self.picked and self.fits(c, parallel=weighed)]
-            holders = [c for c in free if speaks(c)]
+            free = [c for c in among if c not in self.picked and self.fits(c, parallel=weighed, any_length=weighed)]
+            holders = self.stating_the_measure([c for c in free if speaks(c)], weighed)
             others = [c for c in self.picked if of_others(c)] if weighed else []
             holder = next((c for c in holders if not of_others(c) and self.says_alike(c, others)),
                           holders[0] if holders else None)
             if holder is None and weighed:
-                holder = next((c for c in free if speaks_of(c.titled, side)), None)
+                holder = next(iter(self.stating_the_measure([c for c in free if speaks_of(c.titled, side)], weighed)),
+                              None)
             if holder is not None:
                 self.take(holder)
+
+    def stating_the_measure(self, sentences: list[Candidate], weighed: bool) -> list[Candidate]:
+        """Where the things a question weighs are weighed by a date ("Which came out first, ...?") or
+        an amount ("Were more cases diagnosed on the ship than ...?"), those of `sentences` that state
+        one, where some do: "199 symptomatic cases have been diagnosed on board", not "An outbreak
+        ... has occurred on a cruise ship, the Diamond Princess."."""
+        measure = weighed_by(self.query.text) if weighed else ""
+        if not measure:
+            return sentences
+        return [c for c in sentences if carries(measure, c.quote)] or sentences
 
     def state_apart(self, asked: str, spoken: list[Candidate], alone: list[Candidate]) -> None:
         """Where every quote about a side names the other too, they may say what the question asks of

@@ -124,6 +124,23 @@ def _japanese_than(q: str) -> list[str] | None:
     return [side, than.group(1).strip()] if side else None
 
 
+# The words that weigh things by a date ("Which came out first, A or B?", "Who was born later?") or
+# by an amount ("more ... than", "higher", "the largest"): what the answer states of each side.
+# "Longer" is neither: a life is longer by its dates, a genome by its length.
+_BY_DATE = re.compile(r"\b(first|earlier|earliest|later|latest|before|after|older|oldest|younger|youngest|sooner)\b|"
+                      r"先に|最初|早く|遅く|古い|新しい|年上|年下", re.I)
+_BY_AMOUNT = re.compile(r"\b(more|less|fewer|greater|higher|lower|larger|smaller|bigger|faster|slower|heavier|"
+                        r"lighter|most|least|highest|lowest|largest|smallest|biggest|fastest|slowest)\b|"
+                        r"多い|少な|高い|低い|大き|小さ|速い", re.I)
+
+
+def weighed_by(text: str) -> str:
+    """"amount" or "date" where the question weighs things by one (`carries` tells a sentence that
+    states it), else "". An amount's word first: "In the first genome, which gene had the higher
+    identity?" weighs an amount."""
+    return "amount" if _BY_AMOUNT.search(text) else "date" if _BY_DATE.search(text) else ""
+
+
 def asks_to_choose(text: str) -> bool:
     """A yes/no question, or one that asks to choose between the things it names."""
     return bool(_CHOICE.search(text))
@@ -158,8 +175,19 @@ _CARRIES = {
 }
 
 
+# An amount: a number or a number word, not a date's nor a name's digits ("19 January 2020", "in
+# 2009", "COVID-19", "H1N1").
+_DATES = re.compile(r"\b(?:\d{1,2}\s+)?(?:January|February|March|April|May|June|July|August|September|October|"
+                    r"November|December)(?:\s+\d{1,2}\b)?|\b(?:1[6-9]|20)\d\d\b|\d+年|\d+月|\d+日")
+_AMOUNT = re.compile(r"(?<![\w-])\d+(?:[.,]\d+)*(?![\w-])|\b(two|three|four|five|six|seven|eight|nine|ten|eleven|"
+                     r"twelve|hundred|thousand|million|billion|dozen|half|twice|double|triple)\b", re.I)
+
+
 def carries(asks: str, text: str) -> bool:
     """Whether `text` (a sentence) carries what a question of the kind `asks` asks for (a number
-    for "how many", a place for "where" ...): a kind of answer's surface, not the answer."""
+    for "how many", a place for "where", an amount for "more than" ...): a kind of answer's
+    surface, not the answer."""
+    if asks == "amount":
+        return _AMOUNT.search(_DATES.sub(" ", text)) is not None
     return bool(asks) and _CARRIES[asks].search(text) is not None
 
