@@ -319,7 +319,8 @@ def test_a_side_is_quoted_where_it_is_said_what_the_other_side_s_quote_says(tmp_
     assert "step time was 1.0 seconds" in answer.text and "dropout" not in answer.text, answer.text
 
 
-OUTBREAKS = {  # of the ship, the sentence that names it says nothing of its cases; the one with its count does not name it
+# Of the ship, the sentence that names it says nothing of its cases; the one with its count does not name it.
+OUTBREAKS = {
     "ship.md": "# An outbreak on the cruise ship Aurora\n\nAn outbreak of the novel coronavirus occurred on the cruise "
                "ship Aurora, which then stayed at anchor near Lisbon. The first identified case was a passenger who "
                "started coughing on board and left the ship in Porto. Out of a total of 3,100 persons on board, 150 "

@@ -83,7 +83,8 @@ def test_a_question_about_what_no_document_mentions_is_not_answered(sample_index
     answer = sample_index.ask("Which algorithm detects hierarchical comunities?", "hybrid", top_k=3,
                               spelling=False).answer
     assert answer.kind == "extractive", answer.text
-    answer = sample_index.ask("Which algorithm detects communities throguh the concept graph?", "hybrid", top_k=3).answer
+    answer = sample_index.ask("Which algorithm detects communities throguh the concept graph?", "hybrid",
+                              top_k=3).answer
     assert answer.kind == "extractive", answer.text  # a misspelt function word names nothing
 
 
