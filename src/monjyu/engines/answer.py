@@ -189,14 +189,13 @@ class AnswerEngine:
         it, with the title taken out (`asked_of_the_paper`), whatever its own search found first: the
         query as read, and the sources; the query and the sources as they are for any other question."""
         aliases = self.aliases() if self.aliases is not None else {}
-        titles = self.titles() if self.titles is not None else PaperTitles({})
-        if self.search_within is None or not (aliases or titles):
+        titled = self.titled(query)
+        if self.search_within is None or not (aliases or titled):
             return query, sources
 
         def writes(name: str, paper: str) -> bool:
             return any(name.lower() in h.text.lower() for h in self.search_within(Query.of(name), [paper], 3))
 
-        titled = self.titled(query)
         paper = paper_asked_about(query.text, aliases, writes, titled)
         if paper is None:
             return query, sources

@@ -162,6 +162,7 @@ class Draft:
         text = query.text
         self.asks = question_asks(text)
         self.paired = question_sides(text)
+        self.measure = weighed_by(text)  # what the things it weighs are weighed by: an amount, a date, ""
         # a question that weighs two things is answered by a sentence about each, whatever it asks
         self.choice = self.asks == "choice" or (bool(self.paired) and self.asks not in ("compare", "list"))
         self.extent = _EXTENT["choice" if self.choice else self.asks]
@@ -296,10 +297,9 @@ class Draft:
         an amount ("Were more cases diagnosed on the ship than ...?"), those of `sentences` that state
         one, where some do: "199 symptomatic cases have been diagnosed on board", not "An outbreak
         ... has occurred on a cruise ship, the Diamond Princess."."""
-        measure = weighed_by(self.query.text) if weighed else ""
-        if not measure:
+        if not (weighed and self.measure):
             return sentences
-        return [c for c in sentences if carries(measure, c.quote)] or sentences
+        return [c for c in sentences if carries(self.measure, c.quote)] or sentences
 
     def state_apart(self, asked: str, spoken: list[Candidate], alone: list[Candidate]) -> None:
         """Where every quote about a side names the other too, they may say what the question asks of

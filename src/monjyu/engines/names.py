@@ -245,9 +245,6 @@ class PaperTitles:
             for phrase in _title_phrases(title):
                 self._by_first.setdefault(phrase.words[0], []).append((paper, phrase))
 
-    def __bool__(self) -> bool:
-        return bool(self.titles)
-
     def named(self, question: str) -> TitleNamed | None:
         """The paper whose title the question writes, the longest where several are; None where none
         is, or two papers' titles are written as long."""

@@ -73,8 +73,10 @@ def unheard_names(text: str, indexed: Callable[[str], tuple[str, int]], near: Ca
         if len(word) < MIN_LETTERS or word.lower() in english:
             continue
         term, held = indexed(word)
-        if not held and not near(term) and not near(word.lower()) and not _near_function_word(word.lower()):
-            out.append(word)
+        # its term and the word as written, each compared once (the same string for most words)
+        if held or any(map(near, dict.fromkeys((term, word.lower())))) or _near_function_word(word.lower()):
+            continue
+        out.append(word)
     return out
 
 
