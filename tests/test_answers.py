@@ -77,6 +77,8 @@ def test_question_kinds_from_their_wording():
     assert question_asks("When was the vaccine approved?") == "date"
     assert question_asks("Why does FlashAttention run faster?") == "reason"
     assert question_asks("How does ViT differ from a ResNet?") == "compare"
+    assert question_asks("How do you differentiate SARS from MERS?") == "compare"
+    assert question_asks("Does Reptile differentiate through the inner loop the way MAML does?") == "choice"
     assert question_asks("What are the two pre-training tasks of BERT?") == "list"
     assert question_asks("How does DetectGPT decide whether a text was machine-generated?") == "method"
     assert question_asks("What is LazyGraphRAG?") == "definition"
@@ -86,6 +88,7 @@ def test_question_kinds_from_their_wording():
     assert question_asks("Are Christopher Nolan and Sathish Kalathil both film directors?") == "choice"
     assert question_asks("Which has more parameters, PaLM or OPT-175B?") == "choice"
     assert question_asks("Does FlashAttention reduce the number of HBM accesses?") == "choice"
+    assert question_asks("In the BERT paper, are MLM and NSP both pre-training tasks?") == "choice"
     assert question_asks("このワクチンは有効ですか？") == "choice"
     # a Japanese question with no question word is a yes/no question, whatever nouns it holds
     assert question_asks("FlashAttentionは近似attention手法より速いのですか？") == "choice"
@@ -104,6 +107,7 @@ def test_the_things_a_question_weighs_from_the_words_that_join_them():
         ["squared ReLU", "the convolution after the Q, K and V projections"]
     assert question_sides("Are Christopher Nolan and Sathish Kalathil both film directors?") == \
         ["Christopher Nolan", "Sathish Kalathil"]
+    assert question_sides("In the BERT paper, are MLM and NSP both pre-training tasks?") == ["MLM", "NSP"]
     assert question_sides("Are both magazines, the Woman's Viewpoint and Pick Me Up, British publications?") == \
         ["magazines, the Woman's Viewpoint", "Pick Me Up"]
     assert question_sides("Who was born first out of Aivar Kuusmaa and Andy Summers?") == ["Aivar Kuusmaa", "Andy Summers"]

@@ -11,7 +11,11 @@ import re
 # A Japanese yes/no question: a question ending ("...ですか", "...ましたか") and no question word.
 _JA_YES_NO = re.compile(r"^(?!.*(?:何|どこ|どちら|どっち|どれ|どの|どう|どんな|いつ|誰|だれ|なぜ|いくつ|いくら))"
                         r".*[ぁ-ん]か[。？?]?\s*$")
-_CHOICE = re.compile(r"^\s*(which|who|what)\b[^?]*\bor\b[^?]*\?\s*$|^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b.+\?\s*$|"
+# A phrase that sets the scene before a yes/no question's verb: "On the Diamond Princess, did ...?"
+_LEAD_IN = (r"(?:(?:in|on|at|for|from|among|according to|after|before|during|with|without|within|under|by|"
+            r"over|across|compared (?:to|with))\b[^,?]{0,80},\s*)?")
+_CHOICE = re.compile(r"^\s*(which|who|what)\b[^?]*\bor\b[^?]*\?\s*$|^\s*" + _LEAD_IN +
+                     r"(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b.+\?\s*$|"
                      r"\b(or|and)\b.+\b(both|either)\b|\bboth\b.+\b(and)\b|どちら|どっち|それとも|" + _JA_YES_NO.pattern, re.I)
 _ASKS = [
     ("number", re.compile(r"\bhow (many|much|long|often|large|big|old|far|fast|high|low|small)\b|"
@@ -22,7 +26,9 @@ _ASKS = [
     ("place", re.compile(r"\bwhere\b|どこ", re.I)),
     ("reason", re.compile(r"\bwhy\b|\bwhat (causes|caused|leads|led)\b|\breasons?\b|\bfor what purpose\b|"
                           r"なぜ|どうして|理由|原因|目的", re.I)),
-    ("compare", re.compile(r"\bdiffer|\bdifference|\bcompar|\bversus\b|\bvs\.?\b|\bbetter than\b|"
+    # "differentiate" compares only "between" things or one "from" another: a gradient's sense
+    # ("differentiate through the inner loop") and "differentiated cells" do not
+    ("compare", re.compile(r"\bdiffer(?!entia)|\bdifferentiat\w*\b.*\b(?:between|from)\b|\bdifference|\bcompar|\bversus\b|\bvs\.?\b|\bbetter than\b|"
                            r"\bworse than\b|\badvantages?\b|\bdisadvantages?\b|\bunlike\b|違い|比較|異な|比べ|優れ|利点|欠点", re.I)),
     ("list", re.compile(r"\bwhat are (the|some)\b|\bwhich\b.*\b(are|were)\b|\blist\b|\bname (the|some)\b|"
                         r"\bwhat (types|kinds|sorts|components|steps|stages|factors|features|methods|techniques)\b|"
@@ -66,8 +72,8 @@ _PAIRED = [re.compile(p, re.I) for p in (
     r"\bbetween\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
     r"\b(?:out of|which of)\s+(.+?)\s+and\s+(.+?)(?=[,;]|$)",
     r"\bboth\s+(.+?)\s+and\s+(.+?)(?=[,;]|$|\s(?:are|were|is|was|have|had|do|did)\b)",
-    r"^(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+([^,;]+?)\s+both\b",
-    r"^(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+(.+?)(?=[,;]|$)",
+    "^" + _LEAD_IN + r"(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+([^,;]+?)\s+both\b",
+    "^" + _LEAD_IN + r"(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+(.+?)(?=[,;]|$)",
     r"([^,;:]+?)\s+(?:versus|vs\.?)\s+(.+?)(?=[,;]|$)")]
 _ALTERNATIVE = re.compile(r"\s*,?\s+\bor\b\s+", re.I)
 _CLAUSE_START = re.compile(r"[,;:](?!\s*or\b)", re.I)  # a comma that does not open ", or B"
