@@ -379,6 +379,11 @@ class HeadingNumbers:
         return ok
 
 
+# A caption's own opening ("Table 1:", "Figure 2 |"): running text that names a table does not
+# put a colon after its number.
+_CAPTION_OPENING = re.compile(r"^(?:figure|fig\.|table|図|表)\s*[0-9IVX]+[a-z]?\s*[:|：]", re.IGNORECASE)
+
+
 def _paragraph_break(para: list[Line], cur: Line, line_pitch: float = 0.0) -> bool:
     """Whether `cur` starts a new paragraph after the lines `para` (same column so far): a change
     of type, a blank line or a jump up, or a short last line followed by an indent or after a
@@ -388,6 +393,8 @@ def _paragraph_break(para: list[Line], cur: Line, line_pitch: float = 0.0) -> bo
     formulas) and a word's second half never break a paragraph."""
     if len(cur.text.strip()) <= 4 or para[-1].hyphen and cur.text[:1].islower():  # a word split by a hyphen goes on
         return False
+    if _CAPTION_OPENING.match(cur.text.strip()):  # "Table 1: ..." set where a sentence broke off
+        return True
     prev = next((x for x in reversed(para) if len(x.text.strip()) > 4), para[-1])
     if cur.page != prev.page:
         return prev.text.rstrip()[-1:] in ".!?:。" and not cur.text[:1].islower()
@@ -763,7 +770,79 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
             para.append(ln)
     flush()
     flush_refs()
-    return _file_figures(blocks)
+    return _file_figures(_rejoin_cut_paragraphs(blocks, vocabulary))
+
+
+def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Block]:
+    """A paragraph cut mid-sentence, joined again: by a float set where the sentence broke off (a
+    caption with its figure or table text, at the top of the next page or column), or by the turn
+    to the next column or page itself. The second part opens with a word in lower case, both read
+    as prose where they meet, and the floats follow the whole paragraph. A formula between a
+    sentence and its "where ..." has no caption and no turn: it stays where it is."""
+    out: list[Block] = []
+    for b in blocks:
+        if b.kind == TEXT and _continues_a_sentence(b.text):
+            j = len(out) - 1
+            while j >= 0 and _set_apart(out[j]):
+                j -= 1
+            between = out[j + 1:]
+            if j >= 0 and out[j].kind == TEXT and _breaks_off(out[j].text) and \
+                    (any(is_caption(x.text) for x in between) or _turns_to(out[j], b)):
+                out[j] = _joined(out[j], b, vocabulary)
+                continue
+        out.append(b)
+    return out
+
+
+def _set_apart(block: Block) -> bool:
+    """A float's part: a caption, figure or table text, or a line of it that reads as no prose
+    (a table's header row)."""
+    return block.kind == FIGURE or block.kind == TEXT and (is_caption(block.text) or not _prose(block.text.split()))
+
+
+def _prose(tokens: list[str]) -> bool:
+    """Words, some of them function words ("the", "of", "we" ...): not a table's cells or a formula."""
+    words = [t.strip(".,;:()[]\"'").lower() for t in tokens]
+    return len(words) >= 4 and sum(w.isalpha() for w in words) >= 0.6 * len(words) and \
+        sum(w in _FUNCTION_WORDS for w in words) >= 0.15 * len(words)
+
+
+def _continues_a_sentence(text: str) -> bool:
+    """Opens with a word in lower case ("tokens in the sequence. To this end ...") and reads as prose."""
+    return bool(re.match(r"[a-z][a-z-]+\b", text)) and _prose(text.split()[:12])
+
+
+def _breaks_off(text: str) -> bool:
+    """A paragraph (8 words or more: not a label of a figure) that ends inside a sentence: a word, a
+    number or a comma last (not a colon before a formula), a word in what follows its last full
+    stop (not a figure's tick after it), and prose there."""
+    tail = text.rstrip()
+    return len(tail.split()) >= 8 and (tail[-1].isalnum() or tail[-1] in ",-") and not is_caption(tail) and \
+        bool(re.search(r"[^\W\d_]{2}", re.split(r"[.!?]\s", tail)[-1])) and _prose(tail.split()[-12:])
+
+
+def _turns_to(a: Block, b: Block) -> bool:
+    """`b` goes on at the next page or column: its first line on a later page than `a`'s last, or
+    above it."""
+    if not a.lines or not b.lines:
+        return False
+    (_, _, page_a, box_a), (_, _, page_b, box_b) = a.lines[-1], b.lines[0]
+    return page_b > page_a or page_b == page_a and box_b[1] > box_a[3]
+
+
+def _joined(a: Block, b: Block, vocabulary: set[str]) -> Block:
+    text = a.text.rstrip()
+    left, right = re.search(r"([\w-]*)$", text).group(1), re.match(r"\w*", b.text).group(0)
+    if text.endswith("-") and not text.endswith(" -"):  # a word hyphenated at the break
+        sep = ""
+        if not keeps_line_end_hyphen(left.rstrip("-"), right, vocabulary):
+            text = text[:-1]
+    else:
+        sep = line_separator(text, b.text)
+    shift = len(text) + len(sep)
+    lines = [(min(s, len(text)), min(e, len(text)), p, box) for s, e, p, box in a.lines] + \
+        [(s + shift, e + shift, p, box) for s, e, p, box in b.lines]
+    return Block(text + sep + b.text, a.kind, a.level, a.label, a.page, lines)
 
 
 _FUNCTION_WORDS = frozenset(
