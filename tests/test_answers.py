@@ -349,6 +349,8 @@ def test_a_side_weighed_by_an_amount_is_quoted_where_its_amount_is_stated(tmp_pa
     assert "40 confirmed cases" in answer.text, answer.text
     assert weighed_by("Is A higher than B?") == "amount" and weighed_by("Which came out first, A or B?") == "date"
     assert weighed_by("Who lived longer, A or B?") == ""  # a life is longer by its dates
+    assert weighed_by("致死率が高かったのはどちらの流行ですか？") == "amount"  # 高い, in the past
+    assert weighed_by("先に報告されたのはAとBのどちらですか？") == "date"
     assert carries("amount", "Out of 3,100 persons, 150 were ill.")
     for no_amount in ("It began on 19 January 2020 in Hong Kong.", "COVID-19 and H1N1 spread in 2009-2020."):
         assert not carries("amount", no_amount), no_amount

@@ -132,12 +132,13 @@ def _japanese_than(q: str) -> list[str] | None:
 
 # The words that weigh things by a date ("Which came out first, A or B?", "Who was born later?") or
 # by an amount ("more ... than", "higher", "the largest"): what the answer states of each side.
-# "Longer" is neither: a life is longer by its dates, a genome by its length.
+# "Longer" is neither: a life is longer by its dates, a genome by its length. A Japanese adjective
+# by its stem and any ending ("高い", "高く", "高かった", "高ければ").
 _BY_DATE = re.compile(r"\b(first|earlier|earliest|later|latest|before|after|older|oldest|younger|youngest|sooner)\b|"
-                      r"先に|最初|早く|遅く|古い|新しい|年上|年下", re.I)
+                      r"先に|最初|早[いくかけ]|遅[いくかけ]|古[いくかけ]|新し|年上|年下", re.I)
 _BY_AMOUNT = re.compile(r"\b(more|less|fewer|greater|higher|lower|larger|smaller|bigger|faster|slower|heavier|"
                         r"lighter|most|least|highest|lowest|largest|smallest|biggest|fastest|slowest)\b|"
-                        r"多い|少な|高い|低い|大き|小さ|速い", re.I)
+                        r"多[いくかけ]|少な|高[いくかけ]|低[いくかけ]|大き|小さ|速[いくかけ]", re.I)
 
 
 def weighed_by(text: str) -> str:

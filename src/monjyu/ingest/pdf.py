@@ -776,8 +776,8 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
 def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Block]:
     """A paragraph cut mid-sentence, joined again: by a float set where the sentence broke off (a
     caption with its figure or table text, at the top of the next page or column), or by the turn
-    to the next column or page itself. The second part opens with a word in lower case, both read
-    as prose where they meet, and the floats follow the whole paragraph. A formula between a
+    to the next column or page itself. The second part opens with a word in lower case on the same
+    page or the next, both read as prose where they meet, and the floats follow the whole paragraph. A formula between a
     sentence and its "where ..." has no caption and no turn: it stays where it is."""
     out: list[Block] = []
     for b in blocks:
@@ -786,7 +786,7 @@ def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Bl
             while j >= 0 and _set_apart(out[j]):
                 j -= 1
             between = out[j + 1:]
-            if j >= 0 and out[j].kind == TEXT and _breaks_off(out[j].text) and \
+            if j >= 0 and out[j].kind == TEXT and _breaks_off(out[j].text) and (b.page or 0) - (out[j].page or 0) <= 1 and \
                     (any(is_caption(x.text) for x in between) or _turns_to(out[j], b)):
                 out[j] = _joined(out[j], b, vocabulary)
                 continue
@@ -795,9 +795,11 @@ def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Bl
 
 
 def _set_apart(block: Block) -> bool:
-    """A float's part: a caption, figure or table text, or a line of it that reads as no prose
-    (a table's header row)."""
-    return block.kind == FIGURE or block.kind == TEXT and (is_caption(block.text) or not _prose(block.text.split()))
+    """A float's part: a caption, figure or table text, or a line of it that reads as no prose (a
+    table's header row) or is too short for a paragraph and no sentence (an axis's title)."""
+    words = block.text.split()
+    return block.kind == FIGURE or block.kind == TEXT and (
+        is_caption(block.text) or not _prose(words) or len(words) < 8 and not block.text.rstrip().endswith((".", "!", "?")))
 
 
 def _prose(tokens: list[str]) -> bool:
@@ -813,11 +815,12 @@ def _continues_a_sentence(text: str) -> bool:
 
 
 def _breaks_off(text: str) -> bool:
-    """A paragraph (8 words or more: not a label of a figure) that ends inside a sentence: a word, a
-    number or a comma last (not a colon before a formula), a word in what follows its last full
-    stop (not a figure's tick after it), and prose there."""
+    """A paragraph (8 words or more: not a label of a figure; not a footnote, whose mark is glued to
+    its first word: "2Note that ...") that ends inside a sentence: a word, a number or a comma last
+    (not a colon before a formula), a word in what follows its last full stop (not a figure's tick
+    after it), and prose there."""
     tail = text.rstrip()
-    return len(tail.split()) >= 8 and (tail[-1].isalnum() or tail[-1] in ",-") and not is_caption(tail) and \
+    return len(tail.split()) >= 8 and not re.match(r"\d{1,2}[A-Z][a-z]", tail) and (tail[-1].isalnum() or tail[-1] in ",-") and not is_caption(tail) and \
         bool(re.search(r"[^\W\d_]{2}", re.split(r"[.!?]\s", tail)[-1])) and _prose(tail.split()[-12:])
 
 
