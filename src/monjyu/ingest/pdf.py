@@ -826,11 +826,11 @@ def _breaks_off(text: str) -> bool:
 
 def _turns_to(a: Block, b: Block) -> bool:
     """`b` goes on at the next page or column: its first line on a later page than `a`'s last, or
-    above it."""
+    its foot above that line's (a line's box may reach far up; a subscript's foot sits low)."""
     if not a.lines or not b.lines:
         return False
     (_, _, page_a, box_a), (_, _, page_b, box_b) = a.lines[-1], b.lines[0]
-    return page_b > page_a or page_b == page_a and box_b[1] > box_a[3]
+    return page_b > page_a or page_b == page_a and box_b[1] > box_a[1]
 
 
 def _joined(a: Block, b: Block, vocabulary: set[str]) -> Block:
