@@ -777,8 +777,8 @@ def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Bl
     """A paragraph cut mid-sentence, joined again: by a float set where the sentence broke off (a
     caption with its figure or table text, at the top of the next page or column), or by the turn
     to the next column or page itself. The second part opens with a word in lower case on the same
-    page or the next, both read as prose where they meet, and the floats follow the whole paragraph. A formula between a
-    sentence and its "where ..." has no caption and no turn: it stays where it is."""
+    page or the next, both read as prose where they meet, and the floats follow the whole paragraph.
+    A formula between a sentence and its "where ..." has no caption and no turn: it stays where it is."""
     out: list[Block] = []
     for b in blocks:
         if b.kind == TEXT and _continues_a_sentence(b.text):
@@ -786,9 +786,10 @@ def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Bl
             while j >= 0 and _set_apart(out[j]):
                 j -= 1
             between = out[j + 1:]
-            if j >= 0 and out[j].kind == TEXT and _breaks_off(out[j].text) and (b.page or 0) - (out[j].page or 0) <= 1 and \
-                    (any(is_caption(x.text) for x in between) or _turns_to(out[j], b)):
-                out[j] = _joined(out[j], b, vocabulary)
+            a = out[j] if j >= 0 else None
+            if a is not None and a.kind == TEXT and _breaks_off(a.text) and (b.page or 0) - (a.page or 0) <= 1 and \
+                    (any(is_caption(x.text) for x in between) or _turns_to(a, b)):
+                out[j] = _joined(a, b, vocabulary)
                 continue
         out.append(b)
     return out
@@ -798,8 +799,8 @@ def _set_apart(block: Block) -> bool:
     """A float's part: a caption, figure or table text, or a line of it that reads as no prose (a
     table's header row) or is too short for a paragraph and no sentence (an axis's title)."""
     words = block.text.split()
-    return block.kind == FIGURE or block.kind == TEXT and (
-        is_caption(block.text) or not _prose(words) or len(words) < 8 and not block.text.rstrip().endswith((".", "!", "?")))
+    short_label = len(words) < 8 and not block.text.rstrip().endswith((".", "!", "?"))
+    return block.kind == FIGURE or block.kind == TEXT and (is_caption(block.text) or not _prose(words) or short_label)
 
 
 def _prose(tokens: list[str]) -> bool:
@@ -820,8 +821,11 @@ def _breaks_off(text: str) -> bool:
     (not a colon before a formula), a word in what follows its last full stop (not a figure's tick
     after it), and prose there."""
     tail = text.rstrip()
-    return len(tail.split()) >= 8 and not re.match(r"\d{1,2}[A-Z][a-z]", tail) and (tail[-1].isalnum() or tail[-1] in ",-") and not is_caption(tail) and \
-        bool(re.search(r"[^\W\d_]{2}", re.split(r"[.!?]\s", tail)[-1])) and _prose(tail.split()[-12:])
+    if len(tail.split()) < 8 or re.match(r"\d{1,2}[A-Z][a-z]", tail) or is_caption(tail):
+        return False
+    last_sentence = re.split(r"[.!?]\s", tail)[-1]
+    return (tail[-1].isalnum() or tail[-1] in ",-") and bool(re.search(r"[^\W\d_]{2}", last_sentence)) and \
+        _prose(tail.split()[-12:])
 
 
 def _turns_to(a: Block, b: Block) -> bool:
@@ -834,6 +838,8 @@ def _turns_to(a: Block, b: Block) -> bool:
 
 
 def _joined(a: Block, b: Block, vocabulary: set[str]) -> Block:
+    """`a` with `b` after it, as `_join` joins two lines: a word hyphenated at the break mended
+    unless the hyphen is the word's; `b`'s line boxes after `a`'s."""
     text = a.text.rstrip()
     left, right = re.search(r"([\w-]*)$", text).group(1), re.match(r"\w*", b.text).group(0)
     if text.endswith("-") and not text.endswith(" -"):  # a word hyphenated at the break
