@@ -334,17 +334,19 @@ def test_real_papers_text_is_clean_and_structured(real_papers):
 
 
 def test_a_sentence_cut_by_a_float_or_a_column_turn_is_read_whole(real_papers):
-    """A table set at the top of the next page ("Table 1: ..."), a figure beside a column, or the
-    turn to the next column cut these sentences in two (read from the PDFs); each is one sentence of
-    one text unit again."""
-    whole = {
-        "1706.03762.pdf": "we must inject some information about the relative or absolute position of the tokens in "
-                          "the sequence.",
-        "resnet.pdf": "We have shown that parameter-free, identity shortcuts help with training.",
-        "ponder_net.pdf": "These results are important as they show that our method is particularly robust",
-        "2205.01068.pdf": "must work together to develop clear guidelines around responsible AI",
-    }
-    for name, sentence in whole.items():
+    """A table set at the top of the next page ("Table 1: ..."), a figure beside a column, a
+    footnote at a page's foot, or the turn to the next column cut these sentences in two (read from
+    the PDFs); each is one sentence of one text unit again."""
+    whole = [
+        ("1706.03762.pdf", "we must inject some information about the relative or absolute position of the tokens in "
+                           "the sequence."),
+        ("resnet.pdf", "We have shown that parameter-free, identity shortcuts help with training."),
+        ("resnet.pdf", "We replace each 2-layer block in the 34-layer net with this 3-layer bottleneck block"),
+        ("vit.pdf", "Figure 3 also shows the performance region spanned by BiT models of different sizes."),
+        ("ponder_net.pdf", "These results are important as they show that our method is particularly robust"),
+        ("2205.01068.pdf", "must work together to develop clear guidelines around responsible AI"),
+    ]
+    for name, sentence in whole:
         units = Chunker(ChunkingConfig()).chunk(real_papers[name])
         assert any(_norm(sentence) in _norm(u.text) for u in units if u.kind == "text"), name
 

@@ -795,12 +795,19 @@ def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Bl
     return out
 
 
+# A footnote's mark, glued to its first word ("2Note that ..."): set at a page's foot, between a
+# sentence that goes on at the next page and its rest.
+_FOOTNOTE = re.compile(r"\d{1,2}[A-Z][a-z]")
+
+
 def _set_apart(block: Block) -> bool:
     """A float's part: a caption, figure or table text, or a line of it that reads as no prose (a
-    table's header row) or is too short for a paragraph and no sentence (an axis's title)."""
+    table's header row) or is too short for a paragraph and no sentence (an axis's title); or a
+    footnote."""
     words = block.text.split()
     short_label = len(words) < 8 and not block.text.rstrip().endswith((".", "!", "?"))
-    return block.kind == FIGURE or block.kind == TEXT and (is_caption(block.text) or not _prose(words) or short_label)
+    return block.kind == FIGURE or block.kind == TEXT and (
+        is_caption(block.text) or not _prose(words) or short_label or bool(_FOOTNOTE.match(block.text)))
 
 
 def _prose(tokens: list[str]) -> bool:
@@ -811,8 +818,11 @@ def _prose(tokens: list[str]) -> bool:
 
 
 def _continues_a_sentence(text: str) -> bool:
-    """Opens with a word in lower case ("tokens in the sequence. To this end ...") and reads as prose."""
-    return bool(re.match(r"[a-z][a-z-]+\b", text)) and _prose(text.split()[:12])
+    """Opens with a word in lower case ("tokens in the sequence. To this end ..."), or a number and
+    one ("34-layer net with ..."), reads as prose and is no label (8 words or a sentence's end)."""
+    words = text.split()
+    return bool(re.match(r"(?:\d[\w.-]*\s+)?[a-z][a-z-]+\b", text)) and _prose(words[:12]) and \
+        (len(words) >= 8 or text.rstrip().endswith((".", "!", "?")))
 
 
 def _breaks_off(text: str) -> bool:
@@ -821,7 +831,7 @@ def _breaks_off(text: str) -> bool:
     (not a colon before a formula), a word in what follows its last full stop (not a figure's tick
     after it), and prose there."""
     tail = text.rstrip()
-    if len(tail.split()) < 8 or re.match(r"\d{1,2}[A-Z][a-z]", tail) or is_caption(tail):
+    if len(tail.split()) < 8 or _FOOTNOTE.match(tail) or is_caption(tail):
         return False
     last_sentence = re.split(r"[.!?]\s", tail)[-1]
     return (tail[-1].isalnum() or tail[-1] in ",-") and bool(re.search(r"[^\W\d_]{2}", last_sentence)) and \
