@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ..ingest.sentences import STOP_THEN_SPACE, is_debris, is_title_line
+from ..ingest.sentences import FOOTNOTE_MARK, STOP_THEN_SPACE, is_debris, is_title_line
 from ..nlp.analyzer import EN_STOPWORDS
 from ..nlp.lang import detect_language
 from ..types import ANNOTATION, TEXT
@@ -120,13 +120,8 @@ _POINTER_WORDS = frozenset({"fig", "figs", "eq", "eqs", "no", "nos", "sec", "ref
                             "chap", "pp", "ver"})
 
 
-# The same mark put before the next sentence's first word, where the stop was read as the sentence's
-# end ("1This finding also matches our analysis ...").
-_MARK_BEFORE_WORD = re.compile(r"^\d{1,2}(?=[A-Z][a-z]+\b)")
-
-
 def _without_footnote_mark(text: str) -> str:
-    text = _MARK_BEFORE_WORD.sub("", text)
+    text = FOOTNOTE_MARK.sub("", text)  # the mark put before the next sentence's first word
     m = _MARK_AFTER_STOP.search(text)
     if m and len(m.group(1)) > 1 and m.group(1).lower() not in _POINTER_WORDS:
         return text[:m.end(2)]

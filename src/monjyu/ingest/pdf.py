@@ -28,6 +28,7 @@ from ..errors import IngestError, MonjyuError
 from ..types import FIGURE, FRONT, REFERENCE, TABLE, TEXT
 from .clean import hyphen_vocabulary, keeps_line_end_hyphen
 from .references import DOI
+from .sentences import FOOTNOTE_MARK
 from .structure import Block, heading_level, is_caption, is_references_heading, line_separator, normalize
 
 _SOFT_HYPHENS = {0x02, 0xFFFE, 0xAD}
@@ -795,19 +796,14 @@ def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Bl
     return out
 
 
-# A footnote's mark, glued to its first word ("2Note that ..."): set at a page's foot, between a
-# sentence that goes on at the next page and its rest.
-_FOOTNOTE = re.compile(r"\d{1,2}[A-Z][a-z]")
-
-
 def _set_apart(block: Block) -> bool:
     """A float's part: a caption, figure or table text, or a line of it that reads as no prose (a
     table's header row) or is too short for a paragraph and no sentence (an axis's title); or a
-    footnote."""
+    footnote, set at a page's foot between a sentence that goes on at the next page and its rest."""
     words = block.text.split()
     short_label = len(words) < 8 and not block.text.rstrip().endswith((".", "!", "?"))
     return block.kind == FIGURE or block.kind == TEXT and (
-        is_caption(block.text) or not _prose(words) or short_label or bool(_FOOTNOTE.match(block.text)))
+        is_caption(block.text) or not _prose(words) or short_label or bool(FOOTNOTE_MARK.match(block.text)))
 
 
 def _prose(tokens: list[str]) -> bool:
@@ -831,7 +827,7 @@ def _breaks_off(text: str) -> bool:
     (not a colon before a formula), a word in what follows its last full stop (not a figure's tick
     after it), and prose there."""
     tail = text.rstrip()
-    if len(tail.split()) < 8 or _FOOTNOTE.match(tail) or is_caption(tail):
+    if len(tail.split()) < 8 or FOOTNOTE_MARK.match(tail) or is_caption(tail):
         return False
     last_sentence = re.split(r"[.!?]\s", tail)[-1]
     return (tail[-1].isalnum() or tail[-1] in ",-") and bool(re.search(r"[^\W\d_]{2}", last_sentence)) and \

@@ -126,6 +126,9 @@ def is_title_line(text: str, a: int, b: int) -> bool:
     return alone and len(line) <= 120 and "\n" not in line and not _ENDS_STATEMENT.search(line)
 
 
+# A footnote's mark glued to the first word of its text, or of the sentence after the stop it was
+# set behind ("2Note that ...", "1This finding also matches ...").
+FOOTNOTE_MARK = re.compile(r"^\d{1,2}(?=[A-Z][a-z]+\b)")
 _ALNUM = re.compile(r"[^\W_]+")
 # A number is one word however it is written: "0.9", "1,024", "10−9" (a PDF's minus sign).
 _NUMBER = re.compile(r"\d+(?:[.,\u2212]\d+)*")
@@ -141,8 +144,8 @@ STOP_THEN_SPACE = re.compile(r"(?<![\s(][A-Za-z]\.)(?<!\.[A-Z]\.)(?<![\s(](?:al|
 
 def is_debris(sentence: str) -> bool:
     """Not a sentence to quote: under 4 words, or fewer than half of its words alphabetic, a number
-    counted as one word (figure and table text: "0.888 0.946 WMT16-en"); a Japanese one, written without spaces, under 8
-    letters or with more digits than other letters. Words are NFKC lower-case alphanumeric runs,
+    counted as one word (figure and table text: "0.888 0.946 WMT16-en"); a Japanese one, written
+    without spaces, under 8 letters or with more digits than other letters. Words are NFKC lower-case alphanumeric runs,
     as answer figures count them (eval/answers.py)."""
     text = unicodedata.normalize("NFKC", sentence).lower()
     words = _ALNUM.findall(text)

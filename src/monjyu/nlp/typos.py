@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from .analyzer import EN_STOPWORDS
@@ -82,7 +83,7 @@ def unheard_names(text: str, indexed: Callable[[str], tuple[str, int]], near: Ca
 
 def _near_function_word(word: str) -> bool:
     """Whether `word` may be a misspelt function word ("throguh", "whcih")."""
-    return any(OSA.distance(word, w, score_cutoff=2) <= 2 for w in EN_STOPWORDS)
+    return process.extractOne(word, EN_STOPWORDS, scorer=OSA.distance, score_cutoff=2) is not None
 
 
 def _correction(word: str, english, indexed: Callable[[str], tuple[str, int]]) -> str | None:
