@@ -114,6 +114,10 @@ def test_the_things_a_question_weighs_from_the_words_that_join_them():
     assert question_sides("What is the difference between SARS and MERS?") == ["SARS", "MERS"]
     assert question_sides("For inputs longer than 1K tokens, is FlashAttention faster than every approximate method?") == \
         ["is FlashAttention faster", "every approximate method"]
+    # a pronoun after "than", "before" or "after" stands for the first side: each side is what follows its preposition
+    assert question_sides("On the ship, did infections among crew members peak before those among passengers?") == \
+        ["crew members peak", "passengers"]
+    assert question_sides("Is the mortality in Wuhan higher than that in Shenzhen?") == ["Wuhan higher", "Shenzhen"]
     assert question_sides("BERTとGPTのどちらが大きいですか？") == ["BERT", "GPT"]
     assert question_sides("CNNとRNNでは、長い系列に強いのはどちらですか？") == ["CNN", "RNN"]
     assert question_sides("精度が高かったのは、BERTを使ったモデルと、GPTを使ったモデルのどちらですか？") == \
@@ -128,7 +132,9 @@ def test_the_things_a_question_weighs_from_the_words_that_join_them():
                      "病原体が広がる原因として考えられるのは何ですか？"):
         assert question_sides(question) == [], question
     assert question_sides("What does RRF do?") == []
+    assert question_sides("Where did Saw Thanda's husband die?") == []
     assert question_sides("Does FlashAttention reduce the number of HBM accesses?") == []
+    assert question_sides("Did cases rise after the lockdown?") == []  # a time, not a second side
 
 
 def test_figure_table_and_reference_text_is_never_quoted():
@@ -367,6 +373,28 @@ NETWORK_CHANGES = {  # a sentence names both changes, and each change has a sent
 }
 
 
+SHIP_PEAKS = {  # the opening sentence counts passengers and crew alike; each group's peak has a sentence of its own
+    "ship.md": "# Infections on the cruise ship Aurora\n\nOut of a total of 3,100 persons on the Aurora (2,200 "
+               "passengers and 900 crew members), 150 infections had been diagnosed on board by the end of "
+               "February. Infections among passengers peaked from 2 to 4 February, before the passengers were "
+               "kept to their cabins. The crew kept serving meals and cleaning the decks. The peak of "
+               "infections among crew members came from 8 to 10 February. The ship stayed at anchor near "
+               "Lisbon for three weeks.\n",
+    "region.md": "# Surveillance in the northern region\n\nBy the end of February, 40 confirmed cases of the novel "
+                 "coronavirus had been reported in the northern region, and one of them had died.\n",
+}
+
+
+def test_a_question_whether_one_peaked_before_those_among_others_quotes_each(tmp_path, cache_dir):
+    """"Did infections among crew members peak before those among passengers?" weighs the crew against
+    the passengers ("those" stands for the crew's infections): each group's peak is quoted."""
+    m = _indexed(tmp_path, cache_dir, SHIP_PEAKS)
+    answer = m.search("On the Aurora, did infections among crew members peak before those among passengers?",
+                      top_k=5).answer
+    assert "Infections among passengers peaked from 2 to 4 February" in answer.text, answer.text
+    assert "infections among crew members came from 8 to 10 February" in answer.text, answer.text
+
+
 def test_a_side_named_only_beside_the_other_is_quoted_where_it_is_said_what_is_asked_of_it(tmp_path, cache_dir):
     """The lead names both changes and says neither is the most effective: the model reads the question
     as asked of each change, and the sentence that says how effective that one is comes after it."""
@@ -386,6 +414,11 @@ def test_a_question_asked_of_one_side_keeps_its_frame():
     assert asked_of("Which outbreak had the higher case-fatality rate, SARS-CoV in 2003 or MERS-CoV since 2012?",
                     ["SARS-CoV in 2003"]) == "Which outbreak had the higher case-fatality rate, MERS-CoV since 2012?"
     assert asked_of("Is A larger than B?", ["B"]) == "Is A larger?"
+    question = "On the ship, did infections among crew members peak before those among passengers?"
+    assert asked_of(question, ["passengers"]) == "On the ship, did infections among crew members peak?"
+    assert asked_of(question, ["crew members peak"]) == "On the ship, did infections among passengers?"
+    assert asked_of("For inputs longer than 1K tokens, is A faster than every other method?", ["is A faster"]) == \
+        "For inputs longer than 1K tokens, every other method?"
     assert asked_of("E遺伝子とorf1ab遺伝子のどちらですか？", ["orf1ab遺伝子"]) == "E遺伝子のどちらですか？"
 
 

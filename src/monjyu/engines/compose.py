@@ -22,7 +22,7 @@ from ..nlp.glossary import GLOSS_CONTEXT, with_english_glosses
 from ..query import Query
 from .cross_encoder import ReaderModel
 from .names import ASKED_PAPER, capitalised_terms, document_names, documents_named, in_a_row, letter_names, renamed
-from .question_wording import carries, question_asks, question_sides, weighed_by
+from .question_wording import SET_AGAINST, carries, question_asks, question_sides, weighed_by
 from .quotes import clean_quote
 from .relevance import LocalRelevanceScorer, Sentence
 
@@ -114,13 +114,18 @@ class Side(NamedTuple):
 
 
 def asked_of(question: str, others: list[str]) -> str:
-    """`question` with each of `others` taken out, with the "or" or と that joins it to its side:
+    """`question` with each of `others` taken out, with the "or", と or "than" that joins it to its side:
     "Which ..., SARS-CoV in 2003 or MERS-CoV since 2012?" asked of SARS-CoV is "Which ..., SARS-CoV
     in 2003?"."""
     for other in others:
-        question = re.sub(rf"(?:,?\s+or\s+|と)?{re.escape(other)}(?:,?\s+or\b|と)?", "", question, count=1)
-    question = re.sub(r"^than\s+|\s+than(?=\W*$)", "", " ".join(question.split()))  # "Is A higher than B?"
-    return re.sub(r"\s+([?？,:])", r"\1", question)
+        # "Did infections among crew members peak before those among passengers?" asked of passengers:
+        # they take the other side's place, and the comparison goes ("Did infections among passengers?")
+        if m := re.search(rf"{re.escape(other)}(?P<between>.*?)\s+{SET_AGAINST}\s+(?P<side>.+?)(?=[?？,;]|$)", question):
+            question = question[:m.start()] + m["side"] + m["between"] + question[m.end():]
+            continue
+        question = re.sub(rf"(?:,?\s+or\s+|と|\s+{SET_AGAINST}\s+)?{re.escape(other)}(?:,?\s+or\b|と)?", "", question,
+                          count=1)
+    return re.sub(r"\s+([?？,:])", r"\1", " ".join(question.split()))
 
 
 def speaks_of(held: frozenset[str], side: Side) -> bool:

@@ -75,6 +75,13 @@ _PAIRED = [re.compile(p, re.I) for p in (
     "^" + _LEAD_IN + r"(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+([^,;]+?)\s+both\b",
     "^" + _LEAD_IN + r"(?:are|were|is|was|do|does|did|have|has|had)\s+([^,;]+?)\s+and\s+(.+?)(?=[,;]|$)",
     r"([^,;:]+?)\s+(?:versus|vs\.?)\s+(.+?)(?=[,;]|$)")]
+# What sets a second side against the first: "than", and "before" or "after" where a pronoun for the
+# first side follows ("did infections among crew members peak before those among passengers?";
+# "before the lockdown" names a time, no second side). `prep`: the pronoun's preposition.
+SET_AGAINST = (r"\b(?:than\b|(?:before|after)(?=\s+(?:those|that|the ones?)\s))"
+               r"(?:\s+(?:those|that|the ones?)\s+(?P<prep>of|in|among|for|from|with|at|on)\b)?")
+
+
 _ALTERNATIVE = re.compile(r"\s*,?\s+\bor\b\s+", re.I)
 _CLAUSE_START = re.compile(r"[,;:](?!\s*or\b)", re.I)  # a comma that does not open ", or B"
 
@@ -83,10 +90,10 @@ def question_sides(query: str) -> list[str]:
     """The things a yes/no, choice or comparison question names to be weighed against each other,
     each of which its answer should speak to: the alternatives of "..., A or B?" and "...: A or
     B?", "both A and B", "Are A and B ...?", "between A and B", "A versus B", "Is A ... than B?",
-    and their Japanese counterparts ("AとBのどちら", "AとBでは、…どちら", "Aですか、それともBですか",
-    "AとBは…ですか", "AはBより…", "BよりAの方が…"); [] when it names no two things. What follows a
-    colon is read first (the alternatives of "...: A or B?"), then the whole question (a title may
-    hold a colon)."""
+    "Did ... among A peak before those among B?", and their Japanese counterparts ("AとBのどちら",
+    "AとBでは、…どちら", "Aですか、それともBですか", "AとBは…ですか", "AはBより…", "BよりAの方が…"); []
+    when it names no two things. What follows a colon is read first (the alternatives of "...: A or
+    B?"), then the whole question (a title may hold a colon)."""
     q = query.strip().rstrip("?？。 ")
     after_colon = q.rpartition(":")[2].strip()
     for text in dict.fromkeys((after_colon, q)):
@@ -101,12 +108,16 @@ def question_sides(query: str) -> list[str]:
                 return parts
     if m := _japanese_than(q):
         return m
-    thans = list(re.finditer(r"\bthan\b", q, re.I))
+    thans = list(re.finditer(SET_AGAINST, q, re.I))
     if thans:
         than = thans[-1]  # the last "than": the comparison of the main clause
         before = q[:than.start()]
         before = before[max((m.end() for m in _CLAUSE_START.finditer(before)), default=0):].strip()
         after = re.split(r"[,;]", q[than.end():])[0].strip()
+        # "those among passengers" stands for what the first side is "among crew members": each side
+        # is what follows that preposition
+        if (prep := than["prep"]) and (shared := list(re.finditer(rf"\b{prep}\b", before, re.I))):
+            before = before[shared[-1].end():].strip()
         if before and after:
             return [before, after]
     return []
