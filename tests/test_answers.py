@@ -373,26 +373,33 @@ NETWORK_CHANGES = {  # a sentence names both changes, and each change has a sent
 }
 
 
-SHIP_PEAKS = {  # the opening sentence counts passengers and crew alike; each group's peak has a sentence of its own
-    "ship.md": "# Infections on the cruise ship Aurora\n\nOut of a total of 3,100 persons on the Aurora (2,200 "
-               "passengers and 900 crew members), 150 infections had been diagnosed on board by the end of "
-               "February. Infections among passengers peaked from 2 to 4 February, before the passengers were "
-               "kept to their cabins. The crew kept serving meals and cleaning the decks. The peak of "
-               "infections among crew members came from 8 to 10 February. The ship stayed at anchor near "
-               "Lisbon for three weeks.\n",
+SHIP_PEAKS = {  # the opening sentence names passengers and crew alike; each group's peak has a sentence of its own
+    "ship.md": "# Infections on the cruise ship Aurora\n\nThe epidemic curves of infections among the 2,200 "
+               "passengers and 900 crew members of the Aurora show when each group's infections peaked. The ship "
+               "stayed at anchor near Lisbon for three weeks. Infections among passengers peaked from 2 to 4 "
+               "February. The crew kept serving meals and cleaning the decks. The peak of infections among crew "
+               "members came from 8 to 10 February.\n",
     "region.md": "# Surveillance in the northern region\n\nBy the end of February, 40 confirmed cases of the novel "
-                 "coronavirus had been reported in the northern region, and one of them had died.\n",
+                 "coronavirus had been reported in the northern region, and one of them had died. Cases in the "
+                 "region peaked in the second week of March.\n",
+    "south.md": "# The southern region\n\nIn the southern region, influenza cases peaked in January. Schools closed "
+                "for a week.\n",
+    "west.md": "# The western region\n\nThe western region reported its first case on 3 March. Hospital admissions "
+               "peaked a month later.\n",
+    "east.md": "# The eastern region\n\nTesting in the eastern region began in April. Few cases were found.\n",
 }
 
 
 def test_a_question_whether_one_peaked_before_those_among_others_quotes_each(tmp_path, cache_dir):
     """"Did infections among crew members peak before those among passengers?" weighs the crew against
-    the passengers ("those" stands for the crew's infections): each group's peak is quoted."""
+    the passengers ("those" stands for the crew's infections), and so does its Japanese counterpart,
+    which the model reads as English words: each group's peak is quoted, though the lead names both."""
     m = _indexed(tmp_path, cache_dir, SHIP_PEAKS)
-    answer = m.search("On the Aurora, did infections among crew members peak before those among passengers?",
-                      top_k=5).answer
-    assert "Infections among passengers peaked from 2 to 4 February" in answer.text, answer.text
-    assert "infections among crew members came from 8 to 10 February" in answer.text, answer.text
+    for question in ("On the Aurora, did infections among crew members peak before those among passengers?",
+                     "Auroraでは、乗員の感染は乗客の感染より先にピークを迎えましたか？"):
+        answer = m.search(question, top_k=5).answer
+        assert "Infections among passengers peaked from 2 to 4 February" in answer.text, (question, answer.text)
+        assert "infections among crew members came from 8 to 10 February" in answer.text, (question, answer.text)
 
 
 def test_a_side_named_only_beside_the_other_is_quoted_where_it_is_said_what_is_asked_of_it(tmp_path, cache_dir):

@@ -269,7 +269,7 @@ class Draft:
         both), failing any, by the best sentence of a document whose title names it ("It was
         released in 1961."), and in words parallel to a quote's if need be. A side that is the
         title of one document among them is spoken of by that document alone. A side whose every quote
-        names another side too may still get a sentence of its own (`state_apart`)."""
+        names another side too may still get a sentence of its own (`state_apart`, `relevant_apart`)."""
         def speaker(side: Side) -> Callable[[Candidate], bool]:
             own = named_document(side, among) if weighed else None
             if own is None:
@@ -282,9 +282,12 @@ class Draft:
                 continue
             of_others = lambda c: any(s(c) for s in speakers if s is not speaks)  # noqa: E731
             if spoken := [c for c in self.picked if speaks(c)]:
-                if weighed and side.asked and all(map(of_others, spoken)):
-                    self.state_apart(side.asked, spoken, [c for c in among if c not in self.picked and speaks(c)
-                                                          and not of_others(c)])
+                if weighed and all(map(of_others, spoken)):
+                    alone = [c for c in among if c not in self.picked and speaks(c) and not of_others(c)]
+                    if side.asked:
+                        self.state_apart(side.asked, spoken, alone)
+                    elif self.measure and self.reading != self.query.text:
+                        self.relevant_apart(alone)
                 continue
             free = [c for c in among if c not in self.picked and self.fits(c, parallel=weighed, any_length=weighed)]
             holders = self.stating_the_measure([c for c in free if speaks(c)], weighed)
@@ -321,6 +324,18 @@ class Draft:
         best = int(np.argmax(scores[len(spoken):]))
         if scores[len(spoken) + best] >= max(scores[:len(spoken)]):
             self.take(alone[best])
+
+    def relevant_apart(self, alone: list[Candidate]) -> None:
+        """`state_apart` where the model cannot read the question as asked of the side (a Japanese
+        question over English sentences, read as its English words) and the question weighs the sides
+        by a date or an amount: of the side's own sentences that state one and pass the answer's
+        relevance gate (the pool), the one that holds most of the question's words (the local
+        scorer's relevance)."""
+        gated = {id(c) for c in self.pool}
+        alone = [c for c in alone if id(c) in gated and carries(self.measure, c.quote)
+                 and self.fits(c, parallel=True, before_lead=True)]
+        if alone:
+            self.take(max(alone, key=lambda c: c.relevance))
 
     def speak_to_each(self) -> None:
         """Each thing the question weighs ("... first, A or B?"), from any sentence in the
