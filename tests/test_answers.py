@@ -402,6 +402,24 @@ def test_a_question_whether_one_peaked_before_those_among_others_quotes_each(tmp
         assert "infections among crew members came from 8 to 10 February" in answer.text, (question, answer.text)
 
 
+def test_a_side_named_only_beside_the_other_is_quoted_where_it_is_said_as_the_other_side_is(tmp_path, cache_dir):
+    """The lead names both groups: each group's own sentence that says of it what the other's says of
+    that one ("The epidemic peak among ... was seen for the period ...") is quoted, not the one that
+    scores best for the question ("The estimated number of new infections among passengers ...")."""
+    ship = ("# Infections on the cruise ship Aurora\n\nThe epidemic curves of infections among the 2,200 passengers "
+            "and 900 crew members of the Aurora show when each group's infections peaked. The ship stayed at anchor "
+            "near Lisbon for three weeks. The estimated number of new infections among passengers was very small "
+            "from 5 February, on which the passengers were kept to their cabins. The epidemic peak among passengers "
+            "was seen for the period from 2 to 4 February. The crew kept serving meals and cleaning the decks. The "
+            "epidemic peak among crew members was seen for the period from 8 to 10 February.\n")
+    m = _indexed(tmp_path, cache_dir, {**SHIP_PEAKS, "ship.md": ship})
+    answer = m.search("Auroraでは、乗員の感染は乗客の感染より先にピークを迎えましたか？", top_k=5).answer
+    assert "The epidemic peak among crew members was seen for the period from 8 to 10 February." in answer.text, \
+        answer.text
+    assert "The epidemic peak among passengers was seen for the period from 2 to 4 February." in answer.text, \
+        answer.text
+
+
 def test_a_side_named_only_beside_the_other_is_quoted_where_it_is_said_what_is_asked_of_it(tmp_path, cache_dir):
     """The lead names both changes and says neither is the most effective: the model reads the question
     as asked of each change, and the sentence that says how effective that one is comes after it."""

@@ -269,7 +269,8 @@ class Draft:
         both), failing any, by the best sentence of a document whose title names it ("It was
         released in 1961."), and in words parallel to a quote's if need be. A side that is the
         title of one document among them is spoken of by that document alone. A side whose every quote
-        names another side too may still get a sentence of its own (`state_apart`, `relevant_apart`)."""
+        names another side too may still get a sentence of its own (`parallel_apart`, else `state_apart` or
+        `relevant_apart`)."""
         def speaker(side: Side) -> Callable[[Candidate], bool]:
             own = named_document(side, among) if weighed else None
             if own is None:
@@ -284,7 +285,10 @@ class Draft:
             if spoken := [c for c in self.picked if speaks(c)]:
                 if weighed and all(map(of_others, spoken)):
                     alone = [c for c in among if c not in self.picked and speaks(c) and not of_others(c)]
-                    if side.asked:
+                    apart = [c for c in self.picked if of_others(c) and not speaks(c)]
+                    if (parallel := self.parallel_apart(alone, apart)) is not None:
+                        self.take(parallel)
+                    elif side.asked:
                         self.state_apart(side.asked, spoken, alone)
                     elif self.measure and self.reading != self.query.text:
                         self.relevant_apart(alone)
@@ -308,6 +312,20 @@ class Draft:
         if not (weighed and self.measure):
             return sentences
         return [c for c in sentences if carries(self.measure, c.quote)] or sentences
+
+    def parallel_apart(self, alone: list[Candidate], apart: list[Candidate]) -> Candidate | None:
+        """Where every quote about a side names the other too: the best of the side's own sentences
+        (`alone`) that says of it what a quote about another side alone (`apart`) from the same
+        document says of that one ("... the peak incidence was identified for the period from 2 to 4
+        February among passengers ..." beside "The epidemic peak among crew members was seen for the
+        period from 8 to 10 February 2020."), as a side no quote speaks of takes one; None where
+        none does. A paper reports the groups it sets side by side in like words; a like sentence of
+        another paper is a coincidence of its words ("... parameters ...")."""
+        def document(c: Candidate) -> str:
+            return c.sentence.source.hit.document_id
+
+        return next((c for c in alone if self.fits(c, parallel=True, before_lead=True)
+                     and self.says_alike(c, [q for q in apart if document(q) == document(c)])), None)
 
     def state_apart(self, asked: str, spoken: list[Candidate], alone: list[Candidate]) -> None:
         """Where every quote about a side names the other too, they may say what the question asks of
