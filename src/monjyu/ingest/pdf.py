@@ -426,11 +426,7 @@ def _join(lines: list[Line], vocabulary: set[str]) -> tuple[str, list[tuple[int,
         if text:
             prev_hyphen = lines[k - 1].hyphen or (text.endswith("-") and not text.endswith(" -"))
             if prev_hyphen and piece[:1].isalpha() and piece[:1].islower():
-                text = text.rstrip("-")
-                left = re.search(r"([\w\-]+)$", text)
-                right = re.match(r"[\w]+", piece)
-                keep = keeps_line_end_hyphen(left.group(1) if left else "", right.group(0) if right else "", vocabulary)
-                text += "-" if keep else ""
+                text = _mend_hyphen(text, piece, vocabulary)
             elif lines[k - 1].hyphen:
                 text += "-"  # PDFium marked a hyphen but the next line is not a word's continuation
             elif abs(lines[k - 1].size - ln.size) > 0.5:  # a title and the byline under it: two lines
@@ -441,6 +437,16 @@ def _join(lines: list[Line], vocabulary: set[str]) -> tuple[str, list[tuple[int,
                                                                    round(ln.x1, 1), round(ln.y1, 1))))
         text += piece
     return text, spans
+
+
+def _mend_hyphen(text: str, piece: str, vocabulary: set[str]) -> str:
+    """`text`, which ends in a hyphen at a line's end, before `piece`: 'exam-' + 'ple' becomes
+    'example' unless the hyphen is the word's (`keeps_line_end_hyphen`)."""
+    text = text.rstrip("-")
+    left = re.search(r"([\w\-]+)$", text)
+    right = re.match(r"[\w]+", piece)
+    keep = keeps_line_end_hyphen(left.group(1) if left else "", right.group(0) if right else "", vocabulary)
+    return text + ("-" if keep else "")
 
 
 def _reference_entries(lines: list[Line]) -> list[list[Line]]:
@@ -847,11 +853,8 @@ def _joined(a: Block, b: Block, vocabulary: set[str]) -> Block:
     """`a` with `b` after it, as `_join` joins two lines: a word hyphenated at the break mended
     unless the hyphen is the word's; `b`'s line boxes after `a`'s."""
     text = a.text.rstrip()
-    left, right = re.search(r"([\w-]*)$", text).group(1), re.match(r"\w*", b.text).group(0)
     if text.endswith("-") and not text.endswith(" -"):  # a word hyphenated at the break
-        sep = ""
-        if not keeps_line_end_hyphen(left.rstrip("-"), right, vocabulary):
-            text = text[:-1]
+        text, sep = _mend_hyphen(text, b.text, vocabulary), ""
     else:
         sep = line_separator(text, b.text)
     shift = len(text) + len(sep)

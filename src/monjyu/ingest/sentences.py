@@ -145,8 +145,8 @@ STOP_THEN_SPACE = re.compile(r"(?<![\s(][A-Za-z]\.)(?<!\.[A-Z]\.)(?<![\s(](?:al|
 def is_debris(sentence: str) -> bool:
     """Not a sentence to quote: under 4 words, or fewer than half of its words alphabetic, a number
     counted as one word (figure and table text: "0.888 0.946 WMT16-en"); a Japanese one, written
-    without spaces, under 8 letters or with more digits than other letters. Words are NFKC lower-case alphanumeric runs,
-    as answer figures count them (eval/answers.py)."""
+    without spaces, under 8 letters or with more digits than other letters. Words are NFKC
+    lower-case alphanumeric runs, as answer figures count them (eval/answers.py)."""
     text = unicodedata.normalize("NFKC", sentence).lower()
     words = _ALNUM.findall(text)
     if detect_language(sentence) == "ja":
