@@ -362,6 +362,36 @@ def test_a_side_weighed_by_an_amount_is_quoted_where_its_amount_is_stated(tmp_pa
         assert not carries("amount", no_amount), no_amount
 
 
+BAT_VIRUSES = {  # Rh-Lun4 has two amounts: a count of differing nucleotides, and a share of its genome as Vx-Tor7's
+    "origin.md": "# The origin of the Kestrel virus\n\nThe genome of the Kestrel virus was compared with those of bat "
+                 "viruses sampled in the region. Going by nucleotide identity, the Kestrel virus genome is 89% identical "
+                 "to that of the bat virus Vx-Tor7. The sampling of bats continued for two years.\n",
+    "caves.md": "# Bat viruses of the southern caves\n\nThe bat virus Rh-Lun4 was sampled in a cave in the south. "
+                "Rh-Lun4 differs from the Kestrel virus at more than 1,200 nucleotides spread over its whole genome. "
+                "Rh-Lun4 shares about 96% of its genome sequence with the Kestrel virus.\n",
+    "ward.md": "# A hospital ward\n\nForty patients with Kestrel virus infection were admitted to one ward in March. "
+               "Most recovered within two weeks.\n",
+}
+
+
+def test_a_side_weighed_by_an_amount_is_quoted_where_it_is_stated_as_the_other_sides_is(tmp_path, cache_dir):
+    """"Closer" weighs two viruses by an amount, and Vx-Tor7's is quoted as a percentage: of Rh-Lun4's
+    sentences that state an amount, the one that states a percentage too is quoted, though the one
+    that counts differing nucleotides scores higher and shares more words with Vx-Tor7's. Japanese alike."""
+    from monjyu.engines.question_wording import amount_units, weighed_by
+
+    m = _indexed(tmp_path, cache_dir, BAT_VIRUSES)
+    for question in ("Going by the identity figures, which bat virus is genetically closer to the Kestrel virus: "
+                     "Rh-Lun4 or Vx-Tor7?",
+                     "同一性の数値からすると、Kestrelウイルスに遺伝的により近いのはRh-Lun4とVx-Tor7のどちらですか？"):
+        answer = m.search(question, top_k=5).answer
+        assert "89% identical to that of the bat virus Vx-Tor7" in answer.text, (question, answer.text)
+        assert "Rh-Lun4 shares about 96% of its genome" in answer.text, (question, answer.text)
+    assert weighed_by("Which is nearest to the coast, A or B?") == "amount"
+    assert amount_units("89% identity, 1,200 nucleotides, 3.5 days or 12 hours") == {"%", "nucleotide", "day", "hour"}
+    assert amount_units("12 of 40 patients on 19 January 2020 had COVID-19") == {"patient"}  # no date, no name
+
+
 NETWORK_CHANGES = {  # a sentence names both changes, and each change has a sentence that says how effective it is
     "network-changes.md": "# Two changes to the network\n\nOur study shows that the gains of the new network come from "
                           "two changes: squaring the ReLU activations and adding a depthwise convolution after each "

@@ -22,7 +22,7 @@ from ..nlp.glossary import GLOSS_CONTEXT, with_english_glosses
 from ..query import Query
 from .cross_encoder import ReaderModel
 from .names import ASKED_PAPER, capitalised_terms, document_names, documents_named, in_a_row, letter_names, renamed
-from .question_wording import SET_AGAINST, carries, question_asks, question_sides, weighed_by
+from .question_wording import SET_AGAINST, amount_units, carries, question_asks, question_sides, weighed_by
 from .quotes import clean_quote
 from .relevance import LocalRelevanceScorer, Sentence
 
@@ -262,7 +262,8 @@ class Draft:
         """A side no quote speaks of yet is answered by the best sentence of `among` that does,
         however it scores beside the lead; with `weighed` (the things the question weighs), of any
         length (a long lead does not crowd a side out), of those that state a date or an amount
-        where the question weighs the sides by one (`stating_the_measure`), and by the best of
+        where the question weighs the sides by one (`stating_the_measure`), of those an amount in the
+        unit another side's quote states its own in (`in_like_units`), and by the best of
         those that say of it, and of no other side, what a quote says of another,
         where one does (above a sentence that only names it: the big model's dropout rate, when
         the base model's training time is quoted; not a restatement of that quote that names
@@ -294,8 +295,9 @@ class Draft:
                         self.relevant_apart(alone)
                 continue
             free = [c for c in among if c not in self.picked and self.fits(c, parallel=weighed, any_length=weighed)]
-            holders = self.stating_the_measure([c for c in free if speaks(c)], weighed)
             others = [c for c in self.picked if of_others(c)] if weighed else []
+            holders = self.stating_the_measure([c for c in free if speaks(c)], weighed)
+            holders = self.in_like_units(holders, others) or holders
             holder = next((c for c in holders if not of_others(c) and self.says_alike(c, others)),
                           holders[0] if holders else None)
             if holder is None and weighed:
@@ -312,6 +314,16 @@ class Draft:
         if not (weighed and self.measure):
             return sentences
         return [c for c in sentences if carries(self.measure, c.quote)] or sentences
+
+    def in_like_units(self, sentences: list[Candidate], others: list[Candidate]) -> list[Candidate]:
+        """Where the question weighs the sides by an amount, those of `sentences` that state one in a
+        unit the quotes about the other sides (`others`) state theirs in: beside "89% nucleotide
+        identity with bat SL-CoVZXC21", RaTG13's "... shared ∼96% homology ...", not its "... greater
+        than 1,100 nt differences ..."; none where the question weighs no amount."""
+        if self.measure != "amount" or not others:
+            return []
+        units = set().union(*(amount_units(c.quote) for c in others))
+        return [c for c in sentences if amount_units(c.quote) & units]
 
     def parallel_apart(self, alone: list[Candidate], apart: list[Candidate]) -> Candidate | None:
         """Where every quote about a side names the other too: the best of the side's own sentences

@@ -142,14 +142,15 @@ def _japanese_than(q: str) -> list[str] | None:
 
 
 # The words that weigh things by a date ("Which came out first, A or B?", "Who was born later?") or
-# by an amount ("more ... than", "higher", "the largest"): what the answer states of each side.
+# by an amount ("more ... than", "higher", "the largest", "closer": the nearer by some measure):
+# what the answer states of each side.
 # "Longer" is neither: a life is longer by its dates, a genome by its length. A Japanese adjective
 # by its stem and any ending ("高い", "高く", "高かった", "高ければ").
 _BY_DATE = re.compile(r"\b(first|earlier|earliest|later|latest|before|after|older|oldest|younger|youngest|sooner)\b|"
                       r"先に|最初|早[いくかけ]|遅[いくかけ]|古[いくかけ]|新し|年上|年下", re.I)
 _BY_AMOUNT = re.compile(r"\b(more|less|fewer|greater|higher|lower|larger|smaller|bigger|faster|slower|heavier|"
-                        r"lighter|most|least|highest|lowest|largest|smallest|biggest|fastest|slowest)\b|"
-                        r"多[いくかけ]|少な|高[いくかけ]|低[いくかけ]|大き|小さ|速[いくかけ]", re.I)
+                        r"lighter|most|least|highest|lowest|largest|smallest|biggest|fastest|slowest|closer|closest|"
+                        r"nearer|nearest)\b|多[いくかけ]|少な|高[いくかけ]|低[いくかけ]|大き|小さ|速[いくかけ]|近[いくかけ]", re.I)
 
 
 def weighed_by(text: str) -> str:
@@ -199,6 +200,28 @@ _DATES = re.compile(r"\b(?:\d{1,2}\s+)?(?:January|February|March|April|May|June|
                     r"November|December)(?:\s+\d{1,2}\b)?|\b(?:1[6-9]|20)\d\d\b|\d+年|\d+月|\d+日")
 _AMOUNT = re.compile(r"(?<![\w-])\d+(?:[.,]\d+)*(?![\w-])|\b(two|three|four|five|six|seven|eight|nine|ten|eleven|"
                      r"twelve|hundred|thousand|million|billion|dozen|half|twice|double|triple)\b", re.I)
+
+
+# An amount's unit: a percentage, else the words after its number ("1,100 nt differences", "3.5 days"),
+# not a function word ("12 of them", "100,000 steps or 12 hours").
+_UNIT = re.compile(r"(?<![\w.,-])\d+(?:[.,]\d+)*(?:\s*(%|％|percent\b|per cent\b)|\s+([A-Za-z]{2,})(?:\s+([A-Za-z]{2,}))?)")
+_NOT_UNITS = frozenset("a an the of or and to in on at by for from with as than vs versus per each".split())
+
+
+def amount_units(text: str) -> set[str]:
+    """The units `text` states amounts in: "%" for a percentage, else the (singular) words that follow a
+    number. Two amounts are comparable where they share one ("89% ... identity" and "∼96% homology",
+    not "1,100 nt differences")."""
+    units: set[str] = set()
+    for m in _UNIT.finditer(_DATES.sub(" ", text)):
+        if m.group(1):
+            units.add("%")
+            continue
+        for word in m.group(2, 3):
+            if word is None or word.lower() in _NOT_UNITS:
+                break
+            units.add(word.lower().removesuffix("s"))
+    return units
 
 
 def carries(asks: str, text: str) -> bool:
