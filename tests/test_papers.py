@@ -351,6 +351,35 @@ def test_a_sentence_cut_by_a_float_or_a_column_turn_is_read_whole(real_papers):
         assert any(_norm(sentence) in _norm(u.text) for u in units if u.kind == "text"), name
 
 
+def test_a_word_hyphenated_where_a_float_title_follows_is_read_whole_and_the_title_apart(tmp_path):
+    """A column ends in a hyphenated word and the page's next characters are a float's title higher
+    up, with no line break between them ("... the amplification or con-" then "Figure 7: ..."): the
+    title is not glued to the word ("conFigure 7"), it is a caption of its own, and the word is
+    whole where the sentence goes on ("contrast stretching", the document's own word)."""
+    path = tmp_path / "float.pdf"
+    c = canvas.Canvas(str(path), pagesize=letter)
+    width, height = letter
+    c.setFont("Helvetica", 10)
+    left = ["A second normalization may be done to keep the contrast of the input image.",
+            "The algorithm reduces the overall image contrast as a function of the filter",
+            "length. This can be helped by amplifying the input or by contrast stretching",
+            "the output image as a function of the length. Clearly as the length goes to",
+            "infinity the amplification or con-"]
+    for k, line in enumerate(left):
+        c.drawString(72, height - 100 - 12.5 * k, line)
+    c.drawString(320, height - 100, "Figure 7: Phase shifted ripple functions (top) and a window function (bottom).")
+    for k, line in enumerate(["trast stretching must go to infinity as well. The images in all the figures",
+                              "are contrast stretched before they are shown."]):
+        c.drawString(320, height - 300 - 12.5 * k, line)
+    c.showPage()
+    c.save()
+    [doc] = load_file(path, "float", CFG)
+    assert "conFigure" not in doc.text
+    assert "the amplification or contrast stretching must go to infinity as well." in doc.text
+    assert any(sec.kind == "caption" and doc.text[sec.start:sec.end].startswith("Figure 7: Phase shifted")
+               for sec in doc.sections)
+
+
 REFS_GOLD = json.loads((REPO / "tests" / "data" / "papers_refs_gold.json").read_text(encoding="utf-8"))
 
 

@@ -161,8 +161,19 @@ def page_lines(page, number: int, split_at: tuple[float | None, ...] = (None,)) 
             return left.value, bottom.value, right.value, top.value
 
         def wraps_after(i: int) -> bool:
-            """A soft hyphen ends a row without a line break of its own: the next character is lower."""
-            return codes[i] in _SOFT_HYPHENS and 0 < i < n - 1 and box(i + 1)[3] < box(i - 1)[1]
+            """A soft hyphen ends a row without a line break of its own: the next character is on
+            another row, lower (the next line) or higher (a float's title at the column's top, set
+            where the sentence breaks off: "... the amplification or con-" + "Figure 7: ...")."""
+            if codes[i] not in _SOFT_HYPHENS or not 0 < i < n - 1:
+                return False
+            before, after = box(i - 1), box(i + 1)
+            if after[3] < before[1]:
+                return True
+            # higher by more than a line, between two letters (a math font may print a glyph as 0x02),
+            # in the same column (left of where the row ends) or in another with a capital letter: a
+            # word's second half at the next column's top is in lower case
+            return chars[i - 1].isalpha() and chars[i + 1].isalpha() and \
+                after[1] > before[3] + 2 * (before[3] - before[1]) and (after[0] < before[2] or chars[i + 1].isupper())
 
         array = np.array(codes, dtype=np.int64)
         breaks = np.flatnonzero(np.isin(array, _BREAK_CODES)).tolist()
@@ -855,12 +866,22 @@ def _joined(a: Block, b: Block, vocabulary: set[str]) -> Block:
     text = a.text.rstrip()
     if text.endswith("-") and not text.endswith(" -"):  # a word hyphenated at the break
         text, sep = _mend_hyphen(text, b.text, vocabulary), ""
+    elif _split_word(text, b.text, vocabulary):
+        sep = ""
     else:
         sep = line_separator(text, b.text)
     shift = len(text) + len(sep)
     lines = [(min(s, len(text)), min(e, len(text)), p, box) for s, e, p, box in a.lines] + \
         [(s + shift, e + shift, p, box) for s, e, p, box in b.lines]
     return Block(text + sep + b.text, a.kind, a.level, a.label, a.page, lines)
+
+
+def _split_word(text: str, after: str, vocabulary: set[str]) -> bool:
+    """`text` breaks off in a word that `after` finishes, its hyphen not printed (a soft hyphen where
+    the line turned to a float's title): "... the amplification or con" + "trast stretching ...",
+    the two parts, of three letters or more, a word the document writes whole."""
+    left, right = re.search(r"[^\W\d_]{3,}$", text), re.match(r"[^\W\d_]{3,}", after)
+    return bool(left and right) and (left.group(0) + right.group(0)).lower() in vocabulary
 
 
 _FUNCTION_WORDS = frozenset(
