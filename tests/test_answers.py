@@ -392,6 +392,29 @@ def test_a_side_weighed_by_an_amount_is_quoted_where_it_is_stated_as_the_other_s
     assert amount_units("12 of 40 patients on 19 January 2020 had COVID-19") == {"patient"}  # no date, no name
 
 
+TWO_NETWORKS = {  # each network has two amounts of its training: the time of a step, and the whole time
+    "training.md": "# Training the two networks\n\nWe trained both networks on one machine with four GPUs. For the small "
+                   "network, each training step took about 0.3 seconds. We trained the small network for a total of "
+                   "50,000 steps or 5 hours. For the large network, step time was 0.9 seconds. The large network was "
+                   "trained for 200,000 steps (2 days).\n",
+    "data.md": "# Data\n\nThe corpus holds two million sentence pairs. Sentences longer than 100 tokens were removed.\n",
+    "results.md": "# Results\n\nThe large network reaches a higher score on both test sets. The small network is "
+                  "faster at inference time.\n",
+}
+
+
+def test_of_a_sides_amounts_the_one_the_question_asks_of_it_is_quoted(tmp_path, cache_dir):
+    """"Which needed more training time" weighs the networks by an amount, and each network states
+    two: the model reads the question as asked of each network and quotes its whole training time,
+    not the time of a step, which the features score higher."""
+    m = _indexed(tmp_path, cache_dir, TWO_NETWORKS)
+    for question in ("Which network needed more training time on the four GPUs: the small network or the large network?",
+                     "Did the large network need more training time than the small network?"):
+        answer = m.search(question, top_k=5).answer
+        assert "for a total of 50,000 steps or 5 hours" in answer.text, (question, answer.text)
+        assert "trained for 200,000 steps (2 days)" in answer.text, (question, answer.text)
+
+
 NETWORK_CHANGES = {  # a sentence names both changes, and each change has a sentence that says how effective it is
     "network-changes.md": "# Two changes to the network\n\nOur study shows that the gains of the new network come from "
                           "two changes: squaring the ReLU activations and adding a depthwise convolution after each "

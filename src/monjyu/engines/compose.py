@@ -264,7 +264,9 @@ class Draft:
         length (a long lead does not crowd a side out), of those that state a date or an amount
         where the question weighs the sides by one (`stating_the_measure`), of those an amount in the
         unit another side's quote states its own in (`in_like_units`), and by the best of
-        those that say of it, and of no other side, what a quote says of another,
+        those that say of it, and of no other side, what a quote says of another (of several that
+        state an amount, the one the model reads best as the question asked of that side: a
+        model's total training time, not its step time, for "which needed more training time"),
         where one does (above a sentence that only names it: the big model's dropout rate, when
         the base model's training time is quoted; not a restatement of that quote that names
         both), failing any, by the best sentence of a document whose title names it ("It was
@@ -298,13 +300,24 @@ class Draft:
             others = [c for c in self.picked if of_others(c)] if weighed else []
             holders = self.stating_the_measure([c for c in free if speaks(c)], weighed)
             holders = self.in_like_units(holders, others) or holders
-            holder = next((c for c in holders if not of_others(c) and self.says_alike(c, others)),
-                          holders[0] if holders else None)
+            holders = [c for c in holders if not of_others(c) and self.says_alike(c, others)] or holders
+            # of several amounts a side states (its step time, its total training time), the model
+            # reads which one the question asks of it; a date is one a thing (its birth, its release)
+            reads = weighed and side.asked and self.measure == "amount"
+            holder = self.read_for(side.asked, holders) if reads else next(iter(holders), None)
             if holder is None and weighed:
                 holder = next(iter(self.stating_the_measure([c for c in free if speaks_of(c.titled, side)], weighed)),
                               None)
             if holder is not None:
                 self.take(holder)
+
+    def read_for(self, asked: str, sentences: list[Candidate]) -> Candidate | None:
+        """The best of the first READ_APART `sentences` as the model reads the question `asked` of
+        one side alone; the first where there is one."""
+        sentences = sentences[:READ_APART]
+        if len(sentences) < 2:
+            return next(iter(sentences), None)
+        return sentences[int(np.argmax(self.model.scores(asked, [c.quote for c in sentences])))]
 
     def stating_the_measure(self, sentences: list[Candidate], weighed: bool) -> list[Candidate]:
         """Where the things a question weighs are weighed by a date ("Which came out first, ...?") or
