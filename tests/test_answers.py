@@ -234,6 +234,14 @@ def _indexed(tmp_path: Path, cache_dir: Path, pages: dict[str, str]) -> Monjyu:
     return m
 
 
+def _assert_quotes(m: Monjyu, questions: tuple[str, ...], *quotes: str) -> None:
+    """Each question's answer quotes every one of `quotes`."""
+    for question in questions:
+        answer = m.search(question, top_k=5).answer
+        for quote in quotes:
+            assert quote in answer.text, (question, quote, answer.text)
+
+
 NAMESAKES = {  # two people of one name, their pages titled apart as an encyclopedia titles them
     "ada-marsh-botanist.md": "# Ada Marsh (botanist)\n\nAda Marsh described forty species of fern in the cloud forests "
                              "of Peru. She was born in Cardiff, Wales, in 1871 and worked at Kew for most of her life.\n",
@@ -380,13 +388,11 @@ def test_a_side_weighed_by_an_amount_is_quoted_where_it_is_stated_as_the_other_s
     that counts differing nucleotides scores higher and shares more words with Vx-Tor7's. Japanese alike."""
     from monjyu.engines.question_wording import amount_units, weighed_by
 
-    m = _indexed(tmp_path, cache_dir, BAT_VIRUSES)
-    for question in ("Going by the identity figures, which bat virus is genetically closer to the Kestrel virus: "
-                     "Rh-Lun4 or Vx-Tor7?",
-                     "同一性の数値からすると、Kestrelウイルスに遺伝的により近いのはRh-Lun4とVx-Tor7のどちらですか？"):
-        answer = m.search(question, top_k=5).answer
-        assert "89% identical to that of the bat virus Vx-Tor7" in answer.text, (question, answer.text)
-        assert "Rh-Lun4 shares about 96% of its genome" in answer.text, (question, answer.text)
+    _assert_quotes(_indexed(tmp_path, cache_dir, BAT_VIRUSES),
+                   ("Going by the identity figures, which bat virus is genetically closer to the Kestrel virus: "
+                    "Rh-Lun4 or Vx-Tor7?",
+                    "同一性の数値からすると、Kestrelウイルスに遺伝的により近いのはRh-Lun4とVx-Tor7のどちらですか？"),
+                   "89% identical to that of the bat virus Vx-Tor7", "Rh-Lun4 shares about 96% of its genome")
     assert weighed_by("Which is nearest to the coast, A or B?") == "amount"
     assert amount_units("89% identity, 1,200 nucleotides, 3.5 days or 12 hours") == {"%", "nucleotide", "day", "hour"}
     assert amount_units("12 of 40 patients on 19 January 2020 had COVID-19") == {"patient"}  # no date, no name
@@ -407,12 +413,10 @@ def test_of_a_sides_amounts_the_one_the_question_asks_of_it_is_quoted(tmp_path, 
     """"Which needed more training time" weighs the networks by an amount, and each network states
     two: the model reads the question as asked of each network and quotes its whole training time,
     not the time of a step, which the features score higher."""
-    m = _indexed(tmp_path, cache_dir, TWO_NETWORKS)
-    for question in ("Which network needed more training time on the four GPUs: the small network or the large network?",
-                     "Did the large network need more training time than the small network?"):
-        answer = m.search(question, top_k=5).answer
-        assert "for a total of 50,000 steps or 5 hours" in answer.text, (question, answer.text)
-        assert "trained for 200,000 steps (2 days)" in answer.text, (question, answer.text)
+    _assert_quotes(_indexed(tmp_path, cache_dir, TWO_NETWORKS),
+                   ("Which network needed more training time on the four GPUs: the small network or the large network?",
+                    "Did the large network need more training time than the small network?"),
+                   "for a total of 50,000 steps or 5 hours", "trained for 200,000 steps (2 days)")
 
 
 NETWORK_CHANGES = {  # a sentence names both changes, and each change has a sentence that says how effective it is
@@ -447,12 +451,11 @@ def test_a_question_whether_one_peaked_before_those_among_others_quotes_each(tmp
     """"Did infections among crew members peak before those among passengers?" weighs the crew against
     the passengers ("those" stands for the crew's infections), and so does its Japanese counterpart,
     which the model reads as English words: each group's peak is quoted, though the lead names both."""
-    m = _indexed(tmp_path, cache_dir, SHIP_PEAKS)
-    for question in ("On the Aurora, did infections among crew members peak before those among passengers?",
-                     "Auroraでは、乗員の感染は乗客の感染より先にピークを迎えましたか？"):
-        answer = m.search(question, top_k=5).answer
-        assert "Infections among passengers peaked from 2 to 4 February" in answer.text, (question, answer.text)
-        assert "infections among crew members came from 8 to 10 February" in answer.text, (question, answer.text)
+    _assert_quotes(_indexed(tmp_path, cache_dir, SHIP_PEAKS),
+                   ("On the Aurora, did infections among crew members peak before those among passengers?",
+                    "Auroraでは、乗員の感染は乗客の感染より先にピークを迎えましたか？"),
+                   "Infections among passengers peaked from 2 to 4 February",
+                   "infections among crew members came from 8 to 10 February")
 
 
 def test_a_side_named_only_beside_the_other_is_quoted_where_it_is_said_as_the_other_side_is(tmp_path, cache_dir):
