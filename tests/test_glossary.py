@@ -40,9 +40,22 @@ def test_a_japanese_question_read_as_english_words():
     English writes it; not the grammar (する, いる, particles)."""
     reading = shared_glossary().english_reading
     assert reading("Tervilの成人における致死率はどのくらいですか？") == "How much Tervil adult case fatality rate?"
-    assert reading("EGR1は細胞内のどこに蓄積しますか？") == "Where EGR1 cell accumulation?"
+    assert reading("EGR1は細胞内のどこに蓄積しますか？") == "Where EGR1 inside the cell accumulation?"
     assert reading("2019年12月に何が報告されましたか？").startswith("What December 2019 ")
     assert reading("なぜ2013年にMERS-CoVが広がったのですか？").startswith("Why 2013 MERS-CoV ")
+
+
+def test_a_compound_the_dictionary_has_is_read_whole():
+    """A term of art the analyser writes in parts (集中 + 治療, 潜伏 + 期間, 待ち + 時間) is read as the
+    dictionary's one word, not as its parts' glosses ("concentration treatment"); the search's terms
+    keep the parts. A suffix's gloss ("-ian" of 人) is not a noun's."""
+    glossary = shared_glossary()
+    assert glossary.english_reading("Shenzhenの集中治療チームが診た患者") == "Shenzhen intensive care team patient?"
+    assert glossary.english_reading("潜伏期間と基本再生産数") == "incubation period basic reproduction number?"
+    assert "waiting time" in glossary.english_reading("入院までの待ち時間")
+    assert {"concentr", "treatment"} <= set(glossary.terms("集中治療"))
+    assert glossary.terms("感染した人") == ["infect", "man"]
+    assert glossary.english("化") == ()  # JMdict has it only as a suffix ("-ification")
 
 
 def test_a_missing_dictionary_is_named(monkeypatch):
@@ -152,3 +165,23 @@ def test_a_japanese_question_finds_english_passages_by_the_parts_of_a_katakana_w
     result = m.search(asked.text, top_k=2)
     assert result.hits[0].document_title.startswith("Coronaviruses of bats")
     assert result.hits[0].keyword_score
+
+
+TRIALS = {  # two counts of the same words, "clinical" and "registered": a trial's, and an examination's
+    "trials.md": "# Treatments under study\n\nTwelve clinical examinations have been registered for each patient "
+                 "so far. Nine clinical trials of the drug have been registered so far. The hospital had 800 beds "
+                 "and a laboratory of its own.\n",
+    "rivers.md": SEQUENCE_MODELS["rivers.md"],
+}
+
+
+def test_the_model_reads_a_japanese_compound_whole_over_english_passages(tmp_path, cache_dir):
+    """Through the real index and reader: 臨床試験 (two morphemes to the analyser) is read as "clinical
+    trial", not as "clinical examination", the words of the other count."""
+    from .test_answers import _indexed
+
+    m = _indexed(tmp_path, cache_dir, TRIALS)
+    for question in ("臨床試験はいくつ登録されていますか？", "その薬の臨床試験は何件登録されましたか？"):
+        answer = m.search(question, top_k=5).answer
+        assert answer.text.startswith("Nine clinical trials of the drug"), (question, answer.text)
+

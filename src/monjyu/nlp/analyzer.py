@@ -63,8 +63,14 @@ class Analyzer:
 
     def japanese_morphemes(self, text: str) -> list[tuple[str, tuple[str, ...]]]:
         """(normalised form, part of speech) of each morpheme of the Japanese runs of `text`."""
-        return [(t.normalized_form(), tuple(t.part_of_speech()))
-                for m in _RUNS.finditer(text) if m.group(1) for t in self._sudachi().tokenize(m.group(1))]
+        return [(normalised, pos) for run in self.japanese_runs(text) for _, normalised, pos in run]
+
+    def japanese_runs(self, text: str) -> list[list[tuple[str, str, tuple[str, ...]]]]:
+        """The morphemes of each Japanese run of `text`, as (surface, normalised form, part of
+        speech): what a compound written across morphemes is looked up by (待ち + 時間)."""
+        tokenize = self._sudachi().tokenize
+        return [[(t.surface(), t.normalized_form(), tuple(t.part_of_speech())) for t in tokenize(m.group(1))]
+                for m in _RUNS.finditer(text) if m.group(1)]
 
     def japanese_nouns(self, text: str) -> list[str]:
         """The nouns (normalised forms) of the Japanese runs of `text`: what a question is about."""

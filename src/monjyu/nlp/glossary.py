@@ -65,6 +65,13 @@ _LATIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+\-/]*")
 # carry the grammar, not what is asked) nor numerals.
 _READ_POS = ("名詞", "動詞", "形容詞", "形状詞")
 _NOT_READ_POS1 = _SKIP_POS1 | {"非自立可能"}
+# A compound the analyser writes as several morphemes (集中 + 治療, 潜伏 + 期間, 抗 + ウイルス + 薬,
+# 待ち + 時間) is read by the model whole, up to this many morphemes: JMdict has many such terms of
+# art, and their parts' glosses miss them ("concentration treatment" for 集中治療, "intensive care").
+# The search's terms keep the parts' glosses: more passages share them (コロナ + ウイルス: "corona",
+# "virus" rather than "coronavirus"), and read whole they found fewer answers (docs/benchmarks.md).
+MAX_COMPOUND = 4
+_COMPOUND = ("名詞", "普通名詞", "一般", "*", "*", "*")  # a joined compound is read as a common noun
 
 
 def jmdict_path() -> Path:
@@ -125,7 +132,38 @@ class Glossary:
         """The word's glosses of at most MAX_GLOSS_WORDS words, as written without "to", in JMdict's
         order ("使う" -> "use", ...)."""
         texts = (text[3:] if text.startswith("to ") else text for text in self._glosses(word))
-        return tuple(text for text in texts if text and len(text.split()) <= MAX_GLOSS_WORDS)
+        # a suffix's gloss ("-ian" of 人) is not the noun's
+        return tuple(text for text in texts
+                     if text and not text.startswith("-") and len(text.split()) <= MAX_GLOSS_WORDS)
+
+    def compounds(self, text: str) -> list[tuple[str, tuple[str, ...]]]:
+        """(word, part of speech) of each morpheme of the Japanese runs of `text` (its normalised
+        form), save that a compound JMdict has, of two to MAX_COMPOUND nouns, prefixes, suffixes and
+        verb stems, is one common noun as written (the longest from each morpheme on)."""
+        out: list[tuple[str, tuple[str, ...]]] = []
+        for run in self._analyzer.japanese_runs(text):
+            start = 0
+            while start < len(run):
+                end = next((e for e in range(min(len(run), start + MAX_COMPOUND), start + 1, -1)
+                            if self._is_compound(run[start:e])), None)
+                if end is None:
+                    out.append(run[start][1:])
+                    start += 1
+                else:
+                    out.append(("".join(surface for surface, _, _ in run[start:end]), _COMPOUND))
+                    start = end
+        return out
+
+    def _is_compound(self, morphemes: list[tuple[str, str, tuple[str, ...]]]) -> bool:
+        """Nouns (a prefix may open them, suffixes and verb stems such as 待ち be among them, a noun or a
+        suffix ends them) that JMdict has as one word with a short gloss."""
+        pos = [p for _, _, p in morphemes]
+        if pos[0][0] == "接尾辞" or pos[-1][0] not in ("名詞", "接尾辞"):
+            return False
+        if not all(p[0] in ("名詞", "接頭辞", "接尾辞") or p[0] == "動詞" and p[5].startswith("連用形") for p in pos):
+            return False
+        written = "".join(surface for surface, _, _ in morphemes)
+        return not _HIRAGANA_ONLY.fullmatch(written) and bool(self.short_glosses(written))
 
     def _parts(self, word: str) -> tuple[str, ...]:
         """A katakana word JMdict lacks (the analyser reads an unknown katakana run as one word) as
@@ -194,7 +232,7 @@ class Glossary:
             if _LATIN.fullmatch(run):
                 words.append(run)
                 continue
-            for word, pos in self._analyzer.japanese_morphemes(run):
+            for word, pos in self.compounds(run):
                 if pos[0] in _READ_POS and pos[1] not in _NOT_READ_POS1 and not _HIRAGANA_ONLY.fullmatch(word):
                     for part in self.parts(word):
                         english = self.gloss_in(part, context)
