@@ -95,6 +95,28 @@ def test_question_kinds_from_their_wording():
     assert question_asks("どんな方法で学習しましたか？") == "method"
 
 
+def test_an_english_question_asks_a_date_a_person_or_a_place_by_the_word_that_opens_it():
+    """Not by a relative pronoun or a conjunction within it, nor by the WHO; "when" and "where" also
+    where an auxiliary follows them ("... and where is it expressed?")."""
+    from monjyu.engines.question_wording import question_asks, question_sides
+
+    assert question_asks("How does PonderNet decide when to stop computing?") == "method"
+    assert question_asks("How did the team get OPT-175B training back on track when the loss diverged?") == "method"
+    assert question_asks("What is the adopted WHO case definition?") == "definition"
+    assert question_asks("What happened to the case who died?") == ""
+    assert question_asks("What is the percentage of transmission, when there is no intervention?") == ""
+    assert question_asks("According to the California Code of Regulations, when should a case be reported?") == "date"
+    assert question_asks("Once appeared, when do the influenza like diseases occur?") == "date"
+    assert question_asks("What is DC-GENR and where is it expressed?") == "place"
+    assert question_asks("In California, to where are meningitis cases reported?") == "place"
+    assert question_asks("For whom does SARS-CoV-2 pose a great threat?") == "person"
+    assert question_asks("Who proposed layer normalization?") == "person"
+    assert question_asks("Which film has the director who died first, Phalitamsha or Gladiators Seven?") == "choice"
+    # an amount's "or more" offers no alternatives
+    assert question_asks("What happened to three cases who were aged 65 years or over?") == ""
+    assert question_sides("How do you avoid problems with forces from two or more sources?") == []
+
+
 def test_the_things_a_question_weighs_from_the_words_that_join_them():
     from monjyu.engines.question_wording import question_sides
 

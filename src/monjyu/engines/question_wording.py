@@ -14,16 +14,25 @@ _JA_YES_NO = re.compile(r"^(?!.*(?:何|どこ|どちら|どっち|どれ|どの|
 # A phrase that sets the scene before a yes/no question's verb: "On the Diamond Princess, did ...?"
 _LEAD_IN = (r"(?:(?:in|on|at|for|from|among|according to|after|before|during|with|without|within|under|by|"
             r"over|across|compared (?:to|with))\b[^,?]{0,80},\s*)?")
-_CHOICE = re.compile(r"^\s*(which|who|what)\b[^?]*\bor\b[^?]*\?\s*$|^\s*" + _LEAD_IN +
+# "or" between alternatives; not in an amount's "or more" ("aged 65 years or over", "two or more sources")
+_OR = r"\bor\b(?!\s+(?:more|over|less|fewer|above|below|under)\b)"
+_CHOICE = re.compile(r"^\s*(which|who|what)\b[^?]*" + _OR + r"[^?]*\?\s*$|^\s*" + _LEAD_IN +
                      r"(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b.+\?\s*$|"
                      r"\b(or|and)\b.+\b(both|either)\b|\bboth\b.+\b(and)\b|どちら|どっち|それとも|" + _JA_YES_NO.pattern, re.I)
+# An English question asks a date, a person or a place by the word that opens it ("When did ...",
+# "According to X, when ...", "For whom ..."), or, for "when" and "where", by one a verb's auxiliary
+# follows ("... and where is it expressed?"): not a relative pronoun or a conjunction within it ("...
+# patients who died", "... when the loss diverged", "... where keys and values are shared", the WHO).
+_OPENS = r"^\s*(?:(?!what|which|how|why)[^,?]{0,80},\s*)?(?:(?:to|from|for|by|with|since|until|of|in)\s+)?"
+_AUX = r"(?:is|are|was|were|do|does|did|can|could|will|would|should|shall|may|might|must|has|have|had)\b"
 _ASKS = [
     ("number", re.compile(r"\bhow (many|much|long|often|large|big|old|far|fast|high|low|small)\b|"
                           r"\bwhat (percentage|proportion|fraction|number|rate|ratio|size|amount|dose)\b|"
                           r"何人|何個|何倍|何層|何件|何回|何%|何パーセント|いくつ|どのくらい|どれくらい|どれだけ|何割|何台|何枚|何次元|何億|何万", re.I)),
-    ("date", re.compile(r"\bwhen\b|\b(what|which) (year|date|month|day|decade|century)\b|いつ|何年|何月", re.I)),
-    ("person", re.compile(r"\bwho\b|\bwhom\b|\bwhose\b|誰|だれ", re.I)),
-    ("place", re.compile(r"\bwhere\b|どこ", re.I)),
+    ("date", re.compile(_OPENS + r"when\b|\bwhen\s+" + _AUX +
+                        r"|\b(what|which) (year|date|month|day|decade|century)\b|いつ|何年|何月", re.I)),
+    ("person", re.compile(_OPENS + r"(?:who|whom|whose)\b|誰|だれ", re.I)),
+    ("place", re.compile(_OPENS + r"where\b|\bwhere\s+" + _AUX + r"|どこ", re.I)),
     ("reason", re.compile(r"\bwhy\b|\bwhat (causes|caused|leads|led)\b|\breasons?\b|\bfor what purpose\b|"
                           r"なぜ|どうして|理由|原因|目的", re.I)),
     # "differentiate" compares only "between" things or one "from" another: a gradient's sense
@@ -82,7 +91,7 @@ SET_AGAINST = (r"\b(?:than\b|(?:before|after)(?=\s+(?:those|that|the ones?)\s))"
                r"(?:\s+(?:those|that|the ones?)\s+(?P<prep>of|in|among|for|from|with|at|on)\b)?")
 
 
-_ALTERNATIVE = re.compile(r"\s*,?\s+\bor\b\s+", re.I)
+_ALTERNATIVE = re.compile(r"\s*,?\s+" + _OR + r"\s+", re.I)
 _CLAUSE_START = re.compile(r"[,;:](?!\s*or\b)", re.I)  # a comma that does not open ", or B"
 
 
@@ -100,7 +109,7 @@ def question_sides(query: str) -> list[str]:
         for pattern in _PAIRED:
             if m := pattern.search(text):
                 return [m.group(1).strip(), m.group(2).strip()]
-        if first_or := re.search(r"\bor\b", text, re.I):  # from the last comma before it
+        if first_or := re.search(_OR, text, re.I):  # from the last comma before it
             clause = text[max((m.end() for m in _CLAUSE_START.finditer(text) if m.start() < first_or.start()),
                              default=0):]
             parts = [p.strip() for p in _ALTERNATIVE.split(clause) if p.strip()]
