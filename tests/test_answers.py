@@ -856,6 +856,31 @@ def test_a_sentence_set_against_the_one_before_is_quoted_with_it(tmp_path, cache
     assert re.search(r"no deaths\. In contrast, the mortality", answer.text), answer.text
 
 
+MORTALITY = {  # yc-07-ja's passages in brief: a lead that names both cities, and "On the contrary" later
+    "shenzhen.md": "# Critical care of 2019-nCoV patients in Shenzhen\n\nWuhan, the epicenter of the outbreak, built "
+                   "two new hospitals for nCoV patients, whereas Shenzhen reconstructed an existing hospital with 800 "
+                   "beds for them. Our intensive care team managed every critically ill patient with early prone "
+                   "positioning. These critical managements have worked well so far, as our 2019-nCoV patients had "
+                   "zero mortality. On the contrary, the previously reported mortality of 2019-nCoV patients in Wuhan "
+                   "ranged from 11 to 15%.\n",
+    "wuhan.md": "# Clinical features of patients in Wuhan\n\nAmong 41 patients admitted to a designated hospital in "
+                "Wuhan, 13 required intensive care and 6 died. Most patients had fever and dry cough.\n",
+    "rivers.md": "# Rivers\n\nRivers carry water from the hills to the sea. Their banks flood in spring.\n",
+}
+
+
+def test_a_later_quote_set_against_the_one_before_is_quoted_with_it(tmp_path, cache_dir):
+    """The Japanese question leads with the sentence naming both cities; Wuhan's "On the contrary,
+    ..." comes later, and brings the sentence before it, Shenzhen's zero mortality, which names
+    neither side in words the question's glosses give."""
+    m = _indexed(tmp_path, cache_dir, MORTALITY)
+    _assert_quotes(m, ("2019-nCoV患者の報告された死亡率が低かったのは、Shenzhenの集中治療チームが診た患者と、"
+                       "それ以前のWuhanからの報告のどちらですか？",
+                       "Which had the lower reported mortality among 2019-nCoV patients: those of the Shenzhen "
+                       "intensive care team, or the earlier reports from Wuhan?"),
+                   "zero mortality. On the contrary, the previously reported mortality")
+
+
 VALLEY_VIRUS = {  # a sentence that names the question's subject at length, and a later one that answers
     "valley-virus.md": "# Equine encephalitis in the valley outbreak\n\nValley equine encephalitis virus (VaEEV) is "
                        "an arthropod-borne alphavirus responsible for acute and fatal encephalitis in horses and in "

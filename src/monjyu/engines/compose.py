@@ -485,6 +485,15 @@ class Draft:
                 self.take(c)
         if not weighs:
             self.speak_to_each()
+        else:
+            # a later quote that sets itself against the sentence before it takes that sentence too, as
+            # the lead does above (a Japanese question's lead may name both sides, and "On the
+            # contrary, ..." come after it for one of them)
+            for c in picked[1:]:
+                before = at.get((id(c.sentence.source), c.position - 1))
+                if (before is not None and before not in picked and SET_AGAINST_BEFORE.match(c.quote)
+                        and self.words + len(before.quote.split()) <= extent.words):
+                    self.take(before)
         if (not weighs and len(picked) == 1 and self.words < SHORT_ANSWER
                 and lead.language != "ja"):  # a Japanese sentence is not counted in words
             after = at.get((id(lead.sentence.source), lead.position + 1))
