@@ -465,10 +465,7 @@ class Draft:
         if weighs:
             # yes or no, A or B, "Is A ... than B?": a sentence about each thing named comes before
             # more of the best, which could fill the answer (a comparison's five sentences of A)
-            before = at.get((id(lead.sentence.source), lead.position - 1))
-            if (before is not None and SET_AGAINST_BEFORE.match(lead.quote)
-                    and self.words + len(before.quote.split()) <= extent.words):
-                self.take(before)  # one quote with the lead, in the passage's order
+            self.take_set_against(lead)  # one quote with the lead, in the passage's order
             self.speak_to_each()
         lead_step = self.take_steps()
         if extent is _UNSURE_FACT:
@@ -490,10 +487,7 @@ class Draft:
             # the lead does above (a Japanese question's lead may name both sides, and "On the
             # contrary, ..." come after it for one of them)
             for c in picked[1:]:
-                before = at.get((id(c.sentence.source), c.position - 1))
-                if (before is not None and before not in picked and SET_AGAINST_BEFORE.match(c.quote)
-                        and self.words + len(before.quote.split()) <= extent.words):
-                    self.take(before)
+                self.take_set_against(c)
         if (not weighs and len(picked) == 1 and self.words < SHORT_ANSWER
                 and lead.language != "ja"):  # a Japanese sentence is not counted in words
             after = at.get((id(lead.sentence.source), lead.position + 1))
@@ -513,6 +507,14 @@ class Draft:
                 picked.remove(reads_best)
                 picked.insert(0, reads_best)
         return self.quotes()
+
+    def take_set_against(self, c: Candidate) -> None:
+        """Where `c` opens by setting itself against the sentence before it (SET_AGAINST_BEFORE), that
+        sentence, the other side's, within the answer's words."""
+        before = self.at.get((id(c.sentence.source), c.position - 1))
+        if (before is not None and before not in self.picked and SET_AGAINST_BEFORE.match(c.quote)
+                and self.words + len(before.quote.split()) <= self.extent.words):
+            self.take(before)
 
     def quotes(self) -> list[list[Candidate]]:
         """Adjacent sentences of one passage become one quote, in the passage's order, where the
