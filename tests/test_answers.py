@@ -1118,6 +1118,51 @@ def test_a_sentence_that_opens_with_a_middle_initial_is_quoted(tmp_path, cache_d
         assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
 
 
+NAMED_AND_ADDRESSED = {  # a covidqa-dev paper (Liu et al., 2020, CC BY); SQuAD's Wikipedia paragraphs (CC BY-SA), the list cut
+    "laboratory.md": "# No credible evidence supporting claims of the laboratory engineering of SARS-CoV-2\n\nThe emergence "
+                     "and outbreak of a newly discovered acute respiratory disease in Wuhan, China, has affected greater "
+                     "than 40,000 people, and killed more than 1,000 as of Feb. 10, 2020. Due to the elevated pathogenic "
+                     "activity of the SHC014-MA15 chimeric virus relative to MA15 chimeric virus with the original human "
+                     "SARS S gene in mice, such experiments with SL-SHC014-MA15 chimeric virus were later restricted as "
+                     "gain of function (GOF) studies under the US government-mandated pause policy (https://www.nih.gov/"
+                     "about-nih/who-weare/nih-director/statements/nih-lifts-funding-pausegain-function-research).\n",
+    "chicago.md": "# University of Chicago\n\nNotable faculty in physics have included the speed of light calculator "
+                  "A. A. Michelson, elementary charge calculator Robert A. Millikan, discoverer of the Compton Effect "
+                  "Arthur H. Compton, the creator of the first nuclear reactor Enrico Fermi.\n\nA controversial aspect "
+                  "of imperialism is the defense and justification of empire-building based on seemingly rational "
+                  "grounds. J. A. Hobson identifies this justification on general grounds as: \"It is desirable that "
+                  "the earth should be peopled, governed, and developed, as far as possible, by the races which can do "
+                  "this work best, i.e. by the races of highest 'social efficiency'\".\n",
+}
+
+
+def test_a_sentence_citing_a_web_address_naming_people_by_initials_or_dated_feb_is_quoted(tmp_path, cache_dir):
+    """A body sentence may cite a web address in brackets (dropped from the quote as "[12]" is),
+    name people with a middle initial ("Robert A. Millikan, Arthur H. Compton"), open with initials
+    ("J. A. Hobson identifies") or date a count "as of Feb. 10, 2020": none of these is a reference
+    entry or a piece of debris. A web address outside brackets, or names written initials first,
+    still mark a reference entry."""
+    from monjyu.engines.quotes import quotable_span
+
+    m = _indexed(tmp_path, cache_dir, NAMED_AND_ADDRESSED)
+    for question, quote in (
+            ("Why were experiments with SL-SHC014-MA15 chimeric virus later restricted?",
+             "were later restricted as gain of function (GOF) studies under the US government-mandated pause policy."),
+            ("How many people had the outbreak in Wuhan affected by February 2020?",
+             "has affected greater than 40,000 people, and killed more than 1,000 as of Feb. 10, 2020."),
+            ("Which physicist who discovered the Compton Effect taught at the University of Chicago?",
+             "discoverer of the Compton Effect Arthur H. Compton"),
+            ("How does J. A. Hobson justify imperialism?", "J. A. Hobson identifies this justification")):
+        answer = m.search(question, top_k=5).answer
+        assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
+        assert "https://" not in answer.text
+    for entry in ("World Health Organization. Coronavirus disease 2019 (COVID-19) situation report 51. Available at "
+                  "https://www.who.int/docs/default-source/coronaviruse/situation-reports/sitrep-51-covid-19.pdf.",
+                  "A. Vaswani, N. Shazeer, N. Parmar, J. Uszkoreit, L. Jones, A. N. Gomez, and I. Polosukhin. "
+                  "Attention is all you need, 2017."):
+        assert not quotable_span(entry, 0, len(entry)), entry
+
+
 CITING = {  # sentences of two covidqa-dev papers (Henry et al., 2015; Pan et al., 2019; CC BY)
     "phage.md": "# Beyond phage display\n\nThe phage particle is immunogenic without adjuvant in all species tested "
                 "to date, including mice (Willis et al., 1993) , rats (Dente et al., 1994) , rabbits (de la Cruz et al., "

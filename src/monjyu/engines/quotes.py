@@ -30,6 +30,7 @@ _CAPTION_INSIDE = re.compile(r"[a-z,\d-] (Figure|Fig\.|Table|Algorithm|Listing) 
 _REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|\bProc\. of\b|\bdoi:\s*10\.|"
                               r"https?://|\bvol\. \d+|\bpp\. \d+|^\s*\d{1,3}\.\s+[A-Z][a-z]+,\s+[A-Z]\.", re.I)
 _INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
+_GIVEN_NAME_BEFORE = re.compile(r"(?:^|\s)[A-Z][a-z]+ $")
 # What a paper says of itself, not of its subject: declarations, disclaimers and authorship ("The
 # authors declare that they have no competing interests.", "The findings and conclusions in this
 # report are those of the author(s) and do not necessarily represent ...", "All authors read and
@@ -56,10 +57,12 @@ _POINTER_ONLY = re.compile(rf"^(?:For [^,]{{1,80}}, )?(?:please )?see {_WHERE_SH
 # A line of a reference list, whichever of its sentences is read: "[12] A. Vaswani, N. Shazeer. ..."
 _ENTRY_LINE = re.compile(r"^\s*(\[\d+\]|\d{1,3}\.)\s+(?:[A-Z]\.\s?)+[A-Z][a-z]+|"
                          r"^\s*[A-Z][a-z]+,\s+(?:[A-Z]\.\s?)+(?:,|and\b)")
-# In-text citations and figure pointers a quote drops: "[12]", "[3-5, 7]", "(Fig. 2b)", "(see Table 1)",
-# "( Figure 1 )".
+# In-text citations and pointers a quote drops: "[12]", "[3-5, 7]", "(Fig. 2b)", "(see Table 1)",
+# "( Figure 1 )", a web address in brackets ("... under the US government-mandated pause policy
+# (https://www.nih.gov/...)"); an address outside brackets marks a reference entry.
 _INLINE_POINTER = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]|\s*\(\s*(?:see |cf\. )?(?:Fig(?:ure)?s?\.?|Tables?|Eqs?\.?|"
-                             r"Sections?|Sec\.|§)\s*[\w.,\s–-]{1,20}\)", re.I)
+                             r"Sections?|Sec\.|§)\s*[\w.,\s–-]{1,20}\)|"
+                             r"\s*\(\s*(?:see |available at:? )?https?://[^()]{1,200}\)", re.I)
 # Citations of other papers a quote drops as it drops "[12]": author and year in brackets, every item
 # of them one ("(Smith et al., 2010; Lee and Kim, 2011a)", "[Talmor et al., 2019]"; not "(ACT; Graves,
 # 2016)", "(March 2006)" nor Wikipedia's spaced "published( Sweden, 2007)"), and numbers in
@@ -184,6 +187,13 @@ def _pieces_are_words(text: str) -> bool:
     return not any(map(is_debris, STOP_THEN_SPACE.split(text)))
 
 
+def _authors_by_initials(text: str) -> int:
+    """Names written initials first, as a reference list writes its authors ("A. Vaswani, N. Shazeer,");
+    a middle initial after a given name is how prose names people ("Robert A. Millikan, Arthur H.
+    Compton, ..."), and does not count."""
+    return sum(not _GIVEN_NAME_BEFORE.search(text, max(0, m.start() - 30), m.start()) for m in _INITIALS.finditer(text))
+
+
 def quotable(sentence: Sentence) -> bool:
     """A statement of body text, or of the user's own annotations, that reads as prose, and not one
     that opens with the name of an author of its own paper: who did what ("Bo Peng Original RWKV
@@ -209,6 +219,6 @@ def quotable_span(text: str, a: int, b: int) -> bool:
     if quote.endswith(("?", "？")):  # a question the text asks ("How does ZeRO work with MP?") answers nothing
         return False
     if (_FIGURE_TEXT.match(quote) or _CAPTION_INSIDE.search(quote) or _REFERENCE_ENTRY.search(quote)
-            or len(_INITIALS.findall(quote)) >= 2 or _DECLARATION.search(quote) or _POINTER_ONLY.search(quote)):
+            or _authors_by_initials(quote) >= 2 or _DECLARATION.search(quote) or _POINTER_ONLY.search(quote)):
         return False
     return _pieces_are_words(quote) and _reads_as_prose(quote)

@@ -135,11 +135,14 @@ _NUMBER = re.compile(r"\d+(?:[.,\u2212]\d+)*")
 MIN_SENTENCE_WORDS = 4
 # A stop that may end a sentence inside a quoted one: white space after it, but not a lower-case
 # word (a stop there ends an abbreviation: "Ae. aegypti", "et al. found"), and not closing a one-
-# letter abbreviation or initial ("(r. 1554-56)", "Christopher J. Probst", "U.S. Army"), a common
-# two-letter lower-case one ("accession no. MN975262", "Guan et al. 12") or a title ("St. Louis",
-# "Dr. Smith"); "... to do it. The" ends one. A decimal point never does.
-STOP_THEN_SPACE = re.compile(r"(?<![\s(][A-Za-z]\.)(?<!\.[A-Z]\.)(?<![\s(](?:al|no|vs|ca|cf|sp|pp|eq|ed|nr|op|pt)\.)"
-                             r"(?<![\s(](?:St|Dr|Mr|Ms|Jr|Sr|Mt)\.)(?<![\s(](?:Mrs|Rev|Gov|Sen)\.)(?<=[.!?])\s+(?![a-z])")
+# letter abbreviation or initial ("(r. 1554-56)", "Christopher J. Probst", "U.S. Army", "J. A. Hobson
+# identifies ..." as the text opens), a common two-letter lower-case one ("accession no. MN975262",
+# "Guan et al. 12"), a title ("St. Louis", "Dr. Smith") or a month's before its day ("as of Feb. 10,
+# 2020"); "... to do it. The" ends one. A decimal point never does.
+STOP_THEN_SPACE = re.compile(r"(?<![\s(][A-Za-z]\.)(?<!^[A-Za-z]\.)(?<!\.[A-Z]\.)(?<![\s(](?:al|no|vs|ca|cf|sp|pp|eq|ed|nr|op|pt)\.)"
+                             r"(?<![\s(](?:St|Dr|Mr|Ms|Jr|Sr|Mt)\.)(?<![\s(](?:Mrs|Rev|Gov|Sen)\.)"
+                             r"(?<![\s(](?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\.(?=\s+\d))(?<![\s(]Sept\.(?=\s+\d))"
+                             r"(?<=[.!?])\s+(?![a-z])")
 
 
 def is_debris(sentence: str) -> bool:
