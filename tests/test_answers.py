@@ -1118,7 +1118,8 @@ def test_a_sentence_that_opens_with_a_middle_initial_is_quoted(tmp_path, cache_d
         assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
 
 
-NAMED_AND_ADDRESSED = {  # a covidqa-dev paper (Liu et al., 2020, CC BY); SQuAD's Wikipedia paragraphs (CC BY-SA), the list cut
+# A covidqa-dev paper (Liu et al., 2020, CC BY) and SQuAD's Wikipedia paragraphs (CC BY-SA; the list cut).
+NAMED_AND_ADDRESSED = {
     "laboratory.md": "# No credible evidence supporting claims of the laboratory engineering of SARS-CoV-2\n\nThe emergence "
                      "and outbreak of a newly discovered acute respiratory disease in Wuhan, China, has affected greater "
                      "than 40,000 people, and killed more than 1,000 as of Feb. 10, 2020. Due to the elevated pathogenic "

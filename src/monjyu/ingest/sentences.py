@@ -139,7 +139,8 @@ MIN_SENTENCE_WORDS = 4
 # identifies ..." as the text opens), a common two-letter lower-case one ("accession no. MN975262",
 # "Guan et al. 12"), a title ("St. Louis", "Dr. Smith") or a month's before its day ("as of Feb. 10,
 # 2020"); "... to do it. The" ends one. A decimal point never does.
-STOP_THEN_SPACE = re.compile(r"(?<![\s(][A-Za-z]\.)(?<!^[A-Za-z]\.)(?<!\.[A-Z]\.)(?<![\s(](?:al|no|vs|ca|cf|sp|pp|eq|ed|nr|op|pt)\.)"
+STOP_THEN_SPACE = re.compile(r"(?<![\s(][A-Za-z]\.)(?<!^[A-Za-z]\.)(?<!\.[A-Z]\.)"
+                             r"(?<![\s(](?:al|no|vs|ca|cf|sp|pp|eq|ed|nr|op|pt)\.)"
                              r"(?<![\s(](?:St|Dr|Mr|Ms|Jr|Sr|Mt)\.)(?<![\s(](?:Mrs|Rev|Gov|Sen)\.)"
                              r"(?<![\s(](?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\.(?=\s+\d))(?<![\s(]Sept\.(?=\s+\d))"
                              r"(?<=[.!?])\s+(?![a-z])")
