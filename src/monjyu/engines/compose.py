@@ -510,10 +510,11 @@ class Draft:
 
     def take_set_against(self, c: Candidate) -> None:
         """Where `c` opens by setting itself against the sentence before it (SET_AGAINST_BEFORE), that
-        sentence, the other side's, within the answer's words."""
+        sentence, the other side's, within the answer's words (`fits`: whatever words the two share,
+        and before the lead too)."""
         before = self.at.get((id(c.sentence.source), c.position - 1))
         if (before is not None and before not in self.picked and SET_AGAINST_BEFORE.match(c.quote)
-                and self.words + len(before.quote.split()) <= self.extent.words):
+                and self.fits(before, parallel=True, before_lead=True)):
             self.take(before)
 
     def quotes(self) -> list[list[Candidate]]:
