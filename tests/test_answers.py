@@ -1164,6 +1164,28 @@ def test_a_sentence_citing_a_web_address_naming_people_by_initials_or_dated_feb_
         assert not quotable_span(entry, 0, len(entry)), entry
 
 
+DAYS = {  # a paragraph of a covidqa-dev paper (Chen et al., 2020, CC BY), which pysbd cut before "6." and "7."
+    "viral-rna.md": "# Detectable 2019-nCoV viral RNA in blood is a strong indicator for the further clinical "
+                    "severity\n\nPatient 5 (Figure 3(C) ) was admitted on illness day 4 and his blood sample was "
+                    "virus-positive (Ct = 38 + Neg) on day 6. Her disease progressed rapidly to a severe stage within the "
+                    "next 3 days. Patient 6 ( Figure 3 (D)) with a clear history of virus infection was confirmed to be "
+                    "infected on infection day 7. Viral RNA was detected in his blood sample on day 9, one day ahead of "
+                    "his transfer into ICU. As his condition worsens, he was transferred out on day 13.\n",
+}
+
+
+def test_a_sentence_ending_on_a_day_number_is_quoted_with_its_number(tmp_path, cache_dir):
+    """"... confirmed to be infected on infection day 7." is quoted whole, not "... on infection day"
+    with "7. Viral RNA was detected ..." as the next sentence."""
+    m = _indexed(tmp_path, cache_dir, DAYS)
+    for question, quote in (("On which infection day was Patient 6 confirmed to be infected?",
+                             "was confirmed to be infected on infection day 7. [1]"),
+                            ("On which day was the blood sample of Patient 5 virus-positive?",
+                             "virus-positive (Ct = 38 + Neg) on day 6.")):
+        answer = m.search(question, top_k=5).answer
+        assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
+
+
 CITING = {  # sentences of two covidqa-dev papers (Henry et al., 2015; Pan et al., 2019; CC BY)
     "phage.md": "# Beyond phage display\n\nThe phage particle is immunogenic without adjuvant in all species tested "
                 "to date, including mice (Willis et al., 1993) , rats (Dente et al., 1994) , rabbits (de la Cruz et al., "

@@ -40,6 +40,24 @@ def test_a_stop_before_a_comma_a_lower_case_word_or_a_closing_bracket_ends_an_ab
         "It did."]
 
 
+def test_a_number_pysbd_cut_off_the_end_of_a_sentence_ends_it():
+    """pysbd takes "6." after "on day" for a list item's number and starts a sentence with it (a
+    covidqa-dev paper's text, Chen et al., 2020, CC BY): the number ends the sentence before. An item
+    after a stop, or on a line of its own, still starts one."""
+    text = ("Patient 5 (Figure 3(C) ) was admitted on illness day 4 and his blood sample was virus-positive (Ct = 38 + "
+            "Neg) on day 6. Her disease progressed rapidly to a severe stage within the next 3 days. Patient 6 ( Figure "
+            "3 (D)) with a clear history of virus infection was confirmed to be infected on infection day 7. Viral RNA "
+            "was detected in his blood sample on day 9, one day ahead of his transfer into ICU.")
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "Patient 5 (Figure 3(C) ) was admitted on illness day 4 and his blood sample was virus-positive (Ct = 38 + "
+        "Neg) on day 6.", "Her disease progressed rapidly to a severe stage within the next 3 days.",
+        "Patient 6 ( Figure 3 (D)) with a clear history of virus infection was confirmed to be infected on infection "
+        "day 7.", "Viral RNA was detected in his blood sample on day 9, one day ahead of his transfer into ICU."]
+    items = "Our contributions:\n1. We propose a model. 2. We show it works.\n3. We release it."
+    assert [items[s:e] for s, e in split_sentences(items)] == [
+        "Our contributions:", "1. We propose a model.", "2. We show it works.", "3. We release it."]
+
+
 @pytest.mark.parametrize("text", [
     "Yes. Yes. Yes. No.", "aa. aa. aa.", "It rose.\u00a0\u2003It fell.  It rose.\u3000", "A (i) b. A (i) b.\n",
     "Dr. Smith met Prof. Lee at 3 p.m. on Jan. 5. They discussed BM25. It went well!",

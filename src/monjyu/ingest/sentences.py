@@ -21,6 +21,9 @@ _WRAPPED = re.compile(r"\n(?=[a-z(])")  # a hard line wrap inside a sentence: th
 # enumerate)
 _GOES_ON = re.compile(r"[,;:)\]]")
 _GOES_ON_IN_CASED_TEXT = re.compile(r"(?:\[[\d,;\s–-]+\]\s*)?(?![ivx]+[.)]|[a-z][.)])[a-z]+\b(?![A-Z0-9])")
+# A number with a stop, which pysbd takes for a list item's ("... confirmed on infection day" / "7. Viral
+# RNA was detected ..."): after a piece with no stop of its own on the same line, it ends that piece.
+_NUMBER_ENDING = re.compile(r"(\d{1,3}\.)\s+")
 
 
 class _Segmenter(pysbd.Segmenter):
@@ -91,10 +94,15 @@ def _paragraph_sentences(text: str, para: str, start: int, lang: str | None) -> 
 
 def _joined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """A paragraph's sentences with each that goes on the one before joined to it: one that starts
-    as no sentence does (`_GOES_ON`), or closes a bracket the one before left open ("(Fig." "2) .")."""
+    as no sentence does (`_GOES_ON`), or closes a bracket the one before left open ("(Fig." "2) .");
+    and a number pysbd cut off the end of a sentence (`_NUMBER_ENDING`) given back to it."""
     cased = any(text[a].isupper() for a, _ in spans)
     out: list[tuple[int, int]] = []
     for a, b in spans:
+        if (out and text[out[-1][1] - 1].isalnum() and "\n" not in text[out[-1][1]:a]
+                and (number := _NUMBER_ENDING.match(text, a, b))):
+            out[-1] = (out[-1][0], number.end(1))
+            a = number.end()
         before = text[out[-1][0]:out[-1][1]] if out else ""
         if out and (_GOES_ON.match(text, a) or (cased and _GOES_ON_IN_CASED_TEXT.match(text, a))
                     or (before.count("(") > before.count(")") and ")" in text[a:b].split("(")[0])):
