@@ -22,7 +22,8 @@ _WRAPPED = re.compile(r"\n(?=[a-z(])")  # a hard line wrap inside a sentence: th
 _GOES_ON = re.compile(r"[,;:)\]]")
 _GOES_ON_IN_CASED_TEXT = re.compile(r"(?:\[[\d,;\s–-]+\]\s*)?(?![ivx]+[.)]|[a-z][.)])[a-z]+\b(?![A-Z0-9])")
 # A number with a stop, which pysbd takes for a list item's ("... confirmed on infection day" / "7. Viral
-# RNA was detected ..."): after a piece with no stop of its own on the same line, it ends that piece.
+# RNA was detected ..."): after a piece ending on a letter or digit (no stop, colon or bracket) on the
+# same line, it ends that piece; an item after a colon still starts a sentence.
 _NUMBER_ENDING = re.compile(r"(\d{1,3}\.)\s+")
 
 
