@@ -1,10 +1,14 @@
 """PDF loading: MONJYU's PDFium layout loader against plain pypdf and pdfplumber text, same run.
 
     python bench/pdf_loading.py [--dir ../shared/bench-data/papers-pdf] [--gold tests/data/papers_pdf_gold.json]
+                                [--run-in-gold bench/data/papers_pdf_run_in_headings.jsonl]
                                 [--no-plumber] [--processes N] [--baseline COMMIT] [--json]
 
 Per library: pages/s, ligature code points left in the text, and (for MONJYU, against the gold
-file) titles, first authors and section headings found. pypdf and pdfplumber give raw page text
+files) titles, first authors and section headings found, and the run-in headings ("**Scalability**
+We observe ...") read as headings on the pages the run-in gold covers: how many of its headings,
+how many of its other labels (list, algorithm and theorem labels), and how many headings on those
+pages are in neither gold (false). pypdf and pdfplumber give raw page text
 only; they are the speed reference the papers issue asks for. A file without a text layer counts
 no pages (MONJYU reads those only with ingest.ocr), nor does one a library cannot read.
 
@@ -77,10 +81,57 @@ def _pages(path: Path) -> int:
         return 0
 
 
+def gold_figures(docs: dict, gold_path: Path, run_in_path: Path) -> dict:
+    """MONJYU's documents against the gold files: titles, first authors and section headings
+    (`gold_path`), and the run-in headings of the pages `run_in_path` covers."""
+    out: dict = {}
+    sections: dict[str, set[str]] = {}
+    if gold_path.exists():
+        gold = json.loads(gold_path.read_text(encoding="utf-8"))
+        titles = authors = found = total = 0
+        per_paper = {}
+        for g in gold:
+            sections[g["file"]] = {_norm(h) for h in g["sections"]}
+            doc = docs.get(g["file"])
+            if doc is None:
+                continue
+            titles += _norm(doc.title) == _norm(g["title"])
+            authors += bool(doc.authors) and _norm(doc.authors[0]) == _norm(g["first_author"])
+            headings = {_norm(s.path.rsplit(" > ", 1)[-1]) for s in doc.sections}
+            hit = sum(_norm(h) in headings for h in g["sections"])
+            found, total = found + hit, total + len(g["sections"])
+            per_paper[g["file"]] = {"sections_found": hit, "sections_gold": len(g["sections"]),
+                                    "sections_detected": len({s.path for s in doc.sections if s.path})}
+        out.update({"titles": f"{titles}/{len(gold)}", "first_authors": f"{authors}/{len(gold)}",
+                    "section_recall": round(found / max(total, 1), 3), "per_paper": per_paper})
+    if run_in_path.exists():
+        pages = [json.loads(line) for line in run_in_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        hit = other = false = total = 0
+        for g in pages:
+            doc = docs.get(g["file"])
+            total += len(g["run_in_headings"])
+            if doc is None:
+                continue
+            # the headings that open a section on the page (a section's path ends with its heading)
+            on_page = {_norm(s.path.rsplit(" > ", 1)[-1]) for s in doc.sections
+                       if s.path and doc.page_at(s.start) == g["page"] and doc.text[s.start:s.end].startswith(
+                           s.path.rsplit(" > ", 1)[-1])}
+            wanted = {_norm(h) for h in g["run_in_headings"]}
+            labels = {_norm(x["text"]) for x in g["other_labels"]}
+            hit += len(on_page & wanted)
+            other += len(on_page & labels - wanted)
+            # numbered and named section headings are the section gold's
+            false += sum(1 for h in on_page - wanted - labels if h not in sections.get(g["file"], set()))
+        out["run_in"] = f"{hit}/{total} (other labels {other}, false {false})"
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dir", type=Path, default=Path("../shared/bench-data/papers-pdf"))
     parser.add_argument("--gold", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/papers_pdf_gold.json")
+    parser.add_argument("--run-in-gold", type=Path,
+                        default=Path(__file__).resolve().parent / "data/papers_pdf_run_in_headings.jsonl")
     parser.add_argument("--no-plumber", action="store_true", help="skip pdfplumber (slow)")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="worker processes of the build's loading")
     parser.add_argument("--baseline", help="an earlier commit whose loader is timed too, same run")
@@ -126,6 +177,7 @@ def main() -> None:
     seconds = time.perf_counter() - t0
     results[f"monjyu, {args.processes} processes"] = {"pages": pages, "seconds": round(seconds, 2),
                                                       "pages_per_s": round(pages / seconds, 1)}
+    results["monjyu (pypdfium2 layout)"].update(gold_figures(docs, args.gold, args.run_in_gold))
     if args.monjyu_only:
         print(json.dumps({name: {k: v for k, v in r.items()} for name, r in results.items()}))
         return
@@ -138,24 +190,6 @@ def main() -> None:
     if not args.no_plumber:
         run("pdfplumber", lambda f: _or_nothing(plumber_text, blobs[f]))
 
-    if args.gold.exists():
-        gold = json.loads(args.gold.read_text(encoding="utf-8"))
-        titles = authors = found = total = 0
-        per_paper = {}
-        for g in gold:
-            doc = docs.get(g["file"])
-            if doc is None:
-                continue
-            titles += _norm(doc.title) == _norm(g["title"])
-            authors += bool(doc.authors) and _norm(doc.authors[0]) == _norm(g["first_author"])
-            headings = {_norm(s.path.rsplit(" > ", 1)[-1]) for s in doc.sections}
-            hit = sum(_norm(h) in headings for h in g["sections"])
-            found, total = found + hit, total + len(g["sections"])
-            per_paper[g["file"]] = {"sections_found": hit, "sections_gold": len(g["sections"]),
-                                    "sections_detected": len({s.path for s in doc.sections if s.path})}
-        results["monjyu (pypdfium2 layout)"].update({"titles": f"{titles}/{len(gold)}", "first_authors": f"{authors}/{len(gold)}",
-                                                     "section_recall": round(found / max(total, 1), 3),
-                                                     "per_paper": per_paper})
     if args.json:
         print(json.dumps(results, indent=1))
         return

@@ -299,6 +299,46 @@ def test_ocr_without_tesseract_is_a_clear_error(tmp_path, monkeypatch):
         load_file(_image_only_pdf(tmp_path / "scanned.pdf"), "s", IngestConfig(ocr=True))
 
 
+def test_a_bold_run_in_heading_opens_a_section_of_its_own(tmp_path):
+    """A paragraph that opens with a bold label in body-type text ("**Scalability** We observe
+    ...", "**Residual Network.** Based on ...") opens a section headed by it, its words kept where
+    they are; a bold word that begins a sentence ("**BERT** is ...") and a caption's bold label
+    head no section, nor does a theorem's."""
+    path = tmp_path / "run-in.pdf"
+    c = canvas.Canvas(str(path), pagesize=letter)
+    width, height = letter
+    c.setFont("Helvetica-Bold", 12)
+    c.drawString(72, height - 72, "3 Experiments")
+    y = height - 100
+    for bold, rest in (("Scalability", "We observe super linear speedup between 64 and 400 GPUs."),
+                       ("Residual Network.", "Based on the plain network, we insert shortcut connections."),
+                       ("BERT", "is a model that reads both directions of a sentence at once."),
+                       ("Figure 1.", "Throughput of the two systems against the number of GPUs."),
+                       ("Theorem 2.", "Let N be the sequence length and d the head dimension.")):
+        c.setFont("Helvetica-Bold", 10)
+        c.drawString(72, y, bold)
+        x = 72 + c.stringWidth(bold + " ", "Helvetica-Bold", 10)
+        c.setFont("Helvetica", 10)
+        c.drawString(x, y, rest)
+        c.drawString(72, y - 12, "The measured figures follow in the table below, one row for each setting.")
+        y -= 40
+    c.showPage()
+    c.save()
+    [doc] = load_file(path, "run-in", CFG)
+    paths = {s.path for s in doc.sections}
+    assert {p.rsplit(" > ", 1)[-1] for p in paths} >= {"Scalability", "Residual Network"}, paths
+    assert not any(p.endswith(("BERT", "Figure 1", "Theorem 2")) for p in paths), paths
+    # the label's words stay where the author set them, opening the section's text
+    opening: dict[str, str] = {}
+    for s in doc.sections:
+        opening.setdefault(s.path.rsplit(" > ", 1)[-1], doc.text[s.start:s.end])
+    assert opening["Scalability"].startswith("Scalability We observe super linear speedup"), opening
+    assert opening["Residual Network"].startswith("Residual Network. Based on the plain network"), opening
+    assert "BERT is a model" in doc.text
+    caption = next(s for s in doc.sections if doc.text[s.start:s.end].startswith("Figure 1."))
+    assert caption.kind == "caption"
+
+
 # ----------------------------------------------------------------------------- real arXiv papers
 @pytest.fixture(scope="module")
 def real_papers():
@@ -532,3 +572,41 @@ def test_get_document_gives_metadata_sections_and_the_unit_boxes(tmp_path, make_
     context = doc["context"]
     assert context["section"].endswith("3 Section Number 3") and context["page"] == 2
     assert context["boxes"] and all(b[0] == 2 and b[1] < b[3] and b[2] < b[4] for b in context["boxes"])
+
+
+def test_bold_run_in_headings_of_real_papers_are_headings(real_papers):
+    """The run-in headings read by eye on pages 4 and 6 of each paper
+    (bench/data/papers_pdf_run_in_headings.jsonl) open sections on their pages; the theorem and
+    algorithm labels there do not."""
+    pages = [json.loads(line) for line in (REPO / "bench/data/papers_pdf_run_in_headings.jsonl").read_text(
+        encoding="utf-8").splitlines()]
+    for g in pages:
+        doc = real_papers[g["file"]]
+        on_page = {_norm(s.path.rsplit(" > ", 1)[-1]) for s in doc.sections
+                   if s.path and doc.page_at(s.start) == g["page"]}
+        for heading in g["run_in_headings"]:
+            assert _norm(heading) in on_page, (g["file"], g["page"], heading)
+        for label in g["other_labels"]:
+            if label["kind"] in ("theorem label", "algorithm box") and label["text"] != "Hyperparam":
+                assert _norm(label["text"]) not in on_page, (g["file"], g["page"], label)
+
+
+def test_a_passage_under_a_run_in_heading_is_cited_by_it(cited_papers: Monjyu):
+    """ResNet's "**Deeper Bottleneck Architectures.** Next we describe ..." and "**50-layer ResNet:**
+    We replace ..." through the real index: the passages' section paths end with their labels."""
+    result = cited_papers.search("How is the deeper bottleneck architecture of ResNet built?", top_k=5)
+    sections = {h.section.rsplit(" > ", 1)[-1] for h in result.hits}
+    assert {"Deeper Bottleneck Architectures", "50-layer ResNet"} & sections, sections
+    assert result.answer is not None and "We replace each 2-layer block" in result.answer.text
+
+
+def test_a_quote_opening_with_its_heading_sets_it_apart():
+    """A run-in label printed without a stop ("**Scalability** We observe ...") is quoted set apart
+    as its bold type set it; a sentence that only begins with the heading's word is not."""
+    from monjyu.engines.quotes import with_heading_set_apart
+
+    section = "5 Experiments > Scalability"
+    assert with_heading_set_apart("Scalability We observe super linear speedup.", section) == \
+        "Scalability: We observe super linear speedup."
+    assert with_heading_set_apart("Scalability is what the system lacks.", section) == "Scalability is what the system lacks."
+    assert with_heading_set_apart("We observe it.", section) == "We observe it."

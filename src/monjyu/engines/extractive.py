@@ -11,6 +11,7 @@ from ..query import Query
 from ..types import Answer
 from .citations import citation_for
 from .context import Source
+from .quotes import with_heading_set_apart
 from .reader import Reader
 
 INSUFFICIENT = {
@@ -63,7 +64,8 @@ def extractive_answer(query: Query, query_vector: np.ndarray, sources: Sequence[
     lines, citations, cited = [], [], set()
     for quote in quotes:
         source = quote[0].sentence.source
-        lines.append(f"{join_sentences([c.quote for c in quote])} [{source.number}]")
+        said = [with_heading_set_apart(c.quote, source.hit.section) for c in quote]
+        lines.append(f"{join_sentences(said)} [{source.number}]")
         if source.number not in cited:
             cited.add(source.number)
             first, last = quote[0].sentence, quote[-1].sentence

@@ -88,6 +88,17 @@ def clean_quote(text: str) -> str:
     return _marked_if_cut(_SPACE_BEFORE_PUNCTUATION.sub("", _without_pointers(text)))
 
 
+def with_heading_set_apart(quote: str, section: str) -> str:
+    """A quote that opens with its passage's heading, printed without a stop (a PDF paragraph's bold
+    run-in label: "Scalability We observe ..."), with the heading set apart as the bold type set
+    it: "Scalability: We observe ..."."""
+    heading = section.rsplit(" > ", 1)[-1]
+    rest = quote[len(heading) + 1:]
+    if heading and quote.startswith(heading + " ") and rest[:1].isupper():
+        return f"{heading}: {rest}"
+    return quote
+
+
 def _without_pointers(text: str) -> str:
     """One line without the citations, footnote marks and figure pointers: what the quotable tests
     read (a formula's holes, "by , our", show in its spacing)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import re
 import statistics
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,7 +36,9 @@ _SOFT_HYPHENS = {0x02, 0xFFFE, 0xAD}
 _NO_SOFT_HYPHENS = dict.fromkeys(_SOFT_HYPHENS)  # str.translate: drop them
 _BREAKS = _SOFT_HYPHENS | {0x0D, 0x0A}  # where a line may end
 _SOFT_HYPHEN_CODES, _BREAK_CODES = sorted(_SOFT_HYPHENS), sorted(_BREAKS)  # for numpy's isin
-_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?:um)?\b|-medi|cmbx|cmb10|\.b$|,bold", re.IGNORECASE)
+# CM-Super's bold faces are SFBX, SFBI, SFBO and SFSX (sans), Computer Modern's cmbx, cmssbx and cmb.
+_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?:um)?\b|-medi|cmbx|cmb10|cmssbx|sf(?:bx|bi|bo|sx)\d|\.b$|,bold",
+                        re.IGNORECASE)
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–—(\[]?\s*(?:\d{1,4}|[ivxlc]{1,6})\s*[-–—)\]]?(?:\s*(?:of|/)\s*\d{1,4})?$",
                           re.IGNORECASE)
 _ARXIV_STAMP = re.compile(r"arXiv:\s*(\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})(v\d+)?", re.IGNORECASE)
@@ -64,6 +67,7 @@ class Line:
     rotated: bool = False
     hyphen: bool = False  # ended in a line-break hyphen
     base: float = 0.0  # baseline of the first character (y, points)
+    bold_lead: str = ""  # the bold text a line in body type opens with ("Scalability" + " We observe ...")
 
     @property
     def height(self) -> float:
@@ -211,8 +215,12 @@ def _lines(raw, h, number: int, codes: list[int], chars: str, ends: list[int], p
             rotated = abs(raw.FPDFText_GetCharAngle(h, idx[len(idx) // 2])) > 0.1
             raw.FPDFText_GetCharOrigin(h, idx[0], ctypes.byref(left), ctypes.byref(bottom))
             size = sorted(f[0] for f in fonts)[1]  # the median of the three
+            lead = ""
+            if fonts[0][1] and not fonts[-1][1]:  # opens in bold, ends in body type: where does the bold end?
+                plain = next((j for j in idx if not _font(raw, h, j, buf, flags)[1]), lo)
+                lead = chars[lo:plain].translate(_NO_SOFT_HYPHENS)
             lines.append(Line(number, text, min(ax0, bx0), min(ay0, by0), max(ax1, bx1), max(ay1, by1),
-                              size, all(f[1] for f in fonts), rotated, hyphen, bottom.value))
+                              size, all(f[1] for f in fonts), rotated, hyphen, bottom.value, lead))
         start = i + 1
     return lines
 
@@ -229,7 +237,8 @@ def _join_fragments(lines: list[Line], gap: float) -> list[Line]:
         if prev is not None and not prev.rotated and not ln.rotated and abs(prev.base - ln.base) < 0.3 * max(prev.size, 1) \
                 and -0.5 * prev.size < ln.x0 - prev.x1 < gap * max(prev.size, ln.size, 1) and not prev.hyphen:
             out[-1] = Line(prev.page, prev.text + line_separator(prev.text, ln.text) + ln.text, prev.x0, min(prev.y0, ln.y0), ln.x1, max(prev.y1, ln.y1),
-                           max(prev.size, ln.size), prev.bold and ln.bold, False, ln.hyphen, prev.base)
+                           max(prev.size, ln.size), prev.bold and ln.bold, False, ln.hyphen, prev.base,
+                           prev.bold_lead or (prev.text if prev.bold and not ln.bold else ""))
             continue
         out.append(ln)
     return out
@@ -289,7 +298,8 @@ def drop_line_numbers(lines: list[Line]) -> list[Line]:
             rest = _LEADING_NUMBER.sub("", ln.text, count=1)
             if not rest.strip():
                 continue
-            ln = Line(ln.page, rest, ln.x0, ln.y0, ln.x1, ln.y1, ln.size, ln.bold, ln.rotated, ln.hyphen, ln.base)
+            ln = Line(ln.page, rest, ln.x0, ln.y0, ln.x1, ln.y1, ln.size, ln.bold, ln.rotated, ln.hyphen, ln.base,
+                      ln.bold_lead if rest.startswith(ln.bold_lead) else "")
         out.append(ln)
     return out
 
@@ -709,7 +719,7 @@ def read_pdf(name: str, data: bytes) -> PdfPaper:
     paper.year = _year(paper.arxiv_id, pages[0] if pages else [])
     paper.blocks = _blocks(pages, body, front_end)
     for i, b in enumerate(paper.blocks):
-        if b.kind == "heading" and re.match(r"^(abstract|summary|概要|要旨)\b", b.text, re.IGNORECASE):
+        if b.kind == "heading" and not b.run_in and re.match(r"^(abstract|summary|概要|要旨)\b", b.text, re.IGNORECASE):
             paper.abstract = next((x.text for x in paper.blocks[i + 1:i + 3] if x.kind == TEXT), "")
             break
         if b.kind == TEXT and re.match(r"^abstract\b[\s.:—-]*", b.text, re.IGNORECASE):
@@ -734,14 +744,16 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
     numbers = HeadingNumbers()
     in_refs = False
     ref_lines: list[Line] = []
+    run_in: list[str] = []  # the bold label the paragraph being read opens with, if any
 
     def flush(kind: str = TEXT) -> None:
         if para:
             text, spans = _join(para, vocabulary)
             if kind == TEXT and is_figure_text(text, para):
                 kind = FIGURE  # a table's or a figure's: filed under its caption below
-            blocks.append(Block(text, kind, page=para[0].page, lines=spans))
+            blocks.append(Block(text, kind, page=para[0].page, lines=spans, run_in="".join(run_in)))
             para.clear()
+        run_in.clear()
 
     def flush_refs() -> None:
         for entry in _reference_entries(ref_lines):
@@ -785,10 +797,70 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
                 continue
             if para and _paragraph_break(para, ln, line_pitch):
                 flush()
+            if (label := _run_in_heading(ln, para)):
+                flush()
+                run_in.append(label)
             para.append(ln)
     flush()
     flush_refs()
-    return _file_figures(_rejoin_cut_paragraphs(blocks, vocabulary))
+    # split after the paragraphs cut by floats and column turns are joined again, which reads the
+    # whole paragraph ("Identity vs. Projection Shortcuts. We have shown that" + "parameter-free, ..."),
+    # and after figure and table text is filed (a bold label in a figure's box is no heading)
+    return _split_run_in_headings(_file_figures(_rejoin_cut_paragraphs(blocks, vocabulary)))
+
+
+# A run-in heading ("**Scalability** We observe ...", LaTeX's \paragraph) is below every numbered one
+# (structure.heading_level gives "1.2.3.4" level 4): it holds its paragraph, and the ones after it,
+# until the next heading.
+RUN_IN_LEVEL = 5
+_SUBSECTION_NUMBER = re.compile(r"^\d{1,2}(?:\.\d{1,2}){1,3}\.?\s")  # "4.3. Hybrid security": level 2
+_RUN_IN_STOP = re.compile(r"\s*[.:：—–]\s*")  # a label's stop, where the bold type left it out
+# A label that ends on a word that leads into more ("Communication Volume with" + a formula in body
+# type) is bold text cut short, not a heading.
+_OPEN_ENDED = re.compile(r"\b(?:a|an|the|of|with|and|or|to|in|for|on|by|from|at|as|via)$", re.IGNORECASE)
+# Bold labels that open a statement, a step or an algorithm's lines, not a part of the text.
+_NOT_RUN_IN = re.compile(r"^(?:theorem|lemma|proposition|corollary|claim|conjecture|definition|proof|remark|example|"
+                         r"assumption|algorithm|require|ensure|input|output|step)\b", re.IGNORECASE)
+
+
+def _run_in_heading(ln: Line, para: list[Line]) -> str:
+    """The bold label `ln` opens a paragraph with, or "": at a paragraph's start (or after a
+    sentence's end, not in a caption), a bold label of up to ten words in body-type text, followed
+    by its stop (".", ":") or by a sentence's capital letter. A bold word that begins a sentence
+    ("**BERT** is ...") goes on in lower case and stays text; so do a caption's label, theorem and
+    algorithm labels, bold words cut short and formulas."""
+    lead = ln.bold_lead
+    if not lead or not ln.text.startswith(lead) or para and (para[-1].text.rstrip()[-1:] not in ".!?:。"
+                                                             or is_caption(normalize(para[0].text))):
+        return ""
+    label, rest = lead.strip(), ln.text[len(lead):]
+    stop = label[-1:] in ".:"
+    if m := _RUN_IN_STOP.match(rest):  # the label's stop set in body type: "Selection: Each ..."
+        rest, stop = rest[m.end():], True
+    label, rest = label.rstrip(".:").strip(), rest.lstrip()
+    if not rest or not label or not 1 <= len(label.split()) <= 10 or len(label) > 80 or label[-1] in ",;-(" \
+            or not (label[0].isupper() or label[0].isdigit()) or not re.search(r"[A-Za-z]{3}|[\u3040-\u9fff]{2}", label) \
+            or _NOT_RUN_IN.match(label) or _OPEN_ENDED.search(label) or is_caption(normalize(ln.text)) \
+            or label.count("(") != label.count(")") or any(c in "[]{}|" or unicodedata.category(c) == "Sm" for c in label):
+        return ""  # not a heading: a formula's symbols, a caption's label ("Figure 1."), a fragment
+    if not (stop or rest[0].isupper() or rest[0] in "(“\"" or "\u3040" <= rest[0] <= "\u9fff"):
+        return ""
+    return lead
+
+
+def _split_run_in_headings(blocks: list[Block]) -> list[Block]:
+    """Before each paragraph that opens with a run-in heading (`Block.run_in`), that heading: it
+    opens a section, and its words stay where the author set them, at the paragraph's start
+    ("Squared ReLU: The most effective modification ..." reads as one sentence)."""
+    out: list[Block] = []
+    for b in blocks:
+        label = normalize(b.run_in)
+        if b.kind == TEXT and label and b.text.startswith(label):
+            heading = label.rstrip(".:：—– ")
+            level = heading_level(heading) if _SUBSECTION_NUMBER.match(heading) else RUN_IN_LEVEL
+            out.append(Block(heading, "heading", level, page=b.page, run_in=heading))
+        out.append(b)
+    return out
 
 
 def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Block]:
@@ -873,7 +945,7 @@ def _joined(a: Block, b: Block, vocabulary: set[str]) -> Block:
     shift = len(text) + len(sep)
     lines = [(min(s, len(text)), min(e, len(text)), p, box) for s, e, p, box in a.lines] + \
         [(s + shift, e + shift, p, box) for s, e, p, box in b.lines]
-    return Block(text + sep + b.text, a.kind, a.level, a.label, a.page, lines)
+    return Block(text + sep + b.text, a.kind, a.level, a.label, a.page, lines, a.run_in)
 
 
 def _split_word(text: str, after: str, vocabulary: set[str]) -> bool:

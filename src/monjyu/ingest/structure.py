@@ -83,7 +83,10 @@ class Block:
     where the body begins, though the body has no heading of its own).
 
     `lines` optionally gives where each piece of the text sits on a page: (start, end) offsets in
-    `text`, the page number and the box (x0, y0, x1, y1, PDF points, origin bottom-left)."""
+    `text`, the page number and the box (x0, y0, x1, y1, PDF points, origin bottom-left).
+    `run_in`: the bold label a PDF paragraph opens with ("Scalability" + " We observe ..."); on a
+    heading, that the heading is such a label, whose words open the paragraph after it: it opens a
+    section there and adds no text of its own."""
 
     text: str
     kind: str = TEXT  # heading | text | caption | reference | front | figure | table
@@ -91,6 +94,7 @@ class Block:
     label: str = ""  # a figure's or table's caption: its section path ends with it
     page: int | None = None
     lines: list[tuple[int, int, int, tuple[float, float, float, float]]] = field(default_factory=list)
+    run_in: str = ""
 
 
 @dataclass
@@ -132,6 +136,13 @@ def assemble(blocks: list[Block]) -> Assembled:
                 section_ended = True
             continue
         start = offset + (2 if parts else 0)
+        if block.kind == "heading" and block.run_in:  # its words open the next paragraph: a section there
+            while stack and stack[-1][0] >= block.level:
+                stack.pop()
+            stack.append((block.level, text))
+            open_span(REFERENCE if in_refs_level else TEXT, start)
+            section_ended = False
+            continue
         if block.kind == "heading":
             level = max(block.level, 1)
             while stack and stack[-1][0] >= level:
