@@ -5,8 +5,8 @@
                                 [--no-plumber] [--processes N] [--baseline COMMIT] [--json]
 
 Per library: pages/s, ligature code points left in the text, and (for MONJYU, against the gold
-files) titles, first authors and section headings found, and the run-in headings ("**Scalability**
-We observe ...") read as headings on the pages the run-in gold covers: how many of its headings,
+files) titles, first authors and section headings found, and the run-in headings ("**Hardware
+Failures** We faced ...") read as headings on the pages the run-in gold covers: how many of its headings,
 how many of its other labels (list, algorithm and theorem labels), and how many headings on those
 pages are in neither gold (false). pypdf and pdfplumber give raw page text
 only; they are the speed reference the papers issue asks for. A file without a text layer counts

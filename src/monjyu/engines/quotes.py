@@ -90,8 +90,8 @@ def clean_quote(text: str) -> str:
 
 def with_heading_set_apart(quote: str, section: str) -> str:
     """A quote that opens with its passage's heading, printed without a stop (a PDF paragraph's bold
-    run-in label: "Scalability We observe ..."), with the heading set apart as the bold type set
-    it: "Scalability: We observe ..."."""
+    run-in label: "Hardware Failures We faced ..."), with the heading set apart as the bold type
+    set it: "Hardware Failures: We faced ..."."""
     heading = section.rsplit(" > ", 1)[-1]
     rest = quote[len(heading) + 1:]
     if heading and quote.startswith(heading + " ") and rest[:1].isupper():

@@ -67,7 +67,7 @@ class Line:
     rotated: bool = False
     hyphen: bool = False  # ended in a line-break hyphen
     base: float = 0.0  # baseline of the first character (y, points)
-    bold_lead: str = ""  # the bold text a line in body type opens with ("Scalability" + " We observe ...")
+    bold_lead: str = ""  # the bold text a line in body type opens with ("Hardware Failures" + " We faced ...")
 
     @property
     def height(self) -> float:
@@ -809,7 +809,7 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
     return _split_run_in_headings(_file_figures(_rejoin_cut_paragraphs(blocks, vocabulary)))
 
 
-# A run-in heading ("**Scalability** We observe ...", LaTeX's \paragraph) is below every numbered one
+# A run-in heading ("**Hardware Failures** We faced ...", LaTeX's \paragraph) is below every numbered one
 # (structure.heading_level gives "1.2.3.4" level 4): it holds its paragraph, and the ones after it,
 # until the next heading.
 RUN_IN_LEVEL = 5

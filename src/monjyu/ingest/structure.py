@@ -84,7 +84,7 @@ class Block:
 
     `lines` optionally gives where each piece of the text sits on a page: (start, end) offsets in
     `text`, the page number and the box (x0, y0, x1, y1, PDF points, origin bottom-left).
-    `run_in`: the bold label a PDF paragraph opens with ("Scalability" + " We observe ..."); on a
+    `run_in`: the bold label a PDF paragraph opens with ("Hardware Failures" + " We faced ..."); on a
     heading, that the heading is such a label, whose words open the paragraph after it: it opens a
     section there and adds no text of its own."""
 
