@@ -198,6 +198,19 @@ def test_chunking_change_rebuilds_everything(tmp_path, samples_copy, make_config
     assert len(report.changed) == 7 and read_manifest(idx).counts["text_units"] > 9
 
 
+def test_an_index_built_by_an_earlier_pipeline_reads_its_files_again(tmp_path, samples_copy, make_config,
+                                                                     monkeypatch):
+    """A MONJYU whose loaders read the same files differently (a bumped INGEST_PIPELINE_VERSION)
+    rebuilds every file from the caches on its first `index`, though no file and no setting changed."""
+    import monjyu.config
+
+    idx = tmp_path / "idx"
+    Monjyu(idx, make_config()).index([samples_copy])
+    assert not Monjyu(idx, make_config()).index([samples_copy]).changed
+    monkeypatch.setattr(monjyu.config, "INGEST_PIPELINE_VERSION", monjyu.config.INGEST_PIPELINE_VERSION + 1)
+    assert len(Monjyu(idx, make_config()).index([samples_copy]).changed) == 7
+
+
 def test_missing_index_is_a_clear_error(tmp_path, make_config):
     with pytest.raises(MonjyuError, match="no index at"):
         Monjyu(tmp_path / "nothing", make_config()).search("x")
