@@ -302,8 +302,8 @@ def test_ocr_without_tesseract_is_a_clear_error(tmp_path, monkeypatch):
 def test_a_bold_run_in_heading_opens_a_section_of_its_own(tmp_path):
     """A paragraph that opens with a bold label in body-type text ("**Scalability** We observe
     ...", "**Residual Network.** Based on ...") opens a section headed by it, its words kept where
-    they are; a bold word that begins a sentence ("**BERT** is ...") and a caption's bold label
-    head no section, nor does a theorem's."""
+    they are; a bold word that begins a sentence ("**BERT** is ...", "**Derived Relations** (also
+    known as ...) are ..."), a caption's or a theorem's bold label and a formula head no section."""
     path = tmp_path / "run-in.pdf"
     c = canvas.Canvas(str(path), pagesize=letter)
     width, height = letter
@@ -314,7 +314,9 @@ def test_a_bold_run_in_heading_opens_a_section_of_its_own(tmp_path):
                        ("Residual Network.", "Based on the plain network, we insert shortcut connections."),
                        ("BERT", "is a model that reads both directions of a sentence at once."),
                        ("Figure 1.", "Throughput of the two systems against the number of GPUs."),
-                       ("Theorem 2.", "Let N be the sequence length and d the head dimension.")):
+                       ("Theorem 2.", "Let N be the sequence length and d the head dimension."),
+                       ("Derived Relations", "(also known as views) are defined by other relations."),
+                       ("The map f", ": R x R")):
         c.setFont("Helvetica-Bold", 10)
         c.drawString(72, y, bold)
         x = 72 + c.stringWidth(bold + " ", "Helvetica-Bold", 10)
@@ -327,7 +329,7 @@ def test_a_bold_run_in_heading_opens_a_section_of_its_own(tmp_path):
     [doc] = load_file(path, "run-in", CFG)
     paths = {s.path for s in doc.sections}
     assert {p.rsplit(" > ", 1)[-1] for p in paths} >= {"Scalability", "Residual Network"}, paths
-    assert not any(p.endswith(("BERT", "Figure 1", "Theorem 2")) for p in paths), paths
+    assert not any(p.endswith(("BERT", "Figure 1", "Theorem 2", "Derived Relations", "The map f")) for p in paths), paths
     # the label's words stay where the author set them, opening the section's text
     opening: dict[str, str] = {}
     for s in doc.sections:

@@ -817,7 +817,8 @@ _SUBSECTION_NUMBER = re.compile(r"^\d{1,2}(?:\.\d{1,2}){1,3}\.?\s")  # "4.3. Hyb
 _RUN_IN_STOP = re.compile(r"\s*[.:：—–]\s*")  # a label's stop, where the bold type left it out
 # A label that ends on a word that leads into more ("Communication Volume with" + a formula in body
 # type) is bold text cut short, not a heading.
-_OPEN_ENDED = re.compile(r"\b(?:a|an|the|of|with|and|or|to|in|for|on|by|from|at|as|via)$", re.IGNORECASE)
+_OPEN_ENDED = re.compile(r"\b(?:a|an|the|of|with|and|or|to|in|for|on|by|from|at|as|via|is|are|that|which|where)$",
+                         re.IGNORECASE)
 # Bold labels that open a statement, a step or an algorithm's lines, not a part of the text.
 _NOT_RUN_IN = re.compile(r"^(?:theorem|lemma|proposition|corollary|claim|conjecture|definition|proof|remark|example|"
                          r"assumption|algorithm|require|ensure|input|output|step)\b", re.IGNORECASE)
@@ -838,13 +839,14 @@ def _run_in_heading(ln: Line, para: list[Line]) -> str:
     if m := _RUN_IN_STOP.match(rest):  # the label's stop set in body type: "Selection: Each ..."
         rest, stop = rest[m.end():], True
     label, rest = label.rstrip(".:").strip(), rest.lstrip()
-    if not rest or not label or not 1 <= len(label.split()) <= 10 or len(label) > 80 or label[-1] in ",;-(" \
+    if not re.search(r"[^\W\d_]{2}", rest) or not label or not 1 <= len(label.split()) <= 10 or len(label) > 80 or label[-1] in ",;-(" \
             or not (label[0].isupper() or label[0].isdigit()) or not re.search(r"[A-Za-z]{3}|[\u3040-\u9fff]{2}", label) \
             or _NOT_RUN_IN.match(label) or _OPEN_ENDED.search(label) or is_caption(normalize(ln.text)) \
-            or label.count("(") != label.count(")") or any(c in "[]{}|" or unicodedata.category(c) == "Sm" for c in label):
-        return ""  # not a heading: a formula's symbols, a caption's label ("Figure 1."), a fragment
-    if not (stop or rest[0].isupper() or rest[0] in "(“\"" or "\u3040" <= rest[0] <= "\u9fff"):
-        return ""
+            or label.count("(") != label.count(")") or any(c in "[]{}|" or unicodedata.category(c) == "Sm" for c in label) \
+            or len(label.split()) >= 3 and re.search(r"\s[^\W\d_]$", label):
+        return ""  # not a heading: a formula's symbols or variable ("The map f"), a caption's label, a fragment
+    if not (rest[0].isupper() or stop and (rest[0].isalnum() or rest[0] in "(“\"") or "\u3040" <= rest[0] <= "\u9fff"):
+        return ""  # the text goes on in lower case ("**BERT** is ..."), or in symbols (":= max", "✷")
     return lead
 
 
