@@ -826,28 +826,41 @@ _NOT_RUN_IN = re.compile(r"^(?:theorem|lemma|proposition|corollary|claim|conject
 
 def _run_in_heading(ln: Line, para: list[Line]) -> str:
     """The bold label `ln` opens a paragraph with, or "": at a paragraph's start (or after a
-    sentence's end, not in a caption), a bold label of up to ten words in body-type text, followed
-    by its stop (".", ":") or by a sentence's capital letter. A bold word that begins a sentence
-    ("**BERT** is ...") goes on in lower case and stays text; so do a caption's label, theorem and
-    algorithm labels, bold words cut short and formulas."""
+    sentence's end, not in a caption), a bold label in body-type text that reads as a label,
+    followed by text that reads as a sentence."""
     lead = ln.bold_lead
-    if not lead or not ln.text.startswith(lead) or para and (para[-1].text.rstrip()[-1:] not in ".!?:。"
-                                                             or is_caption(normalize(para[0].text))):
+    if not lead or not ln.text.startswith(lead) or is_caption(normalize(ln.text)) or para and (
+            para[-1].text.rstrip()[-1:] not in ".!?:。" or is_caption(normalize(para[0].text))):
         return ""
     label, rest = lead.strip(), ln.text[len(lead):]
     stop = label[-1:] in ".:"
     if m := _RUN_IN_STOP.match(rest):  # the label's stop set in body type: "Selection: Each ..."
         rest, stop = rest[m.end():], True
     label, rest = label.rstrip(".:").strip(), rest.lstrip()
-    if not re.search(r"[^\W\d_]{2}", rest) or not label or not 1 <= len(label.split()) <= 10 or len(label) > 80 or label[-1] in ",;-(" \
-            or not (label[0].isupper() or label[0].isdigit()) or not re.search(r"[A-Za-z]{3}|[\u3040-\u9fff]{2}", label) \
-            or _NOT_RUN_IN.match(label) or _OPEN_ENDED.search(label) or is_caption(normalize(ln.text)) \
-            or label.count("(") != label.count(")") or any(c in "[]{}|" or unicodedata.category(c) == "Sm" for c in label) \
-            or len(label.split()) >= 3 and re.search(r"\s[^\W\d_]$", label):
-        return ""  # not a heading: a formula's symbols or variable ("The map f"), a caption's label, a fragment
-    if not (rest[0].isupper() or stop and (rest[0].isalnum() or rest[0] in "(“\"") or "\u3040" <= rest[0] <= "\u9fff"):
-        return ""  # the text goes on in lower case ("**BERT** is ..."), or in symbols (":= max", "✷")
-    return lead
+    return lead if _reads_as_label(label) and _reads_as_text(rest, stop) else ""
+
+
+def _reads_as_label(label: str) -> bool:
+    """Up to ten words that open with a capital letter or a number: not a theorem's or an
+    algorithm's label, a formula's symbols, a variable ("The map f") or a word that leads into
+    more ("Communication Volume with")."""
+    words = label.split()
+    return (1 <= len(words) <= 10 and len(label) <= 80 and (label[0].isupper() or label[0].isdigit())
+            and label[-1] not in ",;-(" and bool(re.search(r"[A-Za-z]{3}|[\u3040-\u9fff]{2}", label))
+            and not _NOT_RUN_IN.match(label) and not _OPEN_ENDED.search(label)
+            and label.count("(") == label.count(")")
+            and not any(c in "[]{}|" or unicodedata.category(c) == "Sm" for c in label)
+            and not (len(words) >= 3 and re.search(r"\s[^\W\d_]$", label)))
+
+
+def _reads_as_text(rest: str, stop: bool) -> bool:
+    """What follows a label goes on as a sentence: a capital letter, or after the label's stop a
+    letter, a digit, a bracket or a quote, and a word. A bold word that begins a sentence goes on
+    in lower case ("**BERT** is ..."); a formula in symbols (": R", ":= max", ". ✷")."""
+    if not re.search(r"[^\W\d_]{2}", rest):
+        return False
+    first = rest[0]
+    return first.isupper() or "\u3040" <= first <= "\u9fff" or stop and (first.isalnum() or first in "(“\"")
 
 
 def _split_run_in_headings(blocks: list[Block]) -> list[Block]:
