@@ -136,13 +136,6 @@ def assemble(blocks: list[Block]) -> Assembled:
                 section_ended = True
             continue
         start = offset + (2 if parts else 0)
-        if block.kind == "heading" and block.run_in:  # its words open the next paragraph: a section there
-            while stack and stack[-1][0] >= block.level:
-                stack.pop()
-            stack.append((block.level, text))
-            open_span(REFERENCE if in_refs_level else TEXT, start)
-            section_ended = False
-            continue
         if block.kind == "heading":
             level = max(block.level, 1)
             while stack and stack[-1][0] >= level:
@@ -153,6 +146,10 @@ def assemble(blocks: list[Block]) -> Assembled:
             if is_references_heading(text):
                 in_refs_level = level
             kind = REFERENCE if in_refs_level else TEXT
+            if block.run_in:  # a PDF's run-in label: its section starts at the paragraph it opens
+                open_span(kind, start)
+                section_ended = False
+                continue
         elif in_refs_level and block.kind in (TEXT, REFERENCE):
             kind = REFERENCE
         elif block.kind == TEXT and is_caption(text):
