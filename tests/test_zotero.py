@@ -275,6 +275,49 @@ def test_a_missing_pdf_is_reported_and_the_rest_indexed(library, tmp_path, cache
     assert report.documents == len(read_library(data_dir).items) >= 15
 
 
+def test_an_item_without_a_pdf_is_read_from_its_snapshot_and_the_items_with_no_file_are_named(library, tmp_path,
+                                                                                              cache_dir):
+    """zotero-dev's preprint "A combination of small-gain and density propagation inequalities ..."
+    has no PDF, only a web page snapshot whose file the library lacks: it is named among the items
+    with no file MONJYU reads. With the snapshot in storage (the arXiv page, written here from the
+    item's own abstract), it is indexed from it, with the library's metadata, answers from it, and
+    its citations open the snapshot in Zotero (zotero://open: no PDF page to open)."""
+    assert any(note.startswith("21 items of the Zotero library have no file MONJYU reads") and
+               "Towards WaterLab" in note for note in library["report"]["notes"])
+    data_dir = tmp_path / "Zotero"
+    shutil.copytree(library["data_dir"], data_dir)
+    db = sqlite3.connect(data_dir / "zotero.sqlite")
+    item_id, item_key, attachment_key, path = db.execute(
+        "SELECT p.itemID, p.key, i.key, a.path FROM itemAttachments a JOIN items i ON i.itemID = a.itemID "
+        "JOIN items p ON p.itemID = a.parentItemID WHERE a.contentType = 'text/html'").fetchone()
+    title, abstract = (db.execute("SELECT v.value FROM itemData d JOIN fields f ON f.fieldID = d.fieldID "
+                                  "JOIN itemDataValues v ON v.valueID = d.valueID WHERE d.itemID = ? AND f.fieldName = ?",
+                                  (item_id, name)).fetchone()[0] for name in ("title", "abstractNote"))
+    db.close()
+    snapshot = data_dir / "storage" / attachment_key / path.removeprefix("storage:")
+    snapshot.parent.mkdir()
+    snapshot.write_text(f"<html><head><title>[1508.06018] {title}</title></head><body>"
+                        "<header>Skip to main content. We gratefully acknowledge support from the Simons Foundation."
+                        f"</header><nav>arXiv &gt; math &gt; arXiv:1508.06018</nav><h1>{title}</h1>"
+                        f"<blockquote>Abstract: {abstract}</blockquote><footer>About Help Contact</footer></body></html>",
+                        encoding="utf-8")
+    m = Monjyu(tmp_path / "idx", MonjyuConfig(cache_dir=str(cache_dir), graph={"enabled": False}))
+    report = m.index(zotero=data_dir)
+    doc_id = f"zotero/{item_key}"
+    assert report.failures == [] and report.documents == 18
+    assert any(note.startswith("20 items of the Zotero library") for note in report.notes)
+    paper = next(p for p in m.papers.list()["papers"] if p["id"] == doc_id)
+    assert paper["title"] == title and paper["source_path"] == str(snapshot)
+    assert paper["zotero"]["open"] == f"zotero://open/library/items/{attachment_key}" and "open_pdf" not in paper["zotero"]
+    result = m.search("Which inequalities are combined to prove almost input-to-state stability of the network?",
+                      top_k=3)
+    cited = [c for c in result.answer.citations if c.document_id == doc_id]
+    assert cited and "density propagation" in result.answer.text
+    assert "Simons Foundation" not in result.answer.text
+    assert cited[0].zotero == {"select": f"zotero://select/library/items/{item_key}",
+                               "open": f"zotero://open/library/items/{attachment_key}"}
+
+
 def test_zotero_with_no_directory_reads_the_default_one(tmp_path):
     """`monjyu index --zotero` alone or before another option reads ~/Zotero (here a home with
     none: the error names it)."""
@@ -348,7 +391,7 @@ def test_group_items_linked_files_and_feeds(library, tmp_path):
     group = [item for item in read.items if item.key == "GROUPIT1"]
     assert len(group) == 1 and not any(item.key == "FEEDIT01" for item in read.items) and len(read.items) == 18
     item = group[0]
-    assert item.document_id == "zotero/groups/4711/GROUPIT1" and item.pdf == linked
+    assert item.document_id == "zotero/groups/4711/GROUPIT1" and item.file == linked
     links = library_fields(item.metadata)["zotero"]
     assert links["select"] == "zotero://select/groups/4711/items/GROUPIT1"
     assert links["open_pdf"] == "zotero://open-pdf/groups/4711/items/GROUPAT1"

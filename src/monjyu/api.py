@@ -89,8 +89,9 @@ class Monjyu:
                 current communities where the graph changed, until graph.recluster_drift says
                 to start again.
             zotero: a Zotero data directory (the folder holding zotero.sqlite): its items' PDFs
-                are indexed with the library's metadata, items trashed or deleted since the last
-                run are removed, and an item whose PDF is missing is reported.
+                (else a snapshot or another file MONJYU reads) are indexed with the library's
+                metadata, items trashed or deleted since the last run are removed, an item whose
+                PDF is missing is reported, and the items with no file MONJYU reads are named.
             bib: a BibTeX (.bib) or CSL-JSON (.json) file: each entry's metadata for the file its
                 `file` field names (Better BibTeX, JabRef and Zotero exports), those files indexed
                 too; an entry whose file is missing is reported.

@@ -153,7 +153,8 @@ class Citation:
     authors: list[str] = field(default_factory=list)
     year: int | None = None
     kind: str = TEXT  # of the cited unit; an annotation is cited by what it is ("Your highlight on p. 4")
-    # From a Zotero library: zotero://open-pdf at the cited page and zotero://select for the item.
+    # From a Zotero library: zotero://open-pdf at the cited page (zotero://open for a snapshot) and
+    # zotero://select for the item.
     zotero: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -31,7 +31,7 @@ def index(
     index: IndexOpt = Path(DEFAULT_INDEX_DIR),
     zotero: Annotated[Optional[Path], typer.Option(
         "--zotero", metavar="[DIR]",
-        help="also index a Zotero library: the PDFs of the items in its data directory (alone, or before "
+        help="also index a Zotero library: the PDFs (else snapshots) of the items in its data directory (alone, or before "
              f"another option: Zotero's default, {default_zotero_dir()}), with the library's titles, creators, "
              "years, DOIs, tags, collections, highlights and notes; read from a copy, never written")] = None,
     bib: Annotated[Optional[Path], typer.Option(

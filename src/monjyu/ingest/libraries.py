@@ -22,14 +22,22 @@ class LibrarySources:
 
 
 def library_sources(paths: list[Path], zotero: Path | None, bib: Path | None, cfg: IngestConfig) -> LibrarySources:
-    """The build's sources: `paths`, plus a Zotero library's PDFs or a bibliography's files (those
-    not already under one of `paths`)."""
+    """The build's sources: `paths`, plus a Zotero library's files or a bibliography's (those not
+    already under one of `paths`)."""
     if zotero is not None and bib is not None:
         raise MonjyuError("give a Zotero library or a bibliography, not both: a library carries its own metadata "
                           "(export it with Better BibTeX to use a .bib instead)")
     if zotero is not None:
-        library = read_library(Path(zotero), annotations=cfg.annotations)
-        return LibrarySources(paths + [item.pdf for item in library.items], library_catalog(library), library.missing)
+        library = read_library(Path(zotero), annotations=cfg.annotations, suffixes=tuple(cfg.suffixes))
+        notes = []
+        if library.without_file:
+            count = len(library.without_file)
+            notes.append(f"{count} {'item' if count == 1 else 'items'} of the Zotero library "
+                         f"{'has' if count == 1 else 'have'} no file MONJYU reads (a PDF, or a snapshot, Word, "
+                         f"Markdown or text file that is in the data directory), not indexed: "
+                         f"{_some(library.without_file)}")
+        return LibrarySources(paths + [item.file for item in library.items], library_catalog(library),
+                              library.missing, notes)
     if bib is None:
         return LibrarySources(paths)
     found = read_bibliography(Path(bib), cfg.suffixes)
@@ -37,8 +45,12 @@ def library_sources(paths: list[Path], zotero: Path | None, bib: Path | None, cf
     extra = [f for f in found.files if not any(f.resolve().is_relative_to(r) for r in roots)]
     notes = []
     if found.without_file:
-        shown = ", ".join(found.without_file[:5]) + (", ..." if len(found.without_file) > 5 else "")
         count = len(found.without_file)
         notes.append(f"{count} {'entry' if count == 1 else 'entries'} of {Path(bib).name} "
-                     f"{'names' if count == 1 else 'name'} no file MONJYU reads, not indexed: {shown}")
+                     f"{'names' if count == 1 else 'name'} no file MONJYU reads, not indexed: {_some(found.without_file)}")
     return LibrarySources(paths + extra, found.catalog, found.missing, notes)
+
+
+def _some(names: list[str], shown: int = 5) -> str:
+    """The first `shown` names, and "..." where there are more."""
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")

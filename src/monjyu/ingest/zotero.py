@@ -1,4 +1,4 @@
-"""A Zotero library as a source: its items' PDFs, with the metadata the library already holds.
+"""A Zotero library as a source: its items' files, with the metadata the library already holds.
 
 Zotero keeps everything in one SQLite file, `zotero.sqlite`, in its data directory, and holds
 it locked while it runs. The library is read without ever writing to it: the database file (and
@@ -12,7 +12,10 @@ its group libraries, skipping the trash and feeds, with its first PDF attachment
 (`storage:NAME` in `storage/<attachment key>/`) or a linked file (an absolute path; one relative
 to Zotero's linked-attachment base directory, `attachments:...`, only when that directory is
 given: Zotero keeps it in its profile's prefs.js, which is not read). An item whose PDF is
-missing is reported, not fatal. Its metadata come from the library: title, creators in order, year, DOI (the
+missing is reported, not fatal. An item without a PDF is read from its first other attachment
+that MONJYU reads and that is there (a web page's snapshot, a Word, Markdown or text file); the
+items with none (a bare reference, a link, an EPUB, a file not downloaded) are named in a note,
+not indexed. Its metadata come from the library: title, creators in order, year, DOI (the
 field, or a `DOI:` line in Extra), venue, item type, abstract, tags, collections (with their
 path), the Zotero keys and, where present, the citation key (Zotero's field, a `Citation Key:`
 line in Extra, or Better BibTeX's `better-bibtex.sqlite`). The user's own words on it, unless
@@ -47,6 +50,10 @@ _ZOTERO5_COLUMNS = (("libraries", "type"), ("itemAttachments", "contentType"), (
 MAX_USERDATA = 139
 COPY_ATTEMPTS = 5
 _SKIPPED_TYPES = ("note", "attachment", "annotation")
+PDF = "application/pdf"
+# The kinds of file an item without a PDF may be read from: those that hold one document (a JSON
+# file holds records of their own), where the index reads them (ingest.suffixes).
+_ONE_DOCUMENT = (".html", ".htm", ".docx", ".md", ".markdown", ".txt")
 _VENUE_FIELDS = ("publicationTitle", "proceedingsTitle", "bookTitle", "conferenceName", "repository",
                  "university", "institution", "publisher", "websiteTitle", "blogTitle")
 _EXTRA_DOI = re.compile(r"^\s*DOI:\s*(10\.\S+)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -64,12 +71,12 @@ _COLOURS = {"#ffd400": "yellow", "#ff6666": "red", "#5fb236": "green", "#2ea8e5"
 
 @dataclass
 class LibraryItem:
-    """One item of a Zotero library, as indexed: its PDF and the metadata that win over parsing."""
+    """One item of a Zotero library, as indexed: its file and the metadata that win over parsing."""
 
     key: str  # the item's key
     library: str  # "" for the user's library, "groups/<group id>" for a group's
-    attachment_key: str  # the PDF attachment's own key (what zotero://open-pdf opens)
-    pdf: Path  # the attachment's file (items whose file is missing are in Library.missing instead)
+    attachment_key: str  # the attachment's own key (what zotero://open-pdf and zotero://open open)
+    file: Path  # the attachment's file: its PDF, else a file of another kind (`_ONE_DOCUMENT`)
     title: str
     creators: list[str]
     year: int | None
@@ -98,24 +105,33 @@ class Library:
     userdata_version: int
     items: list[LibraryItem]
     missing: list[tuple[str, str]]  # (item, why its PDF cannot be read)
+    without_file: list[str] = field(default_factory=list)  # items with no file MONJYU reads, by name
 
 
 CATALOG_PREFIX = "zotero/"
 
 
 def library_catalog(library: Library) -> Catalog:
-    """The library's PDFs as the index's catalog: ids from item keys, the library's metadata."""
-    return Catalog(CATALOG_PREFIX, {str(item.pdf.resolve()): CatalogEntry(
+    """The library's files as the index's catalog: ids from item keys, the library's metadata."""
+    return Catalog(CATALOG_PREFIX, {str(item.file.resolve()): CatalogEntry(
         item.document_id, item.stamp, item.title, item.creators, item.year, item.metadata, item.notes)
         for item in library.items})
 
 
 def zotero_links(zotero: dict[str, str], page: int | None = None) -> dict[str, str]:
-    """zotero://select for the item, zotero://open-pdf for its PDF attachment (at a 1-based page);
-    `zotero`: the keys a document from a library carries (key, library, attachment_key)."""
+    """zotero://select for the item; zotero://open-pdf for its PDF attachment (at a 1-based page),
+    or zotero://open for an attachment of another kind (Zotero 7's link, which opens a snapshot in
+    its reader; earlier versions have none). `zotero`: the keys a document from a library carries
+    (key, library, attachment_key, attachment_type; an index built before attachment_type has PDFs
+    only)."""
     library = zotero["library"] or "library"
-    open_pdf = f"zotero://open-pdf/{library}/items/{zotero['attachment_key']}" + (f"?page={page}" if page else "")
-    return {"select": f"zotero://select/{library}/items/{zotero['key']}", "open_pdf": open_pdf}
+    links = {"select": f"zotero://select/{library}/items/{zotero['key']}"}
+    attachment = f"{library}/items/{zotero['attachment_key']}"
+    if zotero.get("attachment_type", PDF) == PDF:
+        links["open_pdf"] = f"zotero://open-pdf/{attachment}" + (f"?page={page}" if page else "")
+    else:
+        links["open"] = f"zotero://open/{attachment}"
+    return links
 
 
 def default_data_dir() -> Path:
@@ -123,9 +139,11 @@ def default_data_dir() -> Path:
     return Path.home() / "Zotero"
 
 
-def read_library(data_dir: Path, linked_base: Path | None = None, annotations: bool = True) -> Library:
+def read_library(data_dir: Path, linked_base: Path | None = None, annotations: bool = True,
+                 suffixes: tuple[str, ...] = _ONE_DOCUMENT) -> Library:
     """The library in `data_dir`, read from a checked byte copy of its database; `annotations`:
-    with each item's annotations and notes."""
+    with each item's annotations and notes; `suffixes`: the kinds of file the index reads (an item
+    without a PDF is read from one of those)."""
     data_dir = Path(data_dir).expanduser().resolve()
     database = data_dir / "zotero.sqlite"
     if not data_dir.is_dir():
@@ -138,11 +156,12 @@ def read_library(data_dir: Path, linked_base: Path | None = None, annotations: b
         db = _checked_copy(database, Path(tmp))
         try:
             version = _userdata_version(db, database)
-            items, missing = _items(db, data_dir, linked_base, annotations)
+            items, missing, without_file = _items(db, data_dir, linked_base, annotations,
+                                                  tuple(s for s in suffixes if s in _ONE_DOCUMENT))
             _add_better_bibtex_keys(data_dir, Path(tmp), items)
         finally:
             db.close()
-    return Library(data_dir, version, items, missing)
+    return Library(data_dir, version, items, missing, without_file)
 
 
 def _checked_copy(database: Path, tmp: Path) -> sqlite3.Connection:
@@ -189,8 +208,8 @@ def _userdata_version(db: sqlite3.Connection, database: Path) -> int:
     return version
 
 
-def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, annotations: bool
-           ) -> tuple[list[LibraryItem], list[tuple[str, str]]]:
+def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, annotations: bool,
+           readable: tuple[str, ...]) -> tuple[list[LibraryItem], list[tuple[str, str]], list[str]]:
     trashed = {r[0] for r in db.execute("SELECT itemID FROM deletedItems")}
     libraries = {lib: ("" if kind == "user" else None) for lib, kind in db.execute("SELECT libraryID, type FROM libraries")
                  if kind in ("user", "group")}
@@ -207,21 +226,29 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, ann
                         "ORDER BY it.itemID, t.name")
     collections = _collection_paths(db)
     in_collections = _grouped(db, "SELECT itemID, collectionID FROM collectionItems ORDER BY itemID, collectionID")
-    pdfs = _pdf_attachments(db, trashed)
+    attachments = _file_attachments(db, trashed)
     marked = _annotations(db, trashed) if annotations else {}
     notes = _notes(db, trashed) if annotations else {}
-    items, missing = [], []
+    items, missing, without_file = [], [], []
     for item_id, key, lib, kind in regular:
         values = fields.get(item_id, {})
         title = values.get("title", "").strip()
         name = f"{title or key} (Zotero item {key})"
-        if item_id not in pdfs:
-            continue  # no PDF: nothing to index (a bare reference)
-        attachment_id, attachment_key, link_mode, path = pdfs[item_id]
-        pdf = _attachment_path(data_dir, attachment_key, link_mode, path, linked_base)
-        if pdf is None or not pdf.is_file():
-            missing.append((name, f"its PDF is missing ({pdf or path}); the item is skipped"))
-            continue
+        files = attachments.get(item_id, [])
+        pdf_attachment = next((a for a in files if a.content_type == PDF), None)
+        if pdf_attachment is not None:
+            attachment = pdf_attachment
+            file = attachment.file(data_dir, linked_base)
+            if file is None or not file.is_file():
+                missing.append((name, f"its PDF is missing ({file or attachment.path}); the item is skipped"))
+                continue
+        else:  # the first other file the index reads that is there; none: a bare reference, a link, ...
+            attachment, file = next(((a, f) for a in files if Path(a.path).suffix.lower() in readable
+                                     and (f := a.file(data_dir, linked_base)) is not None and f.is_file()),
+                                    (None, None))
+            if attachment is None or file is None:
+                without_file.append(title or key)
+                continue
         extra = values.get("extra", "")
         doi = values.get("DOI", "") or next(iter(_EXTRA_DOI.findall(extra)), "")
         year = _YEAR.search(values.get("date", ""))
@@ -231,12 +258,13 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, ann
             "tags": tags.get(item_id, []),
             "collections": sorted(collections[c] for c in in_collections.get(item_id, []) if c in collections),
             "citation_key": values.get("citationKey", "") or next(iter(_EXTRA_CITATION_KEY.findall(extra)), ""),
-            "zotero": {"key": key, "library": libraries[lib], "attachment_key": attachment_key},
+            "zotero": {"key": key, "library": libraries[lib], "attachment_key": attachment.key,
+                       "attachment_type": attachment.content_type},
         }
-        items.append(LibraryItem(key, libraries[lib], attachment_key, pdf, title, creators.get(item_id, []),
+        items.append(LibraryItem(key, libraries[lib], attachment.key, file, title, creators.get(item_id, []),
                                  int(year.group(1)) if year else None, metadata,
-                                 marked.get(attachment_id, []) + notes.get(item_id, [])))
-    return items, missing
+                                 marked.get(attachment.item_id, []) + notes.get(item_id, [])))
+    return items, missing, without_file
 
 
 def _fields(db: sqlite3.Connection) -> dict[int, dict[str, str]]:
@@ -282,16 +310,30 @@ def _collection_paths(db: sqlite3.Connection) -> dict[int, str]:
     return {cid: path(cid) for cid in rows}
 
 
-def _pdf_attachments(db: sqlite3.Connection, trashed: set[int]) -> dict[int, tuple[int, str, int, str]]:
-    """Each parent item's first PDF attachment (not trashed, a file: stored or linked):
-    (attachment item id, attachment key, link mode, path)."""
-    out: dict[int, tuple[int, str, int, str]] = {}
-    for item_id, parent, key, mode, path in db.execute(
-            "SELECT a.itemID, a.parentItemID, i.key, a.linkMode, a.path FROM itemAttachments a "
-            "JOIN items i ON i.itemID = a.itemID WHERE a.contentType = 'application/pdf' "
-            "AND a.parentItemID IS NOT NULL AND a.linkMode IN (0, 1, 2) ORDER BY a.itemID"):
-        if item_id not in trashed and parent not in out and path:
-            out[parent] = (item_id, key, mode, path)
+@dataclass(frozen=True)
+class Attachment:
+    """A file attached to an item (stored or linked; not a link to a web page)."""
+
+    item_id: int
+    key: str
+    link_mode: int
+    path: str  # as Zotero writes it: "storage:NAME", "attachments:...", or an absolute path
+    content_type: str
+
+    def file(self, data_dir: Path, linked_base: Path | None) -> Path | None:
+        return _attachment_path(data_dir, self.key, self.link_mode, self.path, linked_base)
+
+
+def _file_attachments(db: sqlite3.Connection, trashed: set[int]) -> dict[int, list[Attachment]]:
+    """Each parent item's file attachments (not trashed; stored or linked), in the order they
+    were added."""
+    out: dict[int, list[Attachment]] = {}
+    for item_id, parent, key, mode, path, content_type in db.execute(
+            "SELECT a.itemID, a.parentItemID, i.key, a.linkMode, a.path, a.contentType FROM itemAttachments a "
+            "JOIN items i ON i.itemID = a.itemID WHERE a.parentItemID IS NOT NULL AND a.linkMode IN (0, 1, 2) "
+            "ORDER BY a.itemID"):
+        if item_id not in trashed and path:
+            out.setdefault(parent, []).append(Attachment(item_id, key, mode, path, content_type or ""))
     return out
 
 

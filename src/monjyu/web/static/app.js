@@ -196,7 +196,7 @@ function renderResult(result) {
       el("button", { type: "button", class: "cite", "data-cite": c.number, onclick: () => openReader(c, c.start_char, c.end_char) },
         c.document_title || c.document_id),
       " ", el("span", { class: "cost" }, where(c)), " ", paperLink(c.document_id, t("paper_page")),
-      ...(c.zotero && c.zotero.open_pdf ? [" ", el("a", { class: "zotero", href: c.zotero.open_pdf }, t("in_zotero"))] : []))));
+      ...(c.zotero && (c.zotero.open_pdf || c.zotero.open) ? [" ", el("a", { class: "zotero", href: c.zotero.open_pdf || c.zotero.open }, t("in_zotero"))] : []))));
   } else {
     $("answer").hidden = true;
   }
