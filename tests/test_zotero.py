@@ -103,7 +103,7 @@ def test_every_item_with_a_pdf_is_indexed_with_the_library_metadata(library):
     expected = expected_items(ZOTERO_DEV / "zotero.sqlite")
     assert len(expected) == 17 and library["report"]["failures"] == []
     got = papers(library)
-    assert set(got) == set(expected)
+    assert set(expected) == {d for d, p in got.items() if p["zotero"]["attachment_type"] == "application/pdf"}
     for doc_id, want in expected.items():
         paper = got[doc_id]
         assert paper["title"] == want["title"] and paper["authors"][0] == want["first_creator"], doc_id
@@ -137,7 +137,7 @@ def test_a_database_locked_by_a_writer_is_read_from_a_checked_copy(library, tmp_
     finally:
         writer.execute("ROLLBACK")
         writer.close()
-    assert len(read.items) == 17 and all(item.title != "uncommitted" for item in read.items)
+    assert len(read.items) == 17 + 5 and all(item.title != "uncommitted" for item in read.items)  # PDFs, abstracts
 
 
 def trash_one_and_add_one(data_dir: Path) -> tuple[str, str]:
@@ -179,7 +179,7 @@ def test_a_second_run_removes_the_trashed_item_and_adds_the_new_one(library, tmp
     data_dir = tmp_path / "Zotero"
     shutil.copytree(library["data_dir"], data_dir)
     m = Monjyu(tmp_path / "idx", MonjyuConfig(cache_dir=str(cache_dir), graph={"enabled": False}))
-    assert len(m.index(zotero=data_dir).added) == 17
+    assert len(m.index(zotero=data_dir).added) == 17 + 5  # PDFs, abstracts
     assert m.index(zotero=data_dir).nothing_changed  # the same library again: nothing to do
     trashed, added = trash_one_and_add_one(data_dir)
     report = m.index(zotero=data_dir)
@@ -199,7 +199,8 @@ def test_a_second_run_removes_the_trashed_item_and_adds_the_new_one(library, tmp
     shutil.move(str(data_dir), str(moved_to))
     report = m.index(zotero=moved_to)
     assert len(report.moved) == 17 and report.embedded == 0 and not (report.added or report.removed or report.failures)
-    assert all(p["source_path"].startswith(str(moved_to)) for p in m.papers.list()["papers"])
+    assert report.unchanged == 5  # read from their abstracts, which the index keeps
+    assert all(p["source_path"].startswith(str(moved_to)) for p in m.papers.list()["papers"] if p["zotero"]["attachment_key"])
 
 
 ISS_PAPER = "9PWIL7JY"  # "Almost ISS property for feedback connected systems"; its PDF attachment: BHZP9XFD
@@ -275,18 +276,35 @@ def test_a_missing_pdf_is_reported_and_the_rest_indexed(library, tmp_path, cache
     assert report.documents == len(read_library(data_dir).items) >= 15
 
 
-def test_an_item_without_a_pdf_is_read_from_its_snapshot_and_the_items_with_no_file_are_named(library, tmp_path,
-                                                                                              cache_dir):
+def without_pdf(database: Path) -> tuple[list[str], list[str]]:
+    """The keys of the regular, untrashed items without a PDF attachment (zotero-dev has no other
+    file on disk): those with an abstract and those with none, by plain SQL."""
+    db = sqlite3.connect(f"file:{database}?immutable=1", uri=True)
+    rows = db.execute(
+        "SELECT i.key, (SELECT v.value FROM itemData d JOIN fields f ON f.fieldID = d.fieldID JOIN itemDataValues v "
+        "ON v.valueID = d.valueID WHERE d.itemID = i.itemID AND f.fieldName = 'abstractNote') FROM items i "
+        "JOIN itemTypes t ON t.itemTypeID = i.itemTypeID WHERE t.typeName NOT IN ('attachment', 'note', 'annotation') "
+        "AND i.itemID NOT IN (SELECT itemID FROM deletedItems) AND NOT EXISTS (SELECT 1 FROM itemAttachments a "
+        "WHERE a.parentItemID = i.itemID AND a.contentType = 'application/pdf')").fetchall()
+    db.close()
+    return [key for key, abstract in rows if abstract], [key for key, abstract in rows if not abstract]
+
+
+def test_an_item_without_a_pdf_is_read_from_its_snapshot_else_its_abstract(library, tmp_path, cache_dir):
     """zotero-dev's preprint "A combination of small-gain and density propagation inequalities ..."
-    has no PDF, only a web page snapshot whose file the library lacks: it is named among the items
-    with no file MONJYU reads. With the snapshot in storage (the arXiv page, written here from the
-    item's own abstract), it is indexed from it, with the library's metadata, answers from it, and
-    its citations open the snapshot in Zotero (zotero://open: no PDF page to open)."""
-    assert any(note.startswith("21 items of the Zotero library have no file MONJYU reads") and
-               "Towards WaterLab" in note for note in library["report"]["notes"])
-    data_dir = tmp_path / "Zotero"
-    shutil.copytree(library["data_dir"], data_dir)
-    db = sqlite3.connect(data_dir / "zotero.sqlite")
+    has no PDF, and a web page snapshot whose file the data directory lacks: it is indexed from its
+    abstract (as four software items are, from theirs), answers from it and cites the item
+    (zotero://select: no file to open); the items with neither a file nor an abstract are named. With
+    the snapshot in storage (the arXiv page, written here from the item's abstract), it is read from
+    the snapshot, which its citations open in Zotero 7 (zotero://open)."""
+    with_abstract, bare = without_pdf(ZOTERO_DEV / "zotero.sqlite")
+    assert (len(with_abstract), len(bare)) == (5, 16)
+    notes = library["report"]["notes"]
+    assert any(n.startswith("5 items of the Zotero library without a file MONJYU reads are indexed from their "
+                            "abstract") for n in notes)
+    assert any(n.startswith("16 items of the Zotero library have no file MONJYU reads") and "Towards WaterLab" in n
+               for n in notes)
+    db = sqlite3.connect(library["data_dir"] / "zotero.sqlite")
     item_id, item_key, attachment_key, path = db.execute(
         "SELECT p.itemID, p.key, i.key, a.path FROM itemAttachments a JOIN items i ON i.itemID = a.itemID "
         "JOIN items p ON p.itemID = a.parentItemID WHERE a.contentType = 'text/html'").fetchone()
@@ -294,6 +312,19 @@ def test_an_item_without_a_pdf_is_read_from_its_snapshot_and_the_items_with_no_f
                                   "JOIN itemDataValues v ON v.valueID = d.valueID WHERE d.itemID = ? AND f.fieldName = ?",
                                   (item_id, name)).fetchone()[0] for name in ("title", "abstractNote"))
     db.close()
+    doc_id, question = f"zotero/{item_key}", ("Which inequalities are combined to prove almost input-to-state "
+                                              "stability of the network?")
+    paper = papers(library)[doc_id]
+    assert item_key in with_abstract and paper["title"] == title
+    assert paper["zotero"]["select"] == f"zotero://select/library/items/{item_key}"
+    assert "open" not in paper["zotero"] and "open_pdf" not in paper["zotero"]
+    result = Monjyu(library["index"], MonjyuConfig(cache_dir=str(cache_dir))).search(question, top_k=3)
+    cited = [c for c in result.answer.citations if c.document_id == doc_id]
+    assert cited and "density propagation" in result.answer.text
+    assert cited[0].zotero == {"select": f"zotero://select/library/items/{item_key}"}
+
+    data_dir = tmp_path / "Zotero"
+    shutil.copytree(library["data_dir"], data_dir)
     snapshot = data_dir / "storage" / attachment_key / path.removeprefix("storage:")
     snapshot.parent.mkdir()
     snapshot.write_text(f"<html><head><title>[1508.06018] {title}</title></head><body>"
@@ -303,14 +334,12 @@ def test_an_item_without_a_pdf_is_read_from_its_snapshot_and_the_items_with_no_f
                         encoding="utf-8")
     m = Monjyu(tmp_path / "idx", MonjyuConfig(cache_dir=str(cache_dir), graph={"enabled": False}))
     report = m.index(zotero=data_dir)
-    doc_id = f"zotero/{item_key}"
-    assert report.failures == [] and report.documents == 18
-    assert any(note.startswith("20 items of the Zotero library") for note in report.notes)
+    assert report.failures == [] and report.documents == 17 + 5
+    assert any(n.startswith("4 items of the Zotero library without a file") for n in report.notes)
     paper = next(p for p in m.papers.list()["papers"] if p["id"] == doc_id)
     assert paper["title"] == title and paper["source_path"] == str(snapshot)
     assert paper["zotero"]["open"] == f"zotero://open/library/items/{attachment_key}" and "open_pdf" not in paper["zotero"]
-    result = m.search("Which inequalities are combined to prove almost input-to-state stability of the network?",
-                      top_k=3)
+    result = m.search(question, top_k=3)
     cited = [c for c in result.answer.citations if c.document_id == doc_id]
     assert cited and "density propagation" in result.answer.text
     assert "Simons Foundation" not in result.answer.text
@@ -389,7 +418,7 @@ def test_group_items_linked_files_and_feeds(library, tmp_path):
     db.close()
     read = read_library(data_dir)
     group = [item for item in read.items if item.key == "GROUPIT1"]
-    assert len(group) == 1 and not any(item.key == "FEEDIT01" for item in read.items) and len(read.items) == 18
+    assert len(group) == 1 and not any(item.key == "FEEDIT01" for item in read.items) and len(read.items) == 18 + 5
     item = group[0]
     assert item.document_id == "zotero/groups/4711/GROUPIT1" and item.file == linked
     links = library_fields(item.metadata)["zotero"]
@@ -544,10 +573,11 @@ def test_citations_open_the_cited_page_in_zotero(library, cache_dir):
 def test_who_wrote_an_item_and_which_items_a_creator_wrote_are_read_from_the_library(library):
     """The byline answers read the library's creators: "Who wrote “TITLE”?" names the item's first
     creator and cites the item; "Which papers did CREATOR write?" cites every item they are a creator
-    of (from the SQLite file through plain SQL)."""
+    of, among the items indexed from a PDF or an abstract (from the SQLite file through plain SQL)."""
     from monjyu import load_config
 
     expected = expected_items(ZOTERO_DEV / "zotero.sqlite")
+    indexed = set(expected) | {f"zotero/{key}" for key in without_pdf(ZOTERO_DEV / "zotero.sqlite")[0]}
     m = Monjyu(library["index"], load_config(library["config"]))
     for doc_id, want in sorted(expected.items())[:3]:
         answer = m.search(f"Who wrote “{want['title']}”?", top_k=5).answer
@@ -556,7 +586,7 @@ def test_who_wrote_an_item_and_which_items_a_creator_wrote_are_read_from_the_lib
     creators: dict[str, set[str]] = {}
     for key, first, last in db.execute("SELECT i.key, c.firstName, c.lastName FROM items i JOIN itemCreators ic "
                                        "ON ic.itemID = i.itemID JOIN creators c ON c.creatorID = ic.creatorID"):
-        if f"zotero/{key}" in expected and first and last:
+        if f"zotero/{key}" in indexed and first and last:
             creators.setdefault(f"{first} {last}", set()).add(f"zotero/{key}")
     db.close()
     name, items = max(sorted(creators.items()), key=lambda kv: len(kv[1]))  # the creator of the most items

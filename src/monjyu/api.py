@@ -88,10 +88,9 @@ class Monjyu:
             recluster: cluster the noun-phrase graph from scratch; otherwise a build updates the
                 current communities where the graph changed, until graph.recluster_drift says
                 to start again.
-            zotero: a Zotero data directory (the folder holding zotero.sqlite): its items' PDFs
-                (else a snapshot or another file MONJYU reads) are indexed with the library's
-                metadata, items trashed or deleted since the last run are removed, an item whose
-                PDF is missing is reported, and the items with no file MONJYU reads are named.
+            zotero: a Zotero data directory (the folder holding zotero.sqlite): its items (their
+                PDF, else a snapshot, else the abstract) are indexed with the library's metadata,
+                items trashed or deleted since the last run are removed, a missing PDF reported.
             bib: a BibTeX (.bib) or CSL-JSON (.json) file: each entry's metadata for the file its
                 `file` field names (Better BibTeX, JabRef and Zotero exports), those files indexed
                 too; an entry whose file is missing is reported.
@@ -107,7 +106,7 @@ class Monjyu:
         if self.remote:
             self.remote.pull(force=True)  # build on the store's current generation
         before = self.workspace.generation_or_none()
-        sources = library_sources([Path(p) for p in paths], zotero, bib, self.config.ingest)
+        sources = library_sources([Path(p) for p in paths], zotero, bib, self.config.ingest, self.index_dir)
         if not sources.paths and sources.catalog is None:
             raise MonjyuError("nothing to index: give files or folders, a Zotero data directory or a bibliography")
         cluster = RayExecutor(address) if executor == "ray" else None

@@ -10,7 +10,7 @@ from ..config import IngestConfig
 from ..errors import MonjyuError
 from .bib import read_bibliography
 from .catalog import Catalog
-from .zotero import library_catalog, read_library
+from .zotero import ABSTRACTS_FOLDER, library_catalog, read_library, write_abstracts
 
 
 @dataclass
@@ -21,20 +21,28 @@ class LibrarySources:
     notes: list[str] = field(default_factory=list)
 
 
-def library_sources(paths: list[Path], zotero: Path | None, bib: Path | None, cfg: IngestConfig) -> LibrarySources:
+def library_sources(paths: list[Path], zotero: Path | None, bib: Path | None, cfg: IngestConfig,
+                    index_dir: Path) -> LibrarySources:
     """The build's sources: `paths`, plus a Zotero library's files or a bibliography's (those not
-    already under one of `paths`)."""
+    already under one of `paths`); the files of Zotero items read from their abstract are kept in
+    `index_dir`."""
     if zotero is not None and bib is not None:
         raise MonjyuError("give a Zotero library or a bibliography, not both: a library carries its own metadata "
                           "(export it with Better BibTeX to use a .bib instead)")
     if zotero is not None:
         library = read_library(Path(zotero), annotations=cfg.annotations, suffixes=tuple(cfg.suffixes))
+        from_abstract = write_abstracts(library, index_dir / ABSTRACTS_FOLDER)
         notes = []
+        if from_abstract:
+            count = len(from_abstract)
+            notes.append(f"{count} {'item' if count == 1 else 'items'} of the Zotero library without a file MONJYU "
+                         f"reads {'is' if count == 1 else 'are'} indexed from {'its' if count == 1 else 'their'} "
+                         f"abstract: {_some([item.title or item.key for item in from_abstract])}")
         if library.without_file:
             count = len(library.without_file)
             notes.append(f"{count} {'item' if count == 1 else 'items'} of the Zotero library "
                          f"{'has' if count == 1 else 'have'} no file MONJYU reads (a PDF, or a snapshot, Word, "
-                         f"Markdown or text file that is in the data directory), not indexed: "
+                         f"Markdown or text file that is in the data directory) nor an abstract, not indexed: "
                          f"{_some(library.without_file)}")
         return LibrarySources(paths + [item.file for item in library.items], library_catalog(library),
                               library.missing, notes)

@@ -13,10 +13,10 @@ its group libraries, skipping the trash and feeds, with its first PDF attachment
 to Zotero's linked-attachment base directory, `attachments:...`, only when that directory is
 given: Zotero keeps it in its profile's prefs.js, which is not read). An item whose PDF is
 missing is reported, not fatal. An item without a PDF is read from its first other attachment
-that MONJYU reads and that is there (a web page's snapshot, a Word, Markdown or text file); the
-items with none (a bare reference, a link, an EPUB, a file not downloaded) are named in a note,
-not indexed. Its metadata come from the library: title, creators in order, year, DOI (the
-field, or a `DOI:` line in Extra), venue, item type, abstract, tags, collections (with their
+that MONJYU reads and that is there (a web page's snapshot, a Word, Markdown or text file), else
+from its abstract; the items with neither (a bare reference, a link, an EPUB, a file not
+downloaded, and no abstract) are named in a note, not indexed. Its metadata come from the
+library: title, creators in order, year, DOI (the field, or a `DOI:` line in Extra), venue, item type, abstract, tags, collections (with their
 path), the Zotero keys and, where present, the citation key (Zotero's field, a `Citation Key:`
 line in Extra, or Better BibTeX's `better-bibtex.sqlite`). The user's own words on it, unless
 turned off (`ingest.annotations`): the annotations on that PDF (Zotero 6 and later: highlights
@@ -75,8 +75,8 @@ class LibraryItem:
 
     key: str  # the item's key
     library: str  # "" for the user's library, "groups/<group id>" for a group's
-    attachment_key: str  # the attachment's own key (what zotero://open-pdf and zotero://open open)
-    file: Path  # the attachment's file: its PDF, else a file of another kind (`_ONE_DOCUMENT`)
+    attachment_key: str  # the attachment's own key (what zotero://open-pdf and zotero://open open); "": none
+    file: Path | None  # the attachment's file: its PDF, else another kind (`_ONE_DOCUMENT`); None: its abstract
     title: str
     creators: list[str]
     year: int | None
@@ -105,32 +105,59 @@ class Library:
     userdata_version: int
     items: list[LibraryItem]
     missing: list[tuple[str, str]]  # (item, why its PDF cannot be read)
-    without_file: list[str] = field(default_factory=list)  # items with no file MONJYU reads, by name
+    without_file: list[str] = field(default_factory=list)  # items with no file MONJYU reads nor abstract, by name
 
 
 CATALOG_PREFIX = "zotero/"
+# Where, in the index directory, the files of the items read from their abstract are kept.
+ABSTRACTS_FOLDER = "zotero-abstracts"
 
 
 def library_catalog(library: Library) -> Catalog:
-    """The library's files as the index's catalog: ids from item keys, the library's metadata."""
+    """The library's files as the index's catalog: ids from item keys, the library's metadata (an
+    item read from its abstract is in it once `write_abstracts` gave it its file)."""
     return Catalog(CATALOG_PREFIX, {str(item.file.resolve()): CatalogEntry(
         item.document_id, item.stamp, item.title, item.creators, item.year, item.metadata, item.notes)
-        for item in library.items})
+        for item in library.items if item.file is not None})
+
+
+def write_abstracts(library: Library, folder: Path) -> list[LibraryItem]:
+    """The items read from their abstract, each given a Markdown file of its title and abstract in
+    `folder` (the index keeps it: the build reads files), rewritten only when it changed, so that
+    an unchanged abstract is an unchanged file; the files of items no longer there are removed."""
+    from_abstract = [item for item in library.items if item.file is None]
+    wanted = {}
+    for item in from_abstract:
+        name = item.document_id.removeprefix(CATALOG_PREFIX).replace("/", "-") + ".md"
+        wanted[name] = f"# {item.title or item.key}\n\n{_note_text(item.metadata['abstract'])}\n"
+        item.file = folder / name
+    if wanted:
+        folder.mkdir(parents=True, exist_ok=True)
+    for name, text in wanted.items():
+        path = folder / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    if folder.is_dir():
+        for stale in folder.glob("*.md"):
+            if stale.name not in wanted:
+                stale.unlink()
+    return from_abstract
 
 
 def zotero_links(zotero: dict[str, str], page: int | None = None) -> dict[str, str]:
     """zotero://select for the item; zotero://open-pdf for its PDF attachment (at a 1-based page),
     or zotero://open for an attachment of another kind (Zotero 7's link, which opens a snapshot in
-    its reader; earlier versions have none). `zotero`: the keys a document from a library carries
+    its reader; earlier versions have none); nothing more for an item read from its abstract. `zotero`: the keys a document from a library carries
     (key, library, attachment_key, attachment_type; an index built before attachment_type has PDFs
     only)."""
     library = zotero["library"] or "library"
     links = {"select": f"zotero://select/{library}/items/{zotero['key']}"}
-    attachment = f"{library}/items/{zotero['attachment_key']}"
-    if zotero.get("attachment_type", PDF) == PDF:
-        links["open_pdf"] = f"zotero://open-pdf/{attachment}" + (f"?page={page}" if page else "")
-    else:
-        links["open"] = f"zotero://open/{attachment}"
+    if zotero["attachment_key"]:  # none for an item read from its abstract
+        attachment = f"{library}/items/{zotero['attachment_key']}"
+        if zotero.get("attachment_type", PDF) == PDF:
+            links["open_pdf"] = f"zotero://open-pdf/{attachment}" + (f"?page={page}" if page else "")
+        else:
+            links["open"] = f"zotero://open/{attachment}"
     return links
 
 
@@ -242,12 +269,12 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, ann
             if file is None or not file.is_file():
                 missing.append((name, f"its PDF is missing ({file or attachment.path}); the item is skipped"))
                 continue
-        else:  # the first other file the index reads that is there; none: a bare reference, a link, ...
+        else:  # the first other file the index reads that is there, else its abstract
             attachment, file = next(((a, f) for a in files if Path(a.path).suffix.lower() in readable
                                      and (f := a.file(data_dir, linked_base)) is not None and f.is_file()),
                                     (None, None))
-            if attachment is None or file is None:
-                without_file.append(title or key)
+            if attachment is None and not _note_text(values.get("abstractNote", "")):
+                without_file.append(title or key)  # a bare reference, a link, an EPUB, a file not downloaded
                 continue
         extra = values.get("extra", "")
         doi = values.get("DOI", "") or next(iter(_EXTRA_DOI.findall(extra)), "")
@@ -258,12 +285,12 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, ann
             "tags": tags.get(item_id, []),
             "collections": sorted(collections[c] for c in in_collections.get(item_id, []) if c in collections),
             "citation_key": values.get("citationKey", "") or next(iter(_EXTRA_CITATION_KEY.findall(extra)), ""),
-            "zotero": {"key": key, "library": libraries[lib], "attachment_key": attachment.key,
-                       "attachment_type": attachment.content_type},
+            "zotero": {"key": key, "library": libraries[lib], "attachment_key": attachment.key if attachment else "",
+                       "attachment_type": attachment.content_type if attachment else ""},
         }
-        items.append(LibraryItem(key, libraries[lib], attachment.key, file, title, creators.get(item_id, []),
-                                 int(year.group(1)) if year else None, metadata,
-                                 marked.get(attachment.item_id, []) + notes.get(item_id, [])))
+        items.append(LibraryItem(key, libraries[lib], attachment.key if attachment else "", file, title,
+                                 creators.get(item_id, []), int(year.group(1)) if year else None, metadata,
+                                 (marked.get(attachment.item_id, []) if attachment else []) + notes.get(item_id, [])))
     return items, missing, without_file
 
 
