@@ -55,7 +55,8 @@ def library_sources(paths: list[Path], zotero: Path | None, bib: Path | None, cf
     if found.without_file:
         count = len(found.without_file)
         notes.append(f"{count} {'entry' if count == 1 else 'entries'} of {Path(bib).name} "
-                     f"{'names' if count == 1 else 'name'} no file MONJYU reads, not indexed: {_some(found.without_file)}")
+                     f"{'names' if count == 1 else 'name'} no file MONJYU reads, not indexed: "
+                     f"{_some(found.without_file)}")
     return LibrarySources(paths + extra, found.catalog, found.missing, notes)
 
 

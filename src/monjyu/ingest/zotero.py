@@ -16,12 +16,12 @@ missing is reported, not fatal. An item without a PDF is read from its first oth
 that MONJYU reads and that is there (a web page's snapshot, a Word, Markdown or text file), else
 from its abstract; the items with neither (a bare reference, a link, an EPUB, a file not
 downloaded, and no abstract) are named in a note, not indexed. Its metadata come from the
-library: title, creators in order, year, DOI (the field, or a `DOI:` line in Extra), venue, item type, abstract, tags, collections (with their
-path), the Zotero keys and, where present, the citation key (Zotero's field, a `Citation Key:`
-line in Extra, or Better BibTeX's `better-bibtex.sqlite`). The user's own words on it, unless
-turned off (`ingest.annotations`): the annotations on that PDF (Zotero 6 and later: highlights
-and underlines with their comments, notes, comments on images and drawings), in page order,
-and the item's notes, as `UserNote`s cited by what they are ("Your yellow highlight on p. 4").
+library: title, creators in order, year, DOI (the field, or a `DOI:` line in Extra), venue, item
+type, abstract, tags, collections (with their path), the Zotero keys and, where present, the
+citation key (Zotero's field, a `Citation Key:` line in Extra, or Better BibTeX's
+`better-bibtex.sqlite`). The user's own words on it, unless turned off (`ingest.annotations`):
+the annotations on that PDF (Zotero 6 and later: highlights and underlines with their comments,
+notes, comments on images and drawings), in page order, and the item's notes, as `UserNote`s cited by what they are ("Your yellow highlight on p. 4").
 
 Schemas: Zotero 5, 6 and 7: a `userdata` version up to MAX_USERDATA whose tables have Zotero 5's
 layout (`_ZOTERO5_COLUMNS`); an older or newer database is refused with its version named.
@@ -75,8 +75,8 @@ class LibraryItem:
 
     key: str  # the item's key
     library: str  # "" for the user's library, "groups/<group id>" for a group's
-    attachment_key: str  # the attachment's own key (what zotero://open-pdf and zotero://open open); "": none
-    file: Path | None  # the attachment's file: its PDF, else another kind (`_ONE_DOCUMENT`); None: its abstract
+    attachment_key: str  # the attachment's own key (what zotero://open-pdf or zotero://open opens); "": none
+    file: Path | None  # its PDF, else a file of another kind (`_ONE_DOCUMENT`); None: read from its abstract
     title: str
     creators: list[str]
     year: int | None
@@ -105,7 +105,7 @@ class Library:
     userdata_version: int
     items: list[LibraryItem]
     missing: list[tuple[str, str]]  # (item, why its PDF cannot be read)
-    without_file: list[str] = field(default_factory=list)  # items with no file MONJYU reads nor abstract, by name
+    without_file: list[str] = field(default_factory=list)  # items with no file it reads nor abstract, by name
 
 
 CATALOG_PREFIX = "zotero/"
@@ -147,9 +147,9 @@ def write_abstracts(library: Library, folder: Path) -> list[LibraryItem]:
 def zotero_links(zotero: dict[str, str], page: int | None = None) -> dict[str, str]:
     """zotero://select for the item; zotero://open-pdf for its PDF attachment (at a 1-based page),
     or zotero://open for an attachment of another kind (Zotero 7's link, which opens a snapshot in
-    its reader; earlier versions have none); nothing more for an item read from its abstract. `zotero`: the keys a document from a library carries
-    (key, library, attachment_key, attachment_type; an index built before attachment_type has PDFs
-    only)."""
+    its reader; earlier versions have none); nothing more for an item read from its abstract.
+    `zotero`: the keys a document from a library carries (key, library, attachment_key,
+    attachment_type; an index built before attachment_type has PDFs only)."""
     library = zotero["library"] or "library"
     links = {"select": f"zotero://select/{library}/items/{zotero['key']}"}
     if zotero["attachment_key"]:  # none for an item read from its abstract
@@ -262,10 +262,9 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, ann
         title = values.get("title", "").strip()
         name = f"{title or key} (Zotero item {key})"
         files = attachments.get(item_id, [])
-        pdf_attachment = next((a for a in files if a.content_type == PDF), None)
-        if pdf_attachment is not None:
-            attachment = pdf_attachment
-            file = attachment.file(data_dir, linked_base)
+        pdf = next((a for a in files if a.content_type == PDF), None)
+        if pdf is not None:
+            attachment, file = pdf, pdf.file(data_dir, linked_base)
             if file is None or not file.is_file():
                 missing.append((name, f"its PDF is missing ({file or attachment.path}); the item is skipped"))
                 continue
