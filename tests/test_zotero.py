@@ -347,6 +347,20 @@ def test_an_item_without_a_pdf_is_read_from_its_snapshot_else_its_abstract(libra
                                "open": f"zotero://open/library/items/{attachment_key}"}
 
 
+def test_an_abstract_in_jats_xml_reads_as_lines_of_words():
+    """Zotero keeps the abstract Crossref gives an item added by its DOI as JATS XML: its title and
+    paragraphs are lines of the abstract read (not "AbstractIn this paper ..."), its inline markup
+    is not."""
+    from monjyu.ingest.zotero import _plain_text
+
+    jats = ("<jats:title>Abstract</jats:title><jats:p>In this paper, the problem of stability analysis of a "
+            "<jats:italic>large-scale</jats:italic> interconnection of nonlinear systems is considered.</jats:p>"
+            "<jats:p>A combination of the small-gain and density propagation inequalities is employed.</jats:p>")
+    assert _plain_text(jats) == ("Abstract\nIn this paper, the problem of stability analysis of a large-scale "
+                                 "interconnection of nonlinear systems is considered.\nA combination of the "
+                                 "small-gain and density propagation inequalities is employed.")
+
+
 def test_zotero_with_no_directory_reads_the_default_one(tmp_path):
     """`monjyu index --zotero` alone or before another option reads ~/Zotero (here a home with
     none: the error names it)."""

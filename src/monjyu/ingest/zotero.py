@@ -63,7 +63,10 @@ _YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 # carry only a comment.
 _ANNOTATION_NAMES = {1: "highlight", 2: "note", 3: "comment", 4: "comment", 5: "underline", 6: "note"}
 _MARKED_TEXT = (1, 5)  # highlights and underlines: the text they mark, then the comment
-_NOTE_BLOCKS = ["p", "div", "br", "h1", "h2", "h3", "h4", "h5", "h6", "li", "pre", "blockquote", "tr", "hr"]
+# The block elements of a note's HTML and of an abstract's markup (HTML, or the JATS XML of abstracts
+# Crossref gives: "<jats:title>Abstract</jats:title><jats:p>...</jats:p>"), each a line of its text.
+_BLOCKS = frozenset({"p", "div", "br", "h1", "h2", "h3", "h4", "h5", "h6", "li", "pre", "blockquote", "tr", "hr",
+                     "title", "sec", "list-item"})
 # The colours of Zotero's annotation palette.
 _COLOURS = {"#ffd400": "yellow", "#ff6666": "red", "#5fb236": "green", "#2ea8e5": "blue", "#a28ae5": "purple",
             "#e56eee": "magenta", "#f19837": "orange", "#aaaaaa": "grey"}
@@ -129,7 +132,7 @@ def write_abstracts(library: Library, folder: Path) -> list[LibraryItem]:
     wanted = {}
     for item in from_abstract:
         name = item.document_id.removeprefix(CATALOG_PREFIX).replace("/", "-") + ".md"
-        wanted[name] = f"# {item.title or item.key}\n\n{_note_text(item.metadata['abstract'])}\n"
+        wanted[name] = f"# {item.title or item.key}\n\n{_plain_text(item.metadata['abstract'])}\n"
         item.file = folder / name
     if wanted:
         folder.mkdir(parents=True, exist_ok=True)
@@ -272,7 +275,7 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, ann
             attachment, file = next(((a, f) for a in files if Path(a.path).suffix.lower() in readable
                                      and (f := a.file(data_dir, linked_base)) is not None and f.is_file()),
                                     (None, None))
-            if attachment is None and not _note_text(values.get("abstractNote", "")):
+            if attachment is None and not _plain_text(values.get("abstractNote", "")):
                 without_file.append(title or key)  # a bare reference, a link, an EPUB, a file not downloaded
                 continue
         extra = values.get("extra", "")
@@ -392,19 +395,20 @@ def _notes(db: sqlite3.Connection, trashed: set[int]) -> dict[int, list[UserNote
     out: dict[int, list[UserNote]] = {}
     for item_id, parent, html in db.execute(
             "SELECT itemID, parentItemID, note FROM itemNotes WHERE parentItemID IS NOT NULL ORDER BY itemID"):
-        text = _note_text(html or "")
+        text = _plain_text(html or "")
         if item_id not in trashed and text:
             out.setdefault(parent, []).append(UserNote("Your note", text))
     return out
 
 
-def _note_text(html: str) -> str:
-    """Zotero keeps a note as HTML: its blocks (paragraphs, headings, list items, ...) become
-    lines; inline markup (bold, links, citations) and the source's own line breaks do not."""
+def _plain_text(markup: str) -> str:
+    """Zotero keeps a note as HTML, and an abstract as the source gave it (plain, HTML or JATS
+    XML): its blocks (paragraphs, headings, list items, ...) become lines; inline markup (bold,
+    links, citations) and the source's own line breaks do not."""
     from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(html, "html.parser")
-    for tag in soup.find_all(_NOTE_BLOCKS):
+    soup = BeautifulSoup(markup, "html.parser")
+    for tag in soup.find_all(lambda tag: tag.name.rsplit(":", 1)[-1] in _BLOCKS):  # "jats:p" is a "p"
         tag.insert_before("\x00")
         tag.insert_after("\x00")
     lines = (" ".join(part.split()) for part in soup.get_text("").split("\x00"))
