@@ -117,11 +117,11 @@ ABSTRACTS_FOLDER = "zotero-abstracts"
 
 
 def library_catalog(library: Library) -> Catalog:
-    """The library's files as the index's catalog: ids from item keys, the library's metadata (an
-    item read from its abstract is in it once `write_abstracts` gave it its file)."""
+    """The library's files as the index's catalog: ids from item keys, the library's metadata
+    (after `write_abstracts`, which gives the items read from their abstract their file)."""
     return Catalog(CATALOG_PREFIX, {str(item.file.resolve()): CatalogEntry(
         item.document_id, item.stamp, item.title, item.creators, item.year, item.metadata, item.notes)
-        for item in library.items if item.file is not None})
+        for item in library.items})
 
 
 def write_abstracts(library: Library, folder: Path) -> list[LibraryItem]:
