@@ -112,9 +112,11 @@ def collect(index: Path, docs: Path, questions: list[dict], mode: str, config: P
             for part in h.parts:
                 kinds[part["text_unit_id"]] = h.kind
         a = r.answer
+        # a citation of a passage the search did not return counts as the kind of unit it cites
+        # (an earlier commit's Citation, run with --baseline, may have no kind: "text")
         out.append({"id": q["id"], "seconds": seconds, "answer": a.text if a else "", "answer_kind": a.kind if a else "",
                     "note": a.note if a else "", "checks": getattr(a, "sentences", []) if a else [],
-                    "citations": [{"number": c.number, "kind": kinds.get(c.text_unit_id, c.kind),
+                    "citations": [{"number": c.number, "kind": kinds.get(c.text_unit_id) or getattr(c, "kind", "text"),
                                    "snippet": c.snippet, "doc": Path(c.source_path).name,
                                    "document_id": c.document_id} for c in (a.citations if a else [])],
                     "top5": [{"document_id": h.document_id, "text": h.text} for h in hits[:5]],
