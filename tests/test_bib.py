@@ -144,6 +144,19 @@ def test_a_jabref_library_and_a_csl_json_file(folder, tmp_path, cache_dir):
                                                                           "nogueira2019rerank")
 
 
+def test_a_csl_json_bibliography_kept_in_its_folder_is_not_read_as_a_paper(folder, tmp_path, cache_dir):
+    """The folder walk reads .json files as records; the bibliography given with it describes the
+    papers and is none of them (it had failed as a record without a text)."""
+    csl = folder / "library.json"
+    csl.write_text(json.dumps([{"id": "edge2024", "type": "post-weblog", "title": "LazyGraphRAG",
+                                "author": [{"family": "Edge", "given": "Darren"}],
+                                "file": "lazygraphrag.md"}]), encoding="utf-8")
+    m = Monjyu(tmp_path / "idx", MonjyuConfig(cache_dir=str(cache_dir), graph={"enabled": False}))
+    report = m.index([folder], bib=csl)
+    assert not report.failures and not report.notes and report.documents == 4
+    assert {p["title"] for p in m.papers.list()["papers"]} >= {"LazyGraphRAG"}
+
+
 def test_file_fields_in_each_exporters_form(tmp_path):
     base = tmp_path
     assert file_paths("/home/me/Zotero/storage/AB12/x.pdf", base) == [Path("/home/me/Zotero/storage/AB12/x.pdf")]

@@ -165,6 +165,27 @@ def test_bad_files_do_not_stop_the_batch(tmp_path, samples_copy, make_config):
     assert len(m.index([samples_copy]).failures) == 2
 
 
+def test_an_index_inside_the_folder_it_indexes_is_not_read_and_other_files_are_named(tmp_path, samples_copy,
+                                                                                      make_config):
+    """`monjyu index . --index idx`: the index's own files (its manifest, its BM25's n_docs.txt) are
+    not papers, here or in another index kept in the folder; files of types the index does not read
+    are left out with a note that names their kinds."""
+    (samples_copy / "book.epub").write_bytes(b"PK\x03\x04 an EPUB")
+    (samples_copy / "figures").mkdir()
+    for name in ("a.png", "b.png"):
+        (samples_copy / "figures" / name).write_bytes(b"\x89PNG")
+    Monjyu(samples_copy / "older-index", make_config()).index([SAMPLES / "lazygraphrag.md"])
+    m = Monjyu(samples_copy / "idx", make_config())
+    for run in range(2):  # the second run finds the first one's generation in the folder
+        report = m.index([samples_copy])
+        assert not report.failures and report.documents == 9
+        assert any(n.startswith("3 files in the folders given are of a type this index does not read, left out: "
+                                ".png (2), .epub (1)") for n in report.notes), report.notes
+    assert report.nothing_changed
+    paths = [p["source_path"] for p in m.papers.list()["papers"]]
+    assert len(paths) == 9 and all(Path(p).parent == samples_copy for p in paths)  # none from idx/ or older-index/
+
+
 def test_duplicate_record_ids_are_reported(tmp_path, make_config):
     (tmp_path / "a.jsonl").write_text(json.dumps({"_id": "same", "text": "first"}) + "\n")
     (tmp_path / "b.jsonl").write_text(json.dumps({"_id": "same", "text": "second"}) + "\n")

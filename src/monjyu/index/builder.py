@@ -19,6 +19,7 @@ import hashlib
 import shutil
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ import pyarrow.compute as pc
 from ..config import MonjyuConfig
 from ..embed import CachedEmbedder, EmbeddingCache, create_embedder
 from ..errors import MonjyuError
-from ..ingest import iter_source_files
+from ..ingest import iter_source_files, unread_note
 from ..ingest.sentences import statement_spans
 from ..nlp.tokens import TokenCounter
 from ..runtime import cpu_cores, release_freed_memory
@@ -52,9 +53,9 @@ from .communities import PreviousClustering
 from .level1 import (Level1Result, PhraseCache, PhraseIncidence, PhrasesAhead, build_level1, phrase_input,
                      previous_clustering)
 from ..types import DEFAULT_KINDS, TextUnit
-from .manifest import Manifest, SourceRecord, fsync_tree, manifest_path, read_manifest, write_manifest
+from .manifest import (GENERATIONS, Manifest, SourceRecord, fsync_tree, is_index_dir, manifest_path, read_manifest,
+                       write_manifest)
 
-GENERATIONS = "generations"
 CLUSTER_CHUNK = 4096  # cache misses handed to the cluster at a time (embedding, noun phrases)
 PHRASE_CHUNK = 65_536  # phrases embedded (or looked up) at a time, written into one array
 UNIT_BATCH = 65_536  # new units embedded and turned into table rows at a time
@@ -250,12 +251,16 @@ class IndexBuilder:
         run.reuse = reuse
         run.old_sources = old_sources = previous.sources if (previous and reuse) else {}
         seen = run.seen
+        unread: Counter[str] = Counter()
+        # not papers: this index and any other kept in a folder given, and the bibliography describing them
+        not_papers = {self.index_dir.resolve(), run.catalog.source if run.catalog else None}
+        skip = lambda p: p.resolve() in not_papers or is_index_dir(p)  # noqa: E731
         for root in roots:
             if not root.exists():
                 report.failures.append((str(root), "path not found"))
                 continue
             base = root.resolve().parent
-            for path in iter_source_files([root], self.config.ingest):
+            for path in iter_source_files([root], self.config.ingest, unread, skip):
                 key = str(path.resolve())
                 entry = run.catalog.entries.get(key) if run.catalog else None
                 try:
@@ -272,6 +277,8 @@ class IndexBuilder:
                 doc_id = entry.document_id if entry and entry.document_id else self._document_id(run, key, path.resolve(), base)
                 seen[key] = (path, sha, stat.st_size, doc_id, stat.st_mtime_ns)
                 run.seen_ids[doc_id] = key
+        if unread:
+            report.notes.append(unread_note(unread, self.config.ingest))
         if previous and not reuse:
             # Embedder or chunking changed: every source must be rebuilt, not only the roots given.
             for key, rec in previous.sources.items():

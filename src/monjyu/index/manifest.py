@@ -16,6 +16,7 @@ from ..errors import IndexNotFoundError, MonjyuError
 
 FORMAT_VERSION = 2  # 2: unit kind/section/authors/year, document structure
 MANIFEST = "manifest.json"
+GENERATIONS = "generations"  # a folder per build generation, beside the manifest
 
 
 @dataclass
@@ -66,6 +67,12 @@ class Manifest:
 
 def manifest_path(index_dir: Path) -> Path:
     return Path(index_dir) / MANIFEST
+
+
+def is_index_dir(path: Path) -> bool:
+    """Whether `path` is a MONJYU index (its manifest and its generations): a folder being indexed
+    may hold one, whose files are not papers."""
+    return manifest_path(path).is_file() and (Path(path) / GENERATIONS).is_dir()
 
 
 def read_manifest(index_dir: Path) -> Manifest:

@@ -65,7 +65,7 @@ def read_bibliography(path: Path, suffixes: list[str]) -> BibReport:
         records = _bibtex_records(path)
     else:
         raise MonjyuError(f"{path} is neither BibTeX (.bib) nor CSL-JSON (.json); export the library in one of them")
-    catalog = Catalog(None)
+    catalog = Catalog(None, source=path)
     files, missing, without_file = [], [], []
     for key, files_field, entry in records:
         candidates = [f for f in files_field if f.suffix.lower() in suffixes]

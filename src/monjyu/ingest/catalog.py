@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..types import ANNOTATION, Document, Section
@@ -65,6 +66,7 @@ class Catalog:
 
     prefix: str | None
     entries: dict[str, CatalogEntry] = field(default_factory=dict)
+    source: Path | None = None  # the file it was read from (a .bib, a CSL-JSON file), not a paper
 
     def owns(self, document_ids: list[str]) -> bool:
         return self.prefix is not None and any(d.startswith(self.prefix) for d in document_ids)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,20 +30,38 @@ PLACEHOLDER_AUTHORS = {"python-docx", "author", "user", "administrator", "window
                        "unknown", "anonymous"}
 
 
-def iter_source_files(paths: Iterable[str | Path], cfg: IngestConfig) -> Iterator[Path]:
+def iter_source_files(paths: Iterable[str | Path], cfg: IngestConfig, unread: Counter[str] | None = None,
+                      skip: Callable[[Path], bool] | None = None) -> Iterator[Path]:
     """Files named directly are always yielded (so unsupported ones get reported); folders are
-    walked for supported suffixes, skipping hidden entries such as the index directory itself."""
+    walked for supported suffixes, skipping hidden entries (the default index, .monjyu) and the
+    folders and files `skip` names (an index kept inside the folder it indexes, the bibliography
+    that describes it: they are not papers). `unread` counts the other files of the folders by
+    suffix, for a note: an EPUB dropped into a folder of papers is left out, but not without a word."""
     suffixes = {s.lower() for s in cfg.suffixes}
     for p in paths:
         path = Path(p)
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if not name.startswith(".") and Path(name).suffix.lower() in suffixes:
-                        yield Path(root) / name
-        else:
+        if not path.is_dir():
             yield path
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (skip and skip(Path(root) / d)))
+            for name in sorted(files):
+                file = Path(root) / name
+                if name.startswith(".") or (skip and skip(file)):
+                    continue
+                if file.suffix.lower() in suffixes:
+                    yield file
+                elif unread is not None:
+                    unread[file.suffix.lower() or "no suffix"] += 1
+
+
+def unread_note(unread: Counter[str], cfg: IngestConfig) -> str:
+    """What a build says of the files `iter_source_files` left out of the folders it walked."""
+    count = sum(unread.values())
+    kinds = ", ".join(f"{suffix} ({n})" for suffix, n in sorted(unread.items(), key=lambda kv: (-kv[1], kv[0])))
+    return (f"{count} {'file' if count == 1 else 'files'} in the folders given {'is' if count == 1 else 'are'} "
+            f"of a type this index does not read, left out: {kinds}; it reads "
+            f"{', '.join(sorted(s.lower() for s in cfg.suffixes))} (ingest.suffixes)")
 
 
 def load_file(path: Path, doc_id: str, cfg: IngestConfig) -> list[Document]:
