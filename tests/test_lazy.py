@@ -238,6 +238,25 @@ def test_global_questions_across_languages_are_decided_by_the_themes(tmp_path, m
     assert off.stop_reason == "not covered" and "扱っていません" in off.answer.text and not off.citations
 
 
+def test_a_themes_quotes_leave_the_papers_own_citations_out(tmp_path, make_config):
+    """A theme quotes its sentences as the reader quotes them: a paper's "[87]" would read as one of
+    the answer's own markers, which number its passages."""
+    import shutil
+
+    from tests.conftest import SAMPLES
+
+    shutil.copytree(SAMPLES, tmp_path / "papers")
+    for name in ("lazygraphrag.md", "hybrid-retrieval.txt"):
+        path = tmp_path / "papers" / name
+        path.write_text(re.sub(r"(?<=[a-z])\.(?=\s)", " [87].", path.read_text(encoding="utf-8")), encoding="utf-8")
+    m = Monjyu(tmp_path / "idx", make_config())
+    m.index([tmp_path / "papers"])
+    r = m.lazy_search("What are the main themes across these papers?")
+    assert any("[87]" in s["text"] for t in r.themes for s in t["sentences"])  # the sentences as written
+    assert "[87]" not in r.answer.text and " ." not in r.answer.text
+    assert set(re.findall(r"\[(\d+)\]", r.answer.text)) <= {str(c.number) for c in r.citations}
+
+
 def test_global_questions_honour_filters(sample_index):
     from monjyu.retrieval.filters import parse_filters
 

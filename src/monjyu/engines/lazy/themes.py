@@ -44,7 +44,7 @@ from ...retrieval.communities import Community
 from ...types import Answer, Citation
 from ..citations import citation_for
 from ..context import Source
-from ..quotes import quotable_span
+from ..quotes import clean_quote, quotable_span
 from ..relevance import LocalRelevanceScorer
 
 # Words that say "about the collection" rather than what it is about: a question made only of
@@ -532,7 +532,8 @@ class ThemeFinder:
                     hits[row] = Source(len(hits) + 1, self.searcher.hit(row, 0.0, 0, None, None))
                 source = hits[row]
                 citations.append(citation_for(source, text, source.hit.start_char + a, source.hit.start_char + b))
-                quoted.append(f"{' '.join(text.split())} [{source.number}]")
+                # as the reader quotes: the paper's own "[22]" would read as one of the answer's markers
+                quoted.append(f"{clean_quote(text)} [{source.number}]")
             lines.append(f"{n}. {', '.join(theme.label)}: " + " ".join(quoted))
         result.heading = heading(len(result.themes), result.topic, result.covered_documents,
                                  result.total_documents, lang)
