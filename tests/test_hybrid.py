@@ -141,6 +141,19 @@ def test_crag_answers_when_the_context_suffices(sample_index):
     assert r.answer.kind == "extractive" and "Leiden" in r.answer.text
 
 
+@pytest.mark.parametrize("question", ["What does reranking do?", "How is retrieval-augmented generation evaluated?"])
+def test_crag_answers_cite_the_characters_they_quote(sample_index, question):
+    """A partly relevant passage is answered from its relevant strips, each cited where it stands in
+    the paper (the strips joined by " … " had shifted the characters, and glued a title to a sentence)."""
+    r = sample_index.hybrid_search(question, top_k=5, crag=True)
+    ambiguous = {i.hit.text_unit_id for i in r.items if i.grade == "ambiguous"}
+    assert ambiguous & {c.text_unit_id for c in r.answer.citations}
+    for c in r.answer.citations:
+        text = sample_index.documents.get(c.document_id, max_chars=10**7)["text"]
+        assert " ".join(text[c.start_char:c.end_char].split()) == " ".join(c.snippet.split())
+        assert not c.snippet.startswith("…") and "…" not in r.answer.text
+
+
 def test_crag_corrects_then_abstains_when_nothing_is_relevant(sample_index):
     r = sample_index.hybrid_search("What is the boiling point of mercury in kelvin?", top_k=3, crag=True)
     assert r.crag["grades"]["correct"] == 0 and r.crag["rewritten_query"]  # the corrective search ran

@@ -392,7 +392,19 @@ class HybridRAGEngine:
 
 
 def _strip_hit(item: HybridItem) -> SearchHit:
-    return replace(item.hit, text=" … ".join(item.strips))
+    """The unit with its relevant strips only, each where it stands: the text between them blanked
+    (a line break, then spaces), so the reader reads each strip as its own sentences and cites their
+    characters in the paper. Joined by " … ", they had shifted every citation's characters, glued a
+    heading strip to the sentence after it and opened quotes with the ellipsis."""
+    text, kept, at = item.hit.text, [], 0
+    for strip in item.strips:
+        start = text.find(strip, at)
+        if start < 0:  # not a piece of this unit's text: nothing to cite it by
+            continue
+        gap = text[at:start]
+        kept += [gap if not gap.strip() else "\n" + " " * (len(gap) - 1), strip]
+        at = start + len(strip)
+    return replace(item.hit, text="".join(kept))
 
 
 _WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
