@@ -165,6 +165,18 @@ def test_bad_files_do_not_stop_the_batch(tmp_path, samples_copy, make_config):
     assert len(m.index([samples_copy]).failures) == 2
 
 
+def test_links_in_a_loop_are_reported_and_stop_nothing(tmp_path, make_config):
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    shutil.copyfile(SAMPLES / "lazygraphrag.md", papers / "lazygraphrag.md")
+    for name, target in (("a", "b"), ("b", "a"), ("c.pdf", "d.pdf"), ("d.pdf", "c.pdf")):
+        (papers / name).symlink_to(target)
+    report = Monjyu(tmp_path / "idx", make_config()).index([papers])
+    assert report.documents == 1
+    assert sorted((Path(p).name, reason.startswith("cannot read file")) for p, reason in report.failures) == [
+        ("c.pdf", True), ("d.pdf", True)]
+
+
 def test_an_index_inside_the_folder_it_indexes_is_not_read_and_other_files_are_named(tmp_path, samples_copy,
                                                                                       make_config):
     """`monjyu index . --index idx`: the index's own files (its manifest, its BM25's n_docs.txt) are

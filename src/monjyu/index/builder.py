@@ -254,24 +254,30 @@ class IndexBuilder:
         unread: Counter[str] = Counter()
         # not papers: this index and any other kept in a folder given, and the bibliography describing them
         not_papers = {self.index_dir.resolve(), run.catalog.source if run.catalog else None}
-        skip = lambda p: p.resolve() in not_papers or is_index_dir(p)  # noqa: E731
+
+        def skip(path: Path) -> bool:
+            try:
+                return path.resolve() in not_papers or is_index_dir(path)
+            except (OSError, RuntimeError):  # a link in a loop, a folder it may not read: not an index
+                return False
+
         for root in roots:
             if not root.exists():
                 report.failures.append((str(root), "path not found"))
                 continue
             base = root.resolve().parent
             for path in iter_source_files([root], self.config.ingest, unread, skip):
-                key = str(path.resolve())
-                entry = run.catalog.entries.get(key) if run.catalog else None
                 try:
+                    key = str(path.resolve())
                     stat = path.stat()
                     old = old_sources.get(key)
                     # Size and modification time as recorded: the file is the one hashed then.
                     same = old is not None and old.mtime_ns and (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
                     sha = old.sha256.split("+")[0] if same else file_sha256(path)
-                except OSError as exc:
-                    report.failures.append((str(path), f"cannot read file: {exc.strerror or exc}"))
+                except (OSError, RuntimeError) as exc:  # RuntimeError: a link in a loop (Python < 3.13)
+                    report.failures.append((str(path), f"cannot read file: {getattr(exc, 'strerror', None) or exc}"))
                     continue
+                entry = run.catalog.entries.get(key) if run.catalog else None
                 if entry is not None:  # the file's bytes and its catalog metadata: either changed, it is loaded again
                     sha = f"{sha}+{entry.stamp}"
                 doc_id = entry.document_id if entry and entry.document_id else self._document_id(run, key, path.resolve(), base)
