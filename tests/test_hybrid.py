@@ -154,6 +154,22 @@ def test_crag_answers_cite_the_characters_they_quote(sample_index, question):
         assert not c.snippet.startswith("…") and "…" not in r.answer.text
 
 
+def test_an_llm_reads_a_partly_relevant_passage_as_its_strips_without_the_blanks(sample_index):
+    """The strips keep their characters' places for the reader's citations; the LLM's prompt closes
+    the blanks up."""
+    from monjyu.engines.context import Source, format_sources
+    from monjyu.engines.hybrid.engine import _strip_hit
+
+    r = sample_index.hybrid_search("How is retrieval-augmented generation evaluated?", top_k=5, crag=True)
+    item = next(i for i in r.items if i.grade == "ambiguous" and len(i.strips) >= 2)
+    hit = _strip_hit(item)
+    assert "   " in hit.text.strip()  # text left out between two strips
+    assert all(hit.text.find(s) == item.hit.text.find(s) >= 0 for s in item.strips)
+    prompt = format_sources([Source(1, hit)])
+    assert "  " not in prompt and "\n\n\n" not in prompt
+    assert all(" ".join(s.split()) in " ".join(prompt.split()) for s in item.strips)
+
+
 def test_crag_corrects_then_abstains_when_nothing_is_relevant(sample_index):
     r = sample_index.hybrid_search("What is the boiling point of mercury in kelvin?", top_k=3, crag=True)
     assert r.crag["grades"]["correct"] == 0 and r.crag["rewritten_query"]  # the corrective search ran

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -39,9 +40,18 @@ def select_sources(hits: Sequence[SearchHit], budget_tokens: int, count_tokens: 
 
 
 def format_sources(sources: Sequence[Source]) -> str:
+    """The numbered passages as an LLM reads them, each a header line and its text with runs of
+    spaces and of blank lines closed up (a partly relevant passage's strips stand apart in blanks as
+    long as the text left out, which carry nothing to read)."""
     parts = []
     for s in sources:
         h = s.hit
         where = h.source_path + (f", p. {h.page}" if h.page else "")
-        parts.append(f"[{s.number}] {h.document_title} ({where})\n{h.text.strip()}")
+        text = _BLANK_LINES.sub("\n\n", _LINE_END.sub("\n", _SPACES.sub(" ", h.text))).strip()
+        parts.append(f"[{s.number}] {h.document_title} ({where})\n{text}")
     return "\n\n".join(parts)
+
+
+_SPACES = re.compile(r"[ \t]+")
+_LINE_END = re.compile(r" ?\n ?")
+_BLANK_LINES = re.compile(r"\n{3,}")
