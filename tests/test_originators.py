@@ -5,6 +5,8 @@ arXiv PDFs."""
 from __future__ import annotations
 
 import pytest
+from reportlab.lib.pagesizes import letter
+from reportlab.pdfgen import canvas
 
 from monjyu import Monjyu
 from monjyu.engines.originators import method_names
@@ -150,6 +152,45 @@ def test_a_passage_found_by_the_name_counts_only_where_the_name_comes_first():
 def test_a_method_no_paper_presents_or_cites_is_left_to_the_reader(cited_papers):
     answer = cited_papers.search("Who invented the steam engine?", top_k=5).answer
     assert not (answer.note or "").startswith("originators")
+
+
+def test_the_citing_sentence_of_a_run_in_paragraph_is_quoted_with_its_label_set_apart(tmp_path, make_config):
+    """A PDF paragraph that opens with a bold label ("**Residual Dropout** We apply dropout [1] ...")
+    is quoted with the label set apart, as the reader quotes it: "Residual Dropout: We apply ..."."""
+    (tmp_path / "papers").mkdir()
+    c = canvas.Canvas(str(tmp_path / "papers" / "paper.pdf"), pagesize=letter)
+    top = letter[1]
+    c.setFont("Helvetica-Bold", 16)
+    c.drawString(72, top - 72, "Regularising Deep Sequence Models")
+    c.setFont("Helvetica", 11)
+    c.drawString(72, top - 92, "Ada Lovelace and Charles Babbage")
+    c.setFont("Helvetica-Bold", 12)
+    c.drawString(72, top - 130, "3 Training")
+    y = top - 156
+    for label, text in (("Optimizer", "We train every model with plain stochastic gradient descent."),
+                        ("Residual Dropout", "We apply dropout [1] to the output of each sub-layer, before it is normalized.")):
+        c.setFont("Helvetica-Bold", 10)
+        c.drawString(72, y, label)
+        c.setFont("Helvetica", 10)
+        c.drawString(72 + c.stringWidth(label + " ", "Helvetica-Bold", 10), y, text)
+        c.drawString(72, y - 12, "The measured figures follow in the table below, one row for each setting.")
+        y -= 40
+    c.setFont("Helvetica-Bold", 12)
+    c.drawString(72, y - 10, "References")
+    c.setFont("Helvetica", 9)
+    for label, lines, at in (("[1]", ["N. Srivastava, G. Hinton, A. Krizhevsky, I. Sutskever, and R. Salakhutdinov. Dropout: a",
+                                      "simple way to prevent neural networks from overfitting. JMLR, 15(1):1929-1958, 2014."], 30),
+                             ("[2]", ["D. Kingma and J. Ba. Adam: A method for stochastic optimization. In ICLR, 2015."], 55)):
+        c.drawString(72, y - at, label)
+        for i, line in enumerate(lines):
+            c.drawString(90, y - at - 11 * i, line)
+    c.showPage()
+    c.save()
+    m = Monjyu(tmp_path / "idx", make_config())
+    assert not m.index([tmp_path / "papers"]).failures
+    byline, quote = m.ask("Who proposed dropout?").answer.text.splitlines()
+    assert byline.startswith("“Dropout: a simple way to prevent neural networks from overfitting” (2014) is by N. Srivastava")
+    assert quote.startswith("Residual Dropout: We apply dropout [1] to the output of each sub-layer")
 
 
 def test_who_proposed_a_method_costs_no_llm_call(cited_papers, make_config, llm_server):  # noqa: F811

@@ -34,6 +34,7 @@ from ..types import Answer, SearchHit
 from .byline import byline_answer, byline_line, paper_source
 from .citations import citation_for
 from .context import Source, next_number
+from .quotes import with_heading_set_apart
 
 # A sentence's claim that its paper presents something: the method's name must come within
 # CLAIM_REACH terms after it ("We propose a new simple network architecture, the Transformer").
@@ -297,7 +298,8 @@ def _with_sentence(answer: Answer | None, source: Source, sentence: tuple[int, i
     answer.note = note
     if sentence is not None:
         a, b = sentence
-        quote = " ".join(source.hit.text[a:b].split())
+        # a PDF paragraph's bold run-in label set apart as the reader's quotes set it ("Residual Dropout: We ...")
+        quote = with_heading_set_apart(" ".join(source.hit.text[a:b].split()), source.hit.section)
         answer.text += f"\n{quote} [{source.number}]"
         if all(c.number != source.number for c in answer.citations):
             answer.citations.append(citation_for(source))
