@@ -21,7 +21,8 @@ type, abstract, tags, collections (with their path), the Zotero keys and, where 
 citation key (Zotero's field, a `Citation Key:` line in Extra, or Better BibTeX's
 `better-bibtex.sqlite`). The user's own words on it, unless turned off (`ingest.annotations`):
 the annotations on that PDF (Zotero 6 and later: highlights and underlines with their comments,
-notes, comments on images and drawings), in page order, and the item's notes, as `UserNote`s cited by what they are ("Your yellow highlight on p. 4").
+notes, comments on images and drawings), in page order, and the item's notes, as `UserNote`s
+cited by what they are ("Your yellow highlight on p. 4").
 
 Schemas: Zotero 5, 6 and 7: a `userdata` version up to MAX_USERDATA whose tables have Zotero 5's
 layout (`_ZOTERO5_COLUMNS`); an older or newer database is refused with its version named.
@@ -278,6 +279,7 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, ann
             if attachment is None and not _plain_text(values.get("abstractNote", "")):
                 without_file.append(title or key)  # a bare reference, a link, an EPUB, a file not downloaded
                 continue
+        attachment_key = attachment.key if attachment else ""  # "": read from its abstract
         extra = values.get("extra", "")
         doi = values.get("DOI", "") or next(iter(_EXTRA_DOI.findall(extra)), "")
         year = _YEAR.search(values.get("date", ""))
@@ -287,12 +289,12 @@ def _items(db: sqlite3.Connection, data_dir: Path, linked_base: Path | None, ann
             "tags": tags.get(item_id, []),
             "collections": sorted(collections[c] for c in in_collections.get(item_id, []) if c in collections),
             "citation_key": values.get("citationKey", "") or next(iter(_EXTRA_CITATION_KEY.findall(extra)), ""),
-            "zotero": {"key": key, "library": libraries[lib], "attachment_key": attachment.key if attachment else "",
+            "zotero": {"key": key, "library": libraries[lib], "attachment_key": attachment_key,
                        "attachment_type": attachment.content_type if attachment else ""},
         }
-        items.append(LibraryItem(key, libraries[lib], attachment.key if attachment else "", file, title,
-                                 creators.get(item_id, []), int(year.group(1)) if year else None, metadata,
-                                 (marked.get(attachment.item_id, []) if attachment else []) + notes.get(item_id, [])))
+        marks = marked.get(attachment.item_id, []) if attachment else []
+        items.append(LibraryItem(key, libraries[lib], attachment_key, file, title, creators.get(item_id, []),
+                                 int(year.group(1)) if year else None, metadata, marks + notes.get(item_id, [])))
     return items, missing, without_file
 
 
