@@ -253,11 +253,12 @@ class IndexBuilder:
         seen = run.seen
         unread: Counter[str] = Counter()
         # not papers: this index and any other kept in a folder given, and the bibliography describing them
-        not_papers = {self.index_dir.resolve(), run.catalog.source if run.catalog else None}
+        own = self.index_dir.resolve()
+        library_files = [run.catalog.source] if run.catalog and run.catalog.source else []
 
-        def skip(path: Path) -> bool:
+        def an_index(folder: Path) -> bool:
             try:
-                return path.resolve() in not_papers or is_index_dir(path)
+                return folder.resolve() == own or is_index_dir(folder)
             except (OSError, RuntimeError):  # a link in a loop, a folder it may not read: not an index
                 return False
 
@@ -266,7 +267,7 @@ class IndexBuilder:
                 report.failures.append((str(root), "path not found"))
                 continue
             base = root.resolve().parent
-            for path in iter_source_files([root], self.config.ingest, unread, skip):
+            for path in iter_source_files([root], self.config.ingest, unread, an_index, library_files):
                 try:
                     key = str(path.resolve())
                     stat = path.stat()

@@ -6,7 +6,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,23 +31,26 @@ PLACEHOLDER_AUTHORS = {"python-docx", "author", "user", "administrator", "window
 
 
 def iter_source_files(paths: Iterable[str | Path], cfg: IngestConfig, unread: Counter[str] | None = None,
-                      skip: Callable[[Path], bool] | None = None) -> Iterator[Path]:
+                      skip_dir: Callable[[Path], bool] | None = None,
+                      skip_files: Collection[Path] = ()) -> Iterator[Path]:
     """Files named directly are always yielded (so unsupported ones get reported); folders are
-    walked for supported suffixes, skipping hidden entries (the default index, .monjyu) and the
-    folders and files `skip` names (an index kept inside the folder it indexes, the bibliography
-    that describes it: they are not papers). `unread` counts the other files of the folders by
-    suffix, for a note: an EPUB dropped into a folder of papers is left out, but not without a word."""
+    walked for supported suffixes, skipping hidden entries (the default index, .monjyu), the
+    folders `skip_dir` names (an index kept inside the folder it indexes) and `skip_files`
+    (resolved paths: the bibliography that describes the folder): they are not papers. `unread`
+    counts the other files of the folders by suffix, for a note: an EPUB dropped into a folder of
+    papers is left out, but not without a word."""
     suffixes = {s.lower() for s in cfg.suffixes}
+    skipped_names = {f.name for f in skip_files}  # a file is resolved only where its name is one of theirs
     for p in paths:
         path = Path(p)
         if not path.is_dir():
             yield path
             continue
         for root, dirs, files in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (skip and skip(Path(root) / d)))
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (skip_dir and skip_dir(Path(root) / d)))
             for name in sorted(files):
                 file = Path(root) / name
-                if name.startswith(".") or (skip and skip(file)):
+                if name.startswith(".") or (name in skipped_names and file.resolve() in skip_files):
                     continue
                 if file.suffix.lower() in suffixes:
                     yield file
