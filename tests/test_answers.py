@@ -901,6 +901,70 @@ def test_the_lead_is_a_sentence_the_model_reads_as_an_answer(tmp_path, cache_dir
     assert answer.kind == "extractive" and "28%" in answer.text.splitlines()[0], answer.text
 
 
+def test_a_question_that_asks_what_a_thing_is_and_the_sentences_that_say_it():
+    from monjyu.engines.definitions import NOT, SAYS, SPELLS_OUT, asked_term, defines
+
+    assert asked_term("What is FlashAttention?") == "FlashAttention"
+    assert asked_term("What is the Transformer?") == "Transformer"
+    assert asked_term("What is the Vision Transformer (ViT)?") == "Vision Transformer"
+    assert asked_term("What are viroporins?") == "viroporins"
+    assert asked_term("What does HTS stand for?") == "HTS"
+    assert asked_term("RWKVとは何ですか？") == asked_term("RWKVは何ですか？") == "RWKV"
+    # asked of something else: a value, a relation, a purpose
+    for question in ("What is the presumed incubation period?", "What is the advantage of AAV vectors?",
+                     "What is PaLM used for?", "この研究の目的は何ですか？", "How does RWKV work?"):
+        assert asked_term(question) == "", question
+    says = [("Transformer", "In this work we propose the Transformer, a model architecture eschewing recurrence."),
+            ("RETRO", "We present Retrieval-Enhanced Transformers (Retro), a method for modelling text."),
+            ("PaLM", "..., Transformer language model, which we call Pathways Language Model PaLM."),
+            ("ZeRO", "ZeRO-DP and ZeRO-R together form a system that we collectively refer to as ZeRO."),
+            ("EGR1", "EGR1, also known as Zif268 and NGF1-A, is a zinc finger protein and transcription factor."),
+            ("PEDV", "The causative agent PED virus (PEDV) belongs to the porcine coronaviruses (CoVs)."),
+            ("clinical attack rate", "In scenarios that used clinical attack rates (the proportion of individuals "
+                                     "who become ill) of 20% to 30%, ..."),
+            ("distillation", "Our more general solution, called “distillation”, is to raise the temperature."),
+            ("RWKV", "RWKV（Receptance Weighted Key Value）は、RNNとTransformerの利点を組み合わせたモデルである。")]
+    for term, sentence in says:
+        assert defines(sentence, term) == SAYS, (term, sentence)
+    spelled_out = [("HTS", "HTS (high-throughput screening) of an FDA-approved compound library."),
+                   ("BCoV", "We sequenced the first Bovine coronavirus (BCoV) complete genome sequence from France.")]
+    for term, sentence in spelled_out:
+        assert defines(sentence, term) == SPELLS_OUT, (term, sentence)
+    mentions = [("PonderNet", "In other words, the prediction of PonderNet is the prediction made at the step it halts."),
+                ("PaLM", "PaLM is finetuned with a learning rate of 5e-5 using the Adafactor optimizer."),
+                ("PaLM", "We present the PaLM model card in Table 29."),
+                ("RWKV", "One of the defining characteristics of RWKV is its parallel training."),
+                ("FlashAttention", "We implement block-sparse FlashAttention, a sparse attention algorithm."),
+                ("RASs", "The lack of information in relation to preexisting baseline RASs, added to the high cost "
+                         "of these new drugs, are the major limiting factors."),
+                ("clinical attack rate", "But even after adjusting deaths by age-specific clinical attack rates, a "
+                                         "W-shaped curve remains.")]
+    for term, sentence in mentions:
+        assert defines(sentence, term) == NOT, (term, sentence)
+
+
+QUILLON = {  # a sentence that says what Quillon is, and one that says more about what it does
+    "quillon.md": "# Quillon: learning when to stop\n\n## Introduction\n\nRecurrent networks spend the same "
+                  "computation on every input, however hard. To overcome this limitation we introduce Quillon, a new "
+                  "algorithm that learns to adapt the amount of computation to the problem at hand.\n\n## Method\n\n"
+                  "At each step Quillon outputs a prediction and the probability of halting. In other words, the "
+                  "prediction of Quillon is the prediction made at the step at which it halts.\n",
+    "canals.md": "# Canals\n\nCanals carry water between reservoirs and rivers. Locks raise boats between levels.\n",
+}
+
+
+def test_a_question_what_a_thing_is_leads_with_the_sentence_that_says_it(tmp_path, cache_dir):
+    """The reader (features and model) ranks the sentence that says what Quillon's prediction is above
+    the one that introduces Quillon as an algorithm; asked what Quillon is, the answer leads with the
+    introduction, in English and in Japanese."""
+    m = _indexed(tmp_path, cache_dir, QUILLON)
+    for question in ("What is Quillon?", "Quillonとは何ですか？"):
+        answer = m.search(question, top_k=5).answer
+        assert answer.kind == "extractive", (question, answer.text)
+        assert answer.text.splitlines()[0].startswith("To overcome this limitation we introduce Quillon"), (
+            question, answer.text)
+
+
 TERVIL = {  # a sentence with the question's words that answers nothing, and one that answers
     "tervil-fever.md": "# Tervil fever in the river valleys\n\nTervil fever is an acute viral illness of adults in "
                        "the river valleys, fatal in some cases, spread by mosquitoes.\n\nMost patients "

@@ -31,6 +31,7 @@ from ..query import Query
 from .context import Source
 from .compose import Candidate, Draft
 from .cross_encoder import ReaderModel
+from .definitions import asked_term, defines
 from .names import ASKED_PAPER, letter_names, subject_document
 from .question_wording import asks_to_choose, carries, is_question, question_asks, question_sides
 from .quotes import clean_quote, quotable
@@ -259,6 +260,18 @@ class Reader:
                 if own is not None and own is not pool[0]:
                     pool.remove(own)
                     pool.insert(0, own)
+        # A question that asks what a thing is ("What is FlashAttention?") is answered by the best sentence
+        # that says it (definitions.py: "We propose FlashAttention, an IO-aware exact attention algorithm
+        # ..."), failing one by the best that spells out its abbreviation, of the paper it names where it
+        # names one: not by one that only mentions the thing.
+        term = asked_term(text)
+        if term:
+            paper = query.known(ASKED_PAPER)
+            said = max((c for c in pool if paper in (None, c.sentence.source.hit.document_id)),
+                       key=lambda c: (defines(c.quote, term), c is pool[0], c.score), default=None)
+            if said is not None and defines(said.quote, term) > defines(pool[0].quote, term):
+                pool.remove(said)
+                pool.insert(0, said)
         draft = Draft(query, candidates, pool, self.scorer, self.term_weights, self.model, self.max_sentences,
                       decides, model_reading(query, candidates))
         return draft.compose(), note
