@@ -20,11 +20,12 @@ from .citations import resolve_citations
 from ..llm.replies import structured_reply
 from .context import Source, format_sources, next_number, select_sources
 from .cross_encoder import shared_reader_model
+from .definitions import SAYS, asked_term, defines
 from .extractive import extractive_answer, insufficient, unheard_answer
 from .names import ASKED_PAPER, PaperTitles, TitleNamed, asked_of_the_paper, paper_asked_about
 from .originators import CollectionReferences, originators_answer
 from .reader import Reader
-from .relevance import LocalRelevanceScorer
+from .relevance import LocalRelevanceScorer, sentences_of
 from .verify import AnswerVerifier
 
 
@@ -111,7 +112,7 @@ class AnswerEngine:
         read, sources = self.asked_paper_first(read, sources)
 
         def extractive(note: str = "") -> Answer:
-            answer = extractive_answer(read, query_vector, sources, self.reader, lang,
+            answer = extractive_answer(read, query_vector, self.with_defining_passage(read, sources), self.reader, lang,
                                        min_score=cfg.min_sentence_score)
             if note:
                 answer.note = f"{note}; {answer.note}" if answer.note else note
@@ -217,6 +218,21 @@ class AnswerEngine:
         rest = list(retrieved.values())
         return query, (first + [s for s in rest if s.hit.document_id == paper]
                        + [s for s in rest if s.hit.document_id != paper])
+
+    def with_defining_passage(self, query: Query, sources: list[Source]) -> list[Source]:
+        """For a question that asks what a thing is, where no source says it (`definitions.py`), the
+        first passage of the paper it is asked of (or of the first source's) in the last source's
+        place, numbered after them: a paper says what its method is in its abstract, which the
+        question's words need not find ("... a 540-billion parameter, densely activated, Transformer
+        language model, which we call Pathways Language Model (PaLM)." for "What is PaLM?"). The
+        sources as they are for any other question, and for an LLM's answer."""
+        term = asked_term(query.text)
+        if not term or self.first_passage is None or any(defines(s.text, term) == SAYS for s in sentences_of(sources)):
+            return sources
+        hit = self.first_passage(query.known(ASKED_PAPER) or sources[0].hit.document_id)
+        if hit is None or any(s.hit.text_unit_id == hit.text_unit_id for s in sources):
+            return sources
+        return sources[:self.reader.max_sources - 1] + [Source(next_number(sources), hit)]
 
     def checked(self, text: str, sources: Sequence[Source], lang: str) -> Answer:
         """The LLM's answer with its citations resolved and (answer.verify) each sentence checked

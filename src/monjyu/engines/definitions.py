@@ -102,7 +102,7 @@ def _mentions(sentence: str, term: str) -> list[tuple[str, str]]:
     for m in re.finditer(rf"(?<![\w\-])[{_QUOTES}]?(?:{body})(?:e?s)?[{_QUOTES}]?(?![\w\-])", sentence, re.I):
         before, after = sentence[:m.start()], sentence[m.end():]
         if re.search(r"[(（]\s*$", before) and (closing := re.match(r"\s*[)）]", after)):
-            before, after = re.sub(r"\s*[(（]\s*$", "", before), after[closing.end():]
+            before, after = re.sub(r"\s*[(（]\s*$", " ", before), after[closing.end():]
         out.append((before, after))
     return out
 
