@@ -112,8 +112,8 @@ class AnswerEngine:
         read, sources = self.asked_paper_first(read, sources)
 
         def extractive(note: str = "") -> Answer:
-            answer = extractive_answer(read, query_vector, self.with_defining_passage(read, sources), self.reader, lang,
-                                       min_score=cfg.min_sentence_score)
+            answer = extractive_answer(read, query_vector, self.with_defining_passage(read, sources), self.reader,
+                                       lang, min_score=cfg.min_sentence_score)
             if note:
                 answer.note = f"{note}; {answer.note}" if answer.note else note
             if on_token and answer.text:

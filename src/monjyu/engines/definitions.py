@@ -7,9 +7,9 @@ something as it ("... which we call Pathways Language Model PaLM"), spells it ou
 Weighted Key Value (RWKV)") or says what it is ("Empyema is a rare complication of pneumonia").
 The trained reader learnt from spans, and reads such sentences no better than one that only
 mentions the term: "What is PonderNet?" over papers-pdf led with "In other words, the prediction of
-PonderNet is the prediction made at the step n at which it halts." (benchmarks page). The wordings are those of English and Japanese definitions in general (appositions,
-copulas, naming verbs, abbreviations; as definitional question answering finds them), not of one
-set's questions.
+PonderNet is the prediction made at the step n at which it halts." (benchmarks page). The wordings
+are those of English and Japanese definitions in general (appositions, copulas, naming verbs,
+abbreviations; as definitional question answering finds them), not of one set's questions.
 """
 
 from __future__ import annotations
@@ -126,8 +126,7 @@ def defines(sentence: str, term: str) -> int:
             return SAYS
     # the term is an abbreviation the sentence spells out: "Receptance Weighted Key Value (RWKV)",
     # "HTS (high-throughput screening)"
-    short = term.strip()
-    if defined_abbreviations([sentence]).get(short) is not None:
+    if defined_abbreviations([sentence]).get(term) is not None:
         return SPELLS_OUT
-    inside = re.search(rf"(?<![\w\-]){re.escape(short)}\s*[(（]([^()（）]{{3,80}})[)）]", sentence)
-    return SPELLS_OUT if inside and abbreviates(short, inside.group(1)) else NOT
+    inside = re.search(rf"(?<![\w\-]){re.escape(term)}\s*[(（]([^()（）]{{3,80}})[)）]", sentence)
+    return SPELLS_OUT if inside and abbreviates(term, inside.group(1)) else NOT
