@@ -64,6 +64,8 @@ _JA_NAMING = re.compile(r"^\s*(?:（[^）]*）|\([^)]*\))?\s*(?:とは|と呼ば
 _JA_COPULA_SUBJECT = re.compile(r"^\s*(?:（[^）]*）|\([^)]*\))?\s*は")
 _JA_COPULA_END = re.compile(r"(?:である|です|だ|のこと|の一つ|の総称|を指す)[。．.]?\s*$")
 _QUOTES = "\"'“”‘’「」『』"
+# how far before the term its clause is read (characters)
+_CLAUSE_CHARS = 200
 # how surely a sentence says what the term is (`defines`)
 SAYS, SPELLS_OUT, NOT = 2, 1, 0
 
@@ -115,6 +117,7 @@ def defines(sentence: str, term: str) -> int:
     if not term:
         return NOT
     for before, after in _mentions(sentence, term):
+        before = before[-_CLAUSE_CHARS:]  # a clause's reach: a long PDF "sentence" is read in bounded time
         past = re.sub(r"^\s*[(（][^()（）]{0,80}[)）]", "", after)  # past its short form: "Coronaviruses (CoVs) are ..."
         if (_NAMING.search(before) or _INTRODUCING.search(before)) and _NAME_ENDS.match(past):
             return SAYS
