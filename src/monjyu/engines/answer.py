@@ -20,7 +20,7 @@ from .citations import resolve_citations
 from ..llm.replies import structured_reply
 from .context import Source, format_sources, next_number, select_sources
 from .cross_encoder import shared_reader_model
-from .definitions import SAYS, asked_term, defines
+from .definitions import SAYS, defines, term_asked
 from .extractive import extractive_answer, insufficient, unheard_answer
 from .names import ASKED_PAPER, PaperTitles, TitleNamed, asked_of_the_paper, paper_asked_about
 from .originators import CollectionReferences, originators_answer
@@ -226,7 +226,7 @@ class AnswerEngine:
         question's words need not find ("... a 540-billion parameter, densely activated, Transformer
         language model, which we call Pathways Language Model (PaLM)." for "What is PaLM?"). The
         sources as they are for any other question, and for an LLM's answer."""
-        term = asked_term(query.text)
+        term = term_asked(query)
         if not term or self.first_passage is None or any(defines(s.text, term) == SAYS for s in sentences_of(sources)):
             return sources
         hit = self.first_passage(query.known(ASKED_PAPER) or sources[0].hit.document_id)

@@ -21,7 +21,7 @@ import numpy as np
 from ..nlp.glossary import GLOSS_CONTEXT, with_english_glosses
 from ..query import Query
 from .cross_encoder import ReaderModel
-from .definitions import asked_term, defines
+from .definitions import defines, term_asked
 from .names import ASKED_PAPER, capitalised_terms, document_names, documents_named, in_a_row, letter_names, renamed
 from .question_wording import SET_AGAINST, amount_units, carries, question_asks, question_sides, weighed_by
 from .quotes import clean_quote
@@ -169,7 +169,7 @@ class Draft:
         self.asks = question_asks(text)
         self.paired = question_sides(text)
         self.measure = weighed_by(text)  # what the things it weighs are weighed by: an amount, a date, ""
-        self.term = asked_term(text)  # what the question asks to be defined ("What is X?"), or ""
+        self.term = term_asked(query)  # what the question asks to be defined ("What is X?"), or ""
         # a question that weighs two things is answered by a sentence about each, whatever it asks
         self.choice = self.asks == "choice" or (bool(self.paired) and self.asks not in ("compare", "list"))
         self.extent = _EXTENT["choice" if self.choice else self.asks]

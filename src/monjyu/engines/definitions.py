@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from ..nlp.abbreviations import abbreviates, defined_abbreviations
+from ..query import Query
 
 # "What is X?", "What are X?", "Who was X?" for a term of a few words that relates nothing to
 # anything ("What is the advantage of X?", "What is X used for?" ask something else)
@@ -89,6 +90,16 @@ def asked_term(question: str) -> str:
     if not term or len(term.split()) > _MOST_WORDS or _RELATING.search(term):
         return ""
     return term
+
+
+# The Query view that holds the term a question asks to be defined ("" where it asks none).
+ASKED_TERM = "asked term"
+
+
+def term_asked(query: Query) -> str:
+    """`asked_term` of the question, worked out once a query (its ASKED_TERM view): the answer engine,
+    the reader and the composer each read it."""
+    return query.view(ASKED_TERM, lambda: asked_term(query.text))
 
 
 def _mentions(sentence: str, term: str) -> list[tuple[str, str]]:

@@ -31,7 +31,7 @@ from ..query import Query
 from .context import Source
 from .compose import Candidate, Draft
 from .cross_encoder import ReaderModel
-from .definitions import asked_term, defines
+from .definitions import defines, term_asked
 from .names import ASKED_PAPER, letter_names, subject_document
 from .question_wording import asks_to_choose, carries, is_question, question_asks, question_sides
 from .quotes import clean_quote, quotable
@@ -264,7 +264,7 @@ class Reader:
         # that says it (definitions.py: "We propose FlashAttention, an IO-aware exact attention algorithm
         # ..."), failing one by the best that spells out its abbreviation, of the paper it names where it
         # names one: not by one that only mentions the thing.
-        term = asked_term(text)
+        term = term_asked(query)
         if term:
             paper = query.known(ASKED_PAPER)
             said = max((c for c in pool if paper in (None, c.sentence.source.hit.document_id)),
