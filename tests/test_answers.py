@@ -966,7 +966,7 @@ def test_a_question_what_a_thing_is_leads_with_the_sentence_that_says_it(tmp_pat
 
 
 QUORRA = {  # the paper says what Quorra is in its abstract only
-    "quorra.md": "# Quorra: small models that read\n\nWe trained a 90-million parameter language model on children's "
+    "quorra.md": "# Quorra: small models that read\n\n## Abstract\n\nWe trained a 90-million parameter language model on children's "
                  "books, which we call Quorra.\n\n## Training\n\nQuorra saw each book twice. "
                  "Quorra's learning rate fell linearly.\n\n## Results\n\nQuorra answers 61% of the questions. "
                  "Quorra reads faster than its teacher.\n",

@@ -26,6 +26,18 @@ def test_txt_and_markdown_titles():
     assert md.id == "m" and md.date  # file date is the modification date
 
 
+def test_a_markdown_title_with_a_heading_under_it_is_front_matter(tmp_path):
+    """"# Title" then "## Abstract": the title alone is front matter (as a PDF's title block), not
+    a unit of body text; a title with a paragraph under it stays in the body with it."""
+    for body, kinds in (("## Abstract\n\nQuorra reads books.\n", ["front", "text"]),
+                        ("Quorra reads books.\n", ["text"])):
+        path = tmp_path / "quorra.md"
+        path.write_text("# Quorra: small models that read\n\n" + body)
+        [doc] = load_file(path, "q", CFG)
+        assert doc.title == "Quorra: small models that read"
+        assert [s.kind for s in doc.sections] == kinds, body
+
+
 def test_html_drops_scripts_navigation_and_keeps_title():
     [doc] = load_file(SAMPLES / "rag-evaluation.html", "h", CFG)
     assert doc.title == "Evaluating retrieval for RAG systems"

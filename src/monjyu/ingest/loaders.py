@@ -15,7 +15,7 @@ from charset_normalizer import from_bytes
 
 from ..config import IngestConfig
 from ..errors import IngestError
-from ..types import FRONT, Document
+from ..types import FRONT, TEXT, Document
 from .clean import clean_text, mend_line_end_hyphens
 from .references import DOI, find_citations, parse_references
 from .structure import Block, assemble, normalize, paragraphs_to_blocks
@@ -126,9 +126,12 @@ def _doc(doc_id: str, title: str, text: str, name: str, date: str, **kw: Any) ->
 
 def _structured(doc_id: str, title: str, blocks: list[Block], name: str, date: str, **kw: Any) -> Document:
     """A document whose text, sections, pages and line boxes come from its blocks. A leading
-    heading that is the title stays plain text: the title is indexed with every unit already."""
+    heading that is the title stays plain text: the title is indexed with every unit already. Where
+    another heading follows it ("# Title", "## Abstract"), the title alone is front matter, as a
+    PDF's title block is: no passage to quote, and not the paper's first passage (its abstract is)."""
     if blocks and blocks[0].kind == "heading" and blocks[0].text == title:
-        blocks = [Block(blocks[0].text, page=blocks[0].page, lines=blocks[0].lines)] + blocks[1:]
+        kind = FRONT if len(blocks) > 1 and blocks[1].kind == "heading" else TEXT
+        blocks = [Block(blocks[0].text, kind, page=blocks[0].page, lines=blocks[0].lines)] + blocks[1:]
     built = assemble(blocks)
     return _doc(doc_id, title, built.text, name, date, sections=built.sections, page_starts=built.page_starts,
                 line_boxes=built.line_boxes, **kw)
