@@ -965,9 +965,10 @@ def test_a_question_what_a_thing_is_leads_with_the_sentence_that_says_it(tmp_pat
             question, answer.text)
 
 
-QUORRA = {  # the paper says what Quorra is in its abstract only
+QUORRA = {  # the paper says what Quorra is in its abstract, and in a caption, which is not quoted
     "quorra.md": "# Quorra: small models that read\n\n## Abstract\n\nWe trained a 90-million parameter language model on children's "
-                 "books, which we call Quorra.\n\n## Training\n\nQuorra saw each book twice. "
+                 "books, which we call Quorra.\n\n## Training\n\nFigure 1: Quorra is a reader of books.\n\n"
+                 "Quorra saw each book twice. "
                  "Quorra's learning rate fell linearly.\n\n## Results\n\nQuorra answers 61% of the questions. "
                  "Quorra reads faster than its teacher.\n",
     "canals.md": "# Canals\n\nCanals carry water between reservoirs and rivers. Locks raise boats between levels.\n",
@@ -975,9 +976,10 @@ QUORRA = {  # the paper says what Quorra is in its abstract only
 
 
 def test_a_question_what_a_thing_is_reads_the_abstract_of_its_paper_where_no_passage_says_it(tmp_path, cache_dir):
-    """Where none of the passages retrieved says what the thing asked about is, the first passage of
-    the paper (its abstract) joins them, in the last one's place, and the answer leads with the
-    sentence there that says it; a question that asks something else keeps its sources."""
+    """Where none of the passages retrieved says what the thing asked about is in a sentence the
+    reader may quote (a caption says it here), the first passage of the paper (its abstract) joins
+    them, in the last one's place, and the answer leads with the sentence there that says it; a
+    question that asks something else keeps its sources."""
     from monjyu.engines.extractive import extractive_answer
 
     m = _indexed(tmp_path, cache_dir, QUORRA)
@@ -985,6 +987,7 @@ def test_a_question_what_a_thing_is_reads_the_abstract_of_its_paper_where_no_pas
     for question, joins in (("What is Quorra?", True), ("How fast does Quorra read?", False)):
         hits = m.search(question, top_k=5, answer=False).hits
         sources = [Source(i + 1, h) for i, h in enumerate(h for h in hits if "which we call Quorra" not in h.text)]
+        assert any(h.text.startswith("Figure 1: Quorra is") for h in hits), question
         asked = Query.of(question)
         read = engine.with_defining_passage(asked, sources)
         assert (read[-1].hit.text_unit_id != sources[-1].hit.text_unit_id) is joins, question

@@ -24,6 +24,7 @@ from .definitions import SAYS, defines, term_asked
 from .extractive import extractive_answer, insufficient, unheard_answer
 from .names import ASKED_PAPER, PaperTitles, TitleNamed, asked_of_the_paper, paper_asked_about
 from .originators import CollectionReferences, originators_answer
+from .quotes import clean_quote, quotable
 from .reader import Reader
 from .relevance import LocalRelevanceScorer, sentences_of
 from .verify import AnswerVerifier
@@ -227,7 +228,8 @@ class AnswerEngine:
         language model, which we call Pathways Language Model (PaLM)." for "What is PaLM?"). The
         sources as they are for any other question, and for an LLM's answer."""
         term = term_asked(query)
-        if not term or self.first_passage is None or any(defines(s.text, term) == SAYS for s in sentences_of(sources)):
+        said = (defines(clean_quote(s.text), term) == SAYS for s in sentences_of(sources) if quotable(s))
+        if not term or self.first_passage is None or any(said):  # read as the reader reads them
             return sources
         hit = self.first_passage(query.known(ASKED_PAPER) or sources[0].hit.document_id)
         if hit is None or any(s.hit.text_unit_id == hit.text_unit_id for s in sources):
