@@ -38,6 +38,25 @@ def test_a_markdown_title_with_a_heading_under_it_is_front_matter(tmp_path):
         assert [s.kind for s in doc.sections] == kinds, body
 
 
+def test_a_heading_with_only_a_heading_or_a_caption_under_it_makes_no_unit(tmp_path):
+    """"## 2 Related Work" straight followed by "### 2.1 ...", or "## Training" by a figure caption:
+    a unit of the heading alone answers nothing; the sections under it carry it in their path."""
+    from monjyu.config import ChunkingConfig
+    from monjyu.ingest import Chunker
+
+    path = tmp_path / "quorra.md"
+    path.write_text("# Quorra\n\nQuorra reads books.\n\n## 2 Related Work\n\n### 2.1 Readers\n\nReaders read.\n\n"
+                    "## 3 Training\n\nFigure 1: Quorra's loss.\n\nQuorra saw each book twice.\n\n## 4 Results\n")
+    [doc] = load_file(path, "q", CFG)
+    units = Chunker(ChunkingConfig()).chunk(doc)
+    assert [(u.section, u.kind, u.text) for u in units] == [
+        ("", "text", "Quorra\n\nQuorra reads books."),
+        ("2 Related Work > 2.1 Readers", "text", "2.1 Readers\n\nReaders read."),
+        ("3 Training", "caption", "Figure 1: Quorra's loss."),
+        ("3 Training", "text", "Quorra saw each book twice."),
+    ]  # and "4 Results", with nothing under it, makes none either
+
+
 def test_html_drops_scripts_navigation_and_keeps_title():
     [doc] = load_file(SAMPLES / "rag-evaluation.html", "h", CFG)
     assert doc.title == "Evaluating retrieval for RAG systems"

@@ -117,6 +117,7 @@ def assemble(blocks: list[Block]) -> Assembled:
     in_refs_level = 0  # level of the references heading we are under (0: not under one)
     offset = 0
     section_ended = False
+    bodied: set[int] = set()  # the sections that hold more than their heading
 
     def open_span(kind: str, start: int, label: str = "") -> None:
         close_span(offset)
@@ -169,10 +170,16 @@ def assemble(blocks: list[Block]) -> Assembled:
             boxes.append(LineBox(start + s, start + e, page, *box))
         parts.append(text)
         offset = start + len(text)
+        if block.kind != "heading":
+            bodied.add(len(sections) - 1)
     close_span(offset)
     # A caption between two paragraphs of one section splits it; that is fine: captions are units.
-    return Assembled(text="\n\n".join(parts), sections=[s for s in sections if s.end > s.start],
-                     page_starts=page_starts, line_boxes=boxes)
+    # A heading with nothing under it but another heading or a caption ("2 Related Work", then "2.1
+    # ...") makes no unit of its own: a unit of a heading alone matches searches by its words and
+    # answers nothing, and the sections under it carry it in their path.
+    kept = [s for i, s in enumerate(sections) if s.end > s.start and i in bodied] or \
+        [s for s in sections if s.end > s.start]
+    return Assembled(text="\n\n".join(parts), sections=kept, page_starts=page_starts, line_boxes=boxes)
 
 
 def paragraphs_to_blocks(text: str, heading: re.Pattern[str] | None = None) -> list[Block]:
