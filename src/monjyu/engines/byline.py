@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..nlp.byline_questions import ASKING_WORDS
-from ..types import Answer, SearchHit
+from ..types import TEXT, Answer, SearchHit
 from .citations import citation_for
 from .context import Source, next_number
 
@@ -92,9 +92,10 @@ def byline_line(asked: str, title: str, authors: Sequence[str], year: int | None
 
 def paper_source(document_id: str, sources: Sequence[Source],
                  first_passage: Callable[[str], SearchHit | None] | None) -> Source | None:
-    """A paper of the collection as a source to cite its byline to: its first retrieved passage, else
-    its first passage, numbered after the sources; None where neither is, or it has no byline."""
-    own = next((s for s in sources if s.hit.document_id == document_id), None)
+    """A paper of the collection as a source to cite its byline to: its first retrieved passage of
+    body text (not a caption, which says nothing of who wrote it), else its first passage, numbered
+    after the sources; None where neither is, or it has no byline."""
+    own = next((s for s in sources if s.hit.document_id == document_id and (s.hit.kind or TEXT) == TEXT), None)
     if own is None and first_passage is not None and (hit := first_passage(document_id)) is not None:
         own = Source(next_number(sources), hit)
     return own if own is not None and own.hit.authors else None
