@@ -69,6 +69,26 @@ def test_who_wrote_a_paper_is_answered_from_its_byline(savanna):
     assert year.text == "“Hunting Success of Lions” by Craig Packer was published in 2011. [1]"
 
 
+def test_a_byline_is_cited_to_body_text_not_to_a_caption(tmp_path, cache_dir):
+    """A caption may match the question's words best ("Figure 1: Grazing patterns of plains zebras
+    ..."); it says nothing of who wrote the paper: the byline is cited to a passage of body text."""
+    from monjyu.config import MonjyuConfig
+
+    (tmp_path / "papers").mkdir()
+    paper = ("Grazing Patterns of Plains Zebras\n\nAuthors: Grevy, Anna; Burchell, William\nDate: 2018-06-02\n\n"
+             "Abstract: Herds move between water and short grass every day.\n\n"
+             "Figure 1: Grazing patterns of plains zebras: the herds at dawn.\n\n"
+             "They rest in the shade at noon, and lions follow them to the water.\n")
+    (tmp_path / "papers" / "zebras.txt").write_text(paper, encoding="utf-8")
+    (tmp_path / "papers" / "lions.txt").write_text(LIONS, encoding="utf-8")
+    m = Monjyu(tmp_path / ".monjyu", MonjyuConfig(cache_dir=str(cache_dir)))
+    assert not m.index([tmp_path / "papers"]).failures
+    result = m.search("Who wrote the paper on grazing patterns of plains zebras?", top_k=5)
+    assert result.hits[0].kind == "caption", [h.text for h in result.hits]
+    assert result.answer.text.startswith("“Grazing Patterns of Plains Zebras” (2018) is by Anna Grevy and William Burchell.")
+    assert [c.kind for c in result.answer.citations] == ["text"], result.answer.citations
+
+
 def test_what_the_authors_found_is_still_read_from_the_text(savanna):
     answer = savanna.search("According to the authors, what do lions follow?", top_k=5).answer
     assert "byline" not in answer.note and "Lions follow the herds to the water." in answer.text
