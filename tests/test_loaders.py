@@ -39,21 +39,24 @@ def test_a_markdown_title_with_a_heading_under_it_is_front_matter(tmp_path):
 
 
 def test_a_heading_with_only_a_heading_or_a_caption_under_it_makes_no_unit(tmp_path):
-    """"## 2 Related Work" straight followed by "### 2.1 ...", or "## Training" by a figure caption:
-    a unit of the heading alone answers nothing; the sections under it carry it in their path."""
+    """"## 2 Related Work" straight followed by "### 2.1 ...", or "## Appendix" by "## A ...": the
+    section after it opens with it; "## 3 Training" followed by a figure caption is left to the
+    caption's path. A unit of a heading alone matches its words and answers nothing."""
     from monjyu.config import ChunkingConfig
     from monjyu.ingest import Chunker
 
     path = tmp_path / "quorra.md"
     path.write_text("# Quorra\n\nQuorra reads books.\n\n## 2 Related Work\n\n### 2.1 Readers\n\nReaders read.\n\n"
-                    "## 3 Training\n\nFigure 1: Quorra's loss.\n\nQuorra saw each book twice.\n\n## 4 Results\n")
+                    "## 3 Training\n\nFigure 1: Quorra's loss.\n\nQuorra saw each book twice.\n\n## Appendix\n\n"
+                    "## A Books\n\nThe books are listed.\n\n## 4 Results\n")
     [doc] = load_file(path, "q", CFG)
     units = Chunker(ChunkingConfig()).chunk(doc)
     assert [(u.section, u.kind, u.text) for u in units] == [
         ("", "text", "Quorra\n\nQuorra reads books."),
-        ("2 Related Work > 2.1 Readers", "text", "2.1 Readers\n\nReaders read."),
+        ("2 Related Work > 2.1 Readers", "text", "2 Related Work\n\n2.1 Readers\n\nReaders read."),
         ("3 Training", "caption", "Figure 1: Quorra's loss."),
         ("3 Training", "text", "Quorra saw each book twice."),
+        ("A Books", "text", "Appendix\n\nA Books\n\nThe books are listed."),
     ]  # and "4 Results", with nothing under it, makes none either
 
 

@@ -174,12 +174,31 @@ def assemble(blocks: list[Block]) -> Assembled:
             bodied.add(len(sections) - 1)
     close_span(offset)
     # A caption between two paragraphs of one section splits it; that is fine: captions are units.
-    # A heading with nothing under it but another heading or a caption ("2 Related Work", then "2.1
-    # ...") makes no unit of its own: a unit of a heading alone matches searches by its words and
-    # answers nothing, and the sections under it carry it in their path.
-    kept = [s for i, s in enumerate(sections) if s.end > s.start and i in bodied] or \
-        [s for s in sections if s.end > s.start]
-    return Assembled(text="\n\n".join(parts), sections=kept, page_starts=page_starts, line_boxes=boxes)
+    return Assembled(text="\n\n".join(parts), sections=_headings_joined(sections, bodied),
+                     page_starts=page_starts, line_boxes=boxes)
+
+
+def _headings_joined(sections: list[Section], bodied: set[int]) -> list[Section]:
+    """A heading with nothing under it but another heading ("2 Related Work", then "2.1 ..."; or
+    "Appendix", then "A Error Patterns") opens the section after it, and one followed by a caption
+    is left to the caption's path: a unit of a heading alone matches searches by its words and
+    answers nothing. The sections as they are where none holds more than its heading."""
+    if not bodied:
+        return [s for s in sections if s.end > s.start]
+    kept: list[Section] = []
+    opened_at: int | None = None  # where the headings the next section opens with start
+    for i, s in enumerate(sections):
+        if s.end <= s.start:
+            continue
+        if i not in bodied:
+            following = sections[i + 1] if i + 1 < len(sections) else None
+            opened_at = (s.start if opened_at is None else opened_at) \
+                if following is not None and following.kind == s.kind else None
+            continue
+        if opened_at is not None:
+            s.start, opened_at = opened_at, None
+        kept.append(s)
+    return kept
 
 
 def paragraphs_to_blocks(text: str, heading: re.Pattern[str] | None = None) -> list[Block]:
