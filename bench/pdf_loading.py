@@ -116,9 +116,12 @@ def gold_figures(docs: dict, gold_path: Path, run_in_path: Path) -> dict:
             if doc is None:
                 continue
             # the headings that open a section on the page (a section's path ends with its heading)
+            # (after the heading that opens the section with it, if one does: "3.3 Architectures", then
+            # "Plain Network. Our ...")
             on_page = {_norm(s.path.rsplit(" > ", 1)[-1]) for s in doc.sections
-                       if s.path and doc.page_at(s.start) == g["page"] and doc.text[s.start:s.end].startswith(
-                           s.path.rsplit(" > ", 1)[-1])}
+                       if s.path and doc.page_at(s.start) == g["page"] and any(
+                           piece.startswith(s.path.rsplit(" > ", 1)[-1])
+                           for piece in doc.text[s.start:s.end].split("\n\n", 2)[:2])}
             wanted = {_norm(h) for h in g["run_in_headings"]}
             labels = {_norm(x["text"]) for x in g["other_labels"]}
             hit += len(on_page & wanted)
