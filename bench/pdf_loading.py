@@ -2,6 +2,7 @@
 
     python bench/pdf_loading.py [--dir ../shared/bench-data/papers-pdf] [--gold tests/data/papers_pdf_gold.json]
                                 [--run-in-gold bench/data/papers_pdf_run_in_headings.jsonl]
+                                [--footnote-gold bench/data/papers_pdf_footnotes.jsonl]
                                 [--no-plumber] [--processes N] [--baseline COMMIT] [--json]
 
 Per library: pages/s, ligature code points left in the text, and (for MONJYU, against the gold
@@ -81,9 +82,10 @@ def _pages(path: Path) -> int:
         return 0
 
 
-def gold_figures(docs: dict, gold_path: Path, run_in_path: Path) -> dict:
+def gold_figures(docs: dict, gold_path: Path, run_in_path: Path, footnote_path: Path | None = None) -> dict:
     """MONJYU's documents against the gold files: titles, first authors and section headings
-    (`gold_path`), and the run-in headings of the pages `run_in_path` covers."""
+    (`gold_path`), the run-in headings of the pages `run_in_path` covers, and the footnotes of the
+    pages `footnote_path` covers."""
     out: dict = {}
     sections: dict[str, set[str]] = {}
     if gold_path.exists():
@@ -129,7 +131,48 @@ def gold_figures(docs: dict, gold_path: Path, run_in_path: Path) -> dict:
             # numbered and named section headings are the section gold's
             false += sum(1 for h in on_page - wanted - labels if h not in sections.get(g["file"], set()))
         out["run_in"] = f"{hit}/{total} (other labels {other}, false {false})"
+    if footnote_path is not None and footnote_path.exists():
+        out["footnotes"] = footnote_figures(docs, footnote_path)
     return out
+
+
+_MARK = re.compile(r"^[\d∗*†‡§¶.]{1,3}\s*")
+
+
+def footnote_figures(docs: dict, gold_path: Path) -> str:
+    """The footnote gold's footnotes and foot lines in the text: how many footnotes open a paragraph
+    of their own; of the page columns where a footnote cuts a body sentence, how many leave the
+    paragraph before the footnotes cut ("... in sequence modeling and" + "∗Equal contribution ...");
+    how many foot lines ("31st Conference on ...") open a paragraph with no body text after them."""
+    own = total = cut = columns = alone = lines = 0
+    for g in (json.loads(x) for x in gold_path.read_text(encoding="utf-8").splitlines() if x.strip()):
+        doc = docs.get(g["file"])
+        if doc is None:
+            continue
+        paragraphs = [p.strip() for p in doc.text.split("\n\n")]
+        plain = [_norm(p) for p in paragraphs]
+        unmarked = [_norm(_MARK.sub("", p)) for p in paragraphs]
+
+        def opening(words: str) -> int | None:
+            key = _norm(words)
+            return next((i for i, (a, b) in enumerate(zip(plain, unmarked)) if a.startswith(key) or b.startswith(key)), None)
+
+        seen_columns = set()
+        for note in g["footnotes"]:
+            total += 1
+            at = opening(note["opening"])
+            own += at is not None
+            if note["interrupts"] and note["column"] not in seen_columns:
+                seen_columns.add(note["column"])
+                columns += 1
+                before = paragraphs[at - 1] if at else ""
+                cut += bool(before) and (before[-1].isalnum() or before[-1] in ",-")
+        for line in g["foot_lines"]:
+            lines += 1
+            at = opening(line)
+            alone += at is not None and len(paragraphs[at].split()) <= len(line.split()) + 12
+    return (f"{own}/{total} open a paragraph, {cut}/{columns} cut sentences left cut, "
+            f"{alone}/{lines} foot lines alone")
 
 
 def main() -> None:
@@ -138,6 +181,8 @@ def main() -> None:
     parser.add_argument("--gold", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/papers_pdf_gold.json")
     parser.add_argument("--run-in-gold", type=Path,
                         default=Path(__file__).resolve().parent / "data/papers_pdf_run_in_headings.jsonl")
+    parser.add_argument("--footnote-gold", type=Path,
+                        default=Path(__file__).resolve().parent / "data/papers_pdf_footnotes.jsonl")
     parser.add_argument("--no-plumber", action="store_true", help="skip pdfplumber (slow)")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="worker processes of the build's loading")
     parser.add_argument("--baseline", help="an earlier commit whose loader is timed too, same run")
@@ -183,7 +228,7 @@ def main() -> None:
     seconds = time.perf_counter() - t0
     results[f"monjyu, {args.processes} processes"] = {"pages": pages, "seconds": round(seconds, 2),
                                                       "pages_per_s": round(pages / seconds, 1)}
-    results["monjyu (pypdfium2 layout)"].update(gold_figures(docs, args.gold, args.run_in_gold))
+    results["monjyu (pypdfium2 layout)"].update(gold_figures(docs, args.gold, args.run_in_gold, args.footnote_gold))
     if args.monjyu_only:
         print(json.dumps({name: {k: v for k, v in r.items()} for name, r in results.items()}))
         return

@@ -774,6 +774,12 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
                 if i == front_end - 1:
                     flush(FRONT)
                 continue
+            if not in_refs and (end := _foot_end(lines, i, body)):
+                # a paragraph they cut is joined to its rest at the next column or page below
+                flush()
+                blocks.extend(_footnotes(lines[i:end], vocabulary, line_pitch))
+                skip = end - i - 1
+                continue
             level = _is_heading_line(ln, body) if len(ln.text.strip()) <= 90 else 0
             if level and numbers.accept(normalize(ln.text)):
                 flush()
@@ -807,6 +813,42 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
     # whole paragraph ("Identity vs. Projection Shortcuts. We have shown that" + "parameter-free, ..."),
     # and after figure and table text is filed (a bold label in a figure's box is no heading)
     return _split_run_in_headings(_file_figures(_rejoin_cut_paragraphs(blocks, vocabulary)))
+
+
+# A footnote opens with its mark: a symbol, or a number set against its first word ("2This
+# hypothesis ...", "1https://github.com/...").
+_FOOTNOTE_OPENING = re.compile(r"^(?:[∗*†‡§¶]|\d{1,2}(?=[^\W\d_]{2}|https?:))")
+
+
+def _foot_end(lines: list[Line], i: int, body: float) -> int:
+    """Where the footnotes that `lines[i]` opens end (0: it opens none): a line in smaller type than
+    the body, opening with a footnote's mark, from which every line to the foot of its column (the
+    page's end, or a jump up to the next column) is small type: the footnotes and any notice under
+    them ("31st Conference on Neural Information Processing Systems ...")."""
+    first = lines[i]
+    if first.size > body - 0.5 or not _FOOTNOTE_OPENING.match(first.text.strip()) or is_caption(first.text):
+        return 0
+    end = i
+    while end < len(lines) and lines[end].page == first.page and lines[end].y0 <= first.y1:
+        if lines[end].size > body - 0.5:
+            return 0  # body type below it: not the foot of the column
+        end += 1
+    return end
+
+
+def _footnotes(lines: list[Line], vocabulary: set[str], line_pitch: float) -> list[Block]:
+    """The footnotes (and notices) of a page's or column's foot, a block each: a line opening with a
+    mark, or after a paragraph break, opens the next."""
+    groups: list[list[Line]] = []
+    for ln in lines:
+        if not groups or _FOOTNOTE_OPENING.match(ln.text.strip()) or _paragraph_break(groups[-1], ln, line_pitch):
+            groups.append([])
+        groups[-1].append(ln)
+    out = []
+    for group in groups:
+        text, spans = _join(group, vocabulary)
+        out.append(Block(text, TEXT, page=group[0].page, lines=spans, foot=True))
+    return out
 
 
 # A run-in heading ("**Hardware Failures** We faced ...", LaTeX's \paragraph) is below every numbered one
@@ -886,7 +928,7 @@ def _rejoin_cut_paragraphs(blocks: list[Block], vocabulary: set[str]) -> list[Bl
     A formula between a sentence and its "where ..." has no caption and no turn: it stays where it is."""
     out: list[Block] = []
     for b in blocks:
-        if b.kind == TEXT and _continues_a_sentence(b.text):
+        if b.kind == TEXT and not b.foot and _continues_a_sentence(b.text):
             j = len(out) - 1
             while j >= 0 and _set_apart(out[j]):
                 j -= 1
@@ -906,7 +948,7 @@ def _set_apart(block: Block) -> bool:
     footnote, set at a page's foot between a sentence that goes on at the next page and its rest."""
     words = block.text.split()
     short_label = len(words) < 8 and not block.text.rstrip().endswith((".", "!", "?"))
-    return block.kind == FIGURE or block.kind == TEXT and (
+    return block.kind == FIGURE or block.kind == TEXT and (block.foot or
         is_caption(block.text) or not _prose(words) or short_label or bool(FOOTNOTE_MARK.match(block.text)))
 
 

@@ -86,7 +86,8 @@ class Block:
     `text`, the page number and the box (x0, y0, x1, y1, PDF points, origin bottom-left).
     `run_in`: the bold label a PDF paragraph opens with ("Hardware Failures" + " We faced ..."); on a
     heading, that the heading is such a label, whose words open the paragraph after it: it opens a
-    section there and adds no text of its own."""
+    section there and adds no text of its own. `foot`: a PDF's footnote, or a notice at a page's
+    foot, set after the paragraph it cut."""
 
     text: str
     kind: str = TEXT  # heading | text | caption | reference | front | figure | table
@@ -95,6 +96,7 @@ class Block:
     page: int | None = None
     lines: list[tuple[int, int, int, tuple[float, float, float, float]]] = field(default_factory=list)
     run_in: str = ""
+    foot: bool = False
 
 
 @dataclass
