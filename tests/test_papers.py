@@ -299,6 +299,40 @@ def test_ocr_without_tesseract_is_a_clear_error(tmp_path, monkeypatch):
         load_file(_image_only_pdf(tmp_path / "scanned.pdf"), "s", IngestConfig(ocr=True))
 
 
+def test_footnotes_are_set_after_the_sentence_they_cut(tmp_path):
+    """A footnote at a page's foot ("∗Equal contribution ...", in small type) and a notice under it
+    ("31st Conference on ...") are paragraphs of their own, after the body sentence they cut,
+    which goes on whole at the top of the next page."""
+    path = tmp_path / "footnote.pdf"
+    c = canvas.Canvas(str(path), pagesize=letter)
+    width, height = letter
+    other = ["Attention lets a model relate any two positions of a sequence in one step, which",
+             "recurrent models reach only through every position between them in turn."]
+    pages = (other * 3 + ["Recurrent neural networks and gated recurrent networks in particular have been firmly",
+                          "established as the state of the art approaches in sequence modeling and"],
+             ["transduction problems such as language modeling and machine translation.",
+              "Numerous efforts have since pushed the boundaries of recurrent models."] + other)
+    for page, lines in enumerate(pages):
+        c.setFont("Helvetica", 10)
+        y = height - 72
+        for k, line in enumerate(lines):
+            c.drawString(72, y, line)
+            y -= 20 if k % 2 else 12  # a paragraph of two lines, a blank line
+        if page == 0:
+            c.setFont("Helvetica", 8)
+            c.drawString(72, 130, "∗Equal contribution. Listing order is random. Jakob proposed replacing RNNs and")
+            c.drawString(72, 120, "started the effort to evaluate this idea.")
+            c.drawString(72, 90, "31st Conference on Neural Information Processing Systems (NIPS 2017), Long Beach, USA.")
+        c.showPage()
+    c.save()
+    [doc] = load_file(path, "footnote", CFG)
+    paragraphs = doc.text.split("\n\n")
+    assert "in sequence modeling and transduction problems such as language modeling" in doc.text, paragraphs
+    assert "∗Equal contribution. Listing order is random. Jakob proposed replacing RNNs and started the effort to " \
+           "evaluate this idea." in paragraphs, paragraphs
+    assert "31st Conference on Neural Information Processing Systems (NIPS 2017), Long Beach, USA." in paragraphs
+
+
 def test_a_bold_run_in_heading_opens_a_section_of_its_own(tmp_path):
     """A paragraph that opens with a bold label in body-type text ("**Scalability** We observe
     ...", "**Residual Network.** Based on ...") opens a section headed by it, its words kept where
