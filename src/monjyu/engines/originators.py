@@ -51,6 +51,10 @@ NAME_SEARCH = 30
 # ... and before a clause that says more about it: "we introduce the RWKV model, a novel architecture
 # that combines the strengths of RNNs and Transformers" does not claim the Transformer.
 _CLAUSE = re.compile(r"\b(?:which|that|who|whose|where|while|whereas|because)\b", re.I)
+# ... and not after a preposition: "we present a brief comparison with Bert-Large" presents no BERT.
+_GOVERNING = frozenset({"with", "of", "to", "for", "on", "over", "against", "than", "from", "by", "in", "into",
+                        "between", "versus", "vs", "like", "unlike"})
+_RAW_WORD = re.compile(r"[^\W_][\w-]*")
 CITED_REACH = 6  # a citation cites the name when its words are among the last terms before it
 _NAME_BREAKS = re.compile(r"[,()、（）:;]")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
@@ -158,15 +162,24 @@ def _claim(names: list[Name], source: Source, terms: Callable[[str], list[str]],
     for a, b in statement_spans(text):
         for m in _CLAIMS.finditer(text, a, b):
             clause = _CLAUSE.search(text, m.end(), b)
-            after = terms(text[m.end():clause.start() if clause else b])[:CLAIM_REACH]
+            claimed = text[m.end():clause.start() if clause else b]
+            after = terms(claimed)[:CLAIM_REACH]
             for name in names:
                 at = [next((i for i, t in enumerate(after) if t in word), None) for word in name.words]
-                if None not in at and min(at) < reach and (best is None or max(at) < best[0]):
+                if None not in at and min(at) < reach and (best is None or max(at) < best[0]) and \
+                        not _governed(claimed, name, terms):
                     best = (max(at), (a, b))
         for m in _OURS.finditer(text, a, b):  # "Our Vision Transformer (ViT)" names ViT, not the Transformer
             if best is None and any(_is_a_name(names, set(terms(m.group(i)))) for i in (1, 2)):
                 best = (CLAIM_REACH, (a, b))
     return best
+
+
+def _governed(claimed: str, name: Name, terms: Callable[[str], list[str]]) -> bool:
+    """Whether a preposition comes before the name's first word in what a claim says it presents."""
+    words = _RAW_WORD.findall(claimed)
+    first = next((k for k, w in enumerate(words) if any(t in name.words[0] for t in terms(w))), len(words))
+    return any(w.lower() in _GOVERNING for w in words[:first])
 
 
 def presenting_paper(names: list[Name], sources: Sequence[Source], terms: Callable[[str], list[str]],

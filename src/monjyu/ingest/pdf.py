@@ -815,9 +815,11 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
     return _split_run_in_headings(_file_figures(_rejoin_cut_paragraphs(blocks, vocabulary)))
 
 
-# A footnote opens with its mark: a symbol, or a number set against its first word ("2This
-# hypothesis ...", "1https://github.com/...").
-_FOOTNOTE_OPENING = re.compile(r"^(?:[∗*†‡§¶]|\d{1,2}(?=[^\W\d_]{2}|https?:))")
+# A footnote opens with its mark: a symbol before a word ("∗Equal contribution", "∗. contributed
+# equally"; not a formula's "x∗ i"), or a number set against its first word ("2This hypothesis ...",
+# "1https://github.com/..."); a symbol may stand on a line of its own above its note.
+_FOOTNOTE_OPENING = re.compile(r"^(?:[∗*†‡§¶][\s.]*(?=[^\W\d_]{2})|\d{1,2}(?=[^\W\d_]{2}|https?:)|[∗*†‡§¶]$)")
+_FOOTNOTE_MARK_ALONE = re.compile(r"^(?:[∗*†‡§¶]|\d{1,2})\.?$")  # a mark set on a line of its own, above its note
 
 
 def _foot_end(lines: list[Line], i: int, body: float) -> int:
@@ -833,7 +835,8 @@ def _foot_end(lines: list[Line], i: int, body: float) -> int:
         if lines[end].size > body - 0.5:
             return 0  # body type below it: not the foot of the column
         end += 1
-    return end
+    words = re.findall(r"[^\W\d_]{2,}", " ".join(ln.text for ln in lines[i:end]))
+    return end if len(words) >= 2 else 0  # not a formula's last line ("2mv")
 
 
 def _footnotes(lines: list[Line], vocabulary: set[str], line_pitch: float) -> list[Block]:
@@ -841,7 +844,9 @@ def _footnotes(lines: list[Line], vocabulary: set[str], line_pitch: float) -> li
     mark, or after a paragraph break, opens the next."""
     groups: list[list[Line]] = []
     for ln in lines:
-        if not groups or _FOOTNOTE_OPENING.match(ln.text.strip()) or _paragraph_break(groups[-1], ln, line_pitch):
+        mark_alone = bool(groups) and len(groups[-1]) == 1 and _FOOTNOTE_MARK_ALONE.match(groups[-1][0].text.strip())
+        if not groups or not mark_alone and (_FOOTNOTE_OPENING.match(ln.text.strip())
+                                             or _paragraph_break(groups[-1], ln, line_pitch)):
             groups.append([])
         groups[-1].append(ln)
     out = []
