@@ -818,7 +818,7 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
 # A footnote opens with its mark: a symbol before a word ("∗Equal contribution", "∗. contributed
 # equally"; not a formula's "x∗ i"), or a number set against its first word ("2This hypothesis ...",
 # "1https://github.com/..."); a symbol may stand on a line of its own above its note.
-_FOOTNOTE_OPENING = re.compile(r"^(?:[∗*†‡§¶][\s.]*(?=[^\W\d_]{2})|\d{1,2}(?=[^\W\d_]{2}|https?:)|[∗*†‡§¶]$)")
+_FOOTNOTE_OPENING = re.compile(r"^(?:[∗*†‡§¶][\s.]*(?=[^\W\d_]{2})|\d{1,2}(?=[^\W\d_]{2}|https?:)|(?:[∗*†‡§¶]|\d{1,2})$)")
 _FOOTNOTE_MARK_ALONE = re.compile(r"^(?:[∗*†‡§¶]|\d{1,2})\.?$")  # a mark set on a line of its own, above its note
 
 
@@ -833,6 +833,8 @@ def _foot_end(lines: list[Line], i: int, body: float) -> int:
     end = i
     while end < len(lines) and lines[end].page == first.page and lines[end].y0 <= first.y1:
         if lines[end].size > body - 0.5:
+            if _PAGE_NUMBER.match(lines[end].text.strip()):
+                break  # the page's number under them, where no running footer took it away
             return 0  # body type below it: not the foot of the column
         end += 1
     words = re.findall(r"[^\W\d_]{2,}", " ".join(ln.text for ln in lines[i:end]))
