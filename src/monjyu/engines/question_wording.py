@@ -186,7 +186,7 @@ _CARRIES = {
     "date": re.compile(r"\b(1[6-9]|20)\d\d\b|\b(January|February|March|April|May|June|July|August|September|"
                        r"October|November|December)\b|\bcentury\b|\d+年|\d+月", re.I),
     "person": re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+ [A-Z][a-z]+\b|\bet al\b|[一-龯]{1,3}[\s　][一-龯]{1,3}"),
-    "place": re.compile(r"\b(in|at|from|of) (the )?[A-Z][a-z]+|[都道府県市国州]"),
+    "place": re.compile(r"\b(in|at|from|of) (the )?[A-Z][a-z]+|\b(at|from|on|in):? (https?://|www\.)|[都道府県市国州]"),
     "reason": re.compile(r"\b(because|due to|since|as a result|result(s|ed)? (in|from)|caused by|owing to|therefore|"
                          r"thus|hence|leads? to|led to|so that|in order to|allows?|enables?|reason|attributed to|"
                          r"responsible for|consequently)\b|ため|ので|から|により|によって|原因", re.I),

@@ -28,7 +28,15 @@ _FIGURE_TEXT = re.compile(r"^\s*(\(?[a-h]\)\s*)?(Figure|Fig\.?|Table|Tab\.|Algor
 _CAPTION_INSIDE = re.compile(r"[a-z,\d-] (Figure|Fig\.|Table|Algorithm|Listing) [0-9IVX]+: [A-Z]|"
                              r"[a-z](Figure|Table|Algorithm|Listing) ?[0-9]+\b")
 _REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|\bProc\. of\b|\bdoi:\s*10\.|"
-                              r"https?://|\bvol\. \d+|\bpp\. \d+|^\s*\d{1,3}\.\s+[A-Z][a-z]+,\s+[A-Z]\.", re.I)
+                              r"\bvol\. \d+|\bpp\. \d+|^\s*\d{1,3}\.\s+[A-Z][a-z]+,\s+[A-Z]\.", re.I)
+# A web address marks a reference entry too ("... URL http://github.com/google/jax."), unless the
+# sentence says that something is there: "The code we used ... is available at https://...",
+# "Code and pretrained models at https://github.com/...", which a user asks for.
+_WEB_ADDRESS = re.compile(r"https?://", re.I)
+_AVAILABLE_AT = re.compile(r"\b(?:available|released|found|hosted|accessible|downloaded|obtained|open[- ]sourced?)\b"
+                           r"[^.]{0,40}?\b(?:at|from|on|in|via)\b:?\s*(?:https?://|www\.)|"
+                           r"\b(?:code|models?|weights|checkpoints|data(?:sets?)?|implementations?|software)\b"
+                           r"[^.]{0,30}?\bat:?\s*(?:https?://|www\.)", re.I)
 _INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
 _GIVEN_NAME_BEFORE = re.compile(r"(?:^|\s)[A-Z][a-z]+ $")
 # What a paper says of itself, not of its subject: declarations, disclaimers and authorship ("The
@@ -230,6 +238,6 @@ def quotable_span(text: str, a: int, b: int) -> bool:
     if quote.endswith(("?", "？")):  # a question the text asks ("How does ZeRO work with MP?") answers nothing
         return False
     if (_FIGURE_TEXT.match(quote) or _CAPTION_INSIDE.search(quote) or _REFERENCE_ENTRY.search(quote)
-            or _authors_by_initials(quote) >= 2 or _DECLARATION.search(quote) or _POINTER_ONLY.search(quote)):
+            or _WEB_ADDRESS.search(quote) and not _AVAILABLE_AT.search(quote) or _authors_by_initials(quote) >= 2 or _DECLARATION.search(quote) or _POINTER_ONLY.search(quote)):
         return False
     return _pieces_are_words(quote) and _reads_as_prose(quote)
