@@ -1260,6 +1260,26 @@ def test_a_sentence_citing_a_web_address_naming_people_by_initials_or_dated_feb_
         assert not quotable_span(entry, 0, len(entry)), entry
 
 
+CODE = {  # a paper that says where its code is, in a sentence and in a footnote's few words
+    "quorra.md": "# Quorra: small models that read\n\n## Abstract\n\nWe trained a 90-million parameter language model on "
+                 "children's books, which we call Quorra. The code we used to train and evaluate Quorra is available "
+                 "at https://github.com/example/quorra.\n\n## Results\n\nQuorra answers 61% of the questions.\n\n"
+                 "Model weights at: https://huggingface.co/example/quorra-90m\n",
+    "canals.md": "# Canals\n\nCanals carry water between reservoirs and rivers. Locks raise boats between levels.\n",
+}
+
+
+def test_a_sentence_that_says_where_the_code_is_is_quoted_with_its_address(tmp_path, cache_dir):
+    """A web address marks a reference entry ("... situation report 51. Available at https://..."),
+    but a sentence that says something is at one ("The code ... is available at https://...",
+    "Model weights at: https://...") answers "Where is the code?", and is quoted with it."""
+    m = _indexed(tmp_path, cache_dir, CODE)
+    for question, address in (("Where can I get the code for Quorra?", "https://github.com/example/quorra"),
+                              ("Where are the Quorra model weights?", "https://huggingface.co/example/quorra-90m")):
+        answer = m.search(question, top_k=5).answer
+        assert answer.kind == "extractive" and address in answer.text.splitlines()[0], (question, answer.text)
+
+
 DAYS = {  # a paragraph of a covidqa-dev paper (Chen et al., 2020, CC BY), which pysbd cut before "6." and "7."
     "viral-rna.md": "# Detectable 2019-nCoV viral RNA in blood is a strong indicator for the further clinical "
                     "severity\n\nPatient 5 (Figure 3(C) ) was admitted on illness day 4 and his blood sample was "

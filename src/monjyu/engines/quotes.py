@@ -33,10 +33,10 @@ _REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|
 # sentence says that something is there: "The code we used ... is available at https://...",
 # "Code and pretrained models at https://github.com/...", which a user asks for.
 _WEB_ADDRESS = re.compile(r"https?://", re.I)
-_AVAILABLE_AT = re.compile(r"\b(?:available|released|found|hosted|accessible|downloaded|obtained|open[- ]sourced?)\b"
-                           r"[^.]{0,40}?\b(?:at|from|on|in|via)\b:?\s*(?:https?://|www\.)|"
-                           r"\b(?:code|models?|weights|checkpoints|data(?:sets?)?|implementations?|software)\b"
-                           r"[^.]{0,30}?\bat:?\s*(?:https?://|www\.)", re.I)
+_AVAILABLE_AT = re.compile(r"\b(?:is|are|was|were|be|been)\s+(?:\w+\s+){0,2}?(?:available|released|found|hosted|"
+                           r"accessible|downloadable|open[- ]sourced?)\b[^.]{0,40}?\b(?:at|from|on|in|via)\b:?\s*"
+                           r"(?:https?://|www\.)|^\W*(?:\w+\s+){0,3}?(?:code|models?|weights|checkpoints|data(?:sets?)?|"
+                           r"implementations?|software)\b[^.]{0,30}?\bat:?\s*(?:https?://|www\.)", re.I)
 _INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][a-z]+,")
 _GIVEN_NAME_BEFORE = re.compile(r"(?:^|\s)[A-Z][a-z]+ $")
 # What a paper says of itself, not of its subject: declarations, disclaimers and authorship ("The
@@ -228,8 +228,10 @@ def quotable(sentence: Sentence) -> bool:
 def quotable_span(text: str, a: int, b: int) -> bool:
     """The sentence text[a:b] of a passage of body text reads as prose and states something: not a
     question, a title line, a reference list entry, a caption, a name list, a table row, a formula,
-    a declaration or a pointer to a table or a figure."""
-    if is_title_line(text, a, b):
+    a declaration or a pointer to a table or a figure. A statement of where something is may be as
+    short as a footnote's "Code at: https://...", with no stop."""
+    available = bool(_AVAILABLE_AT.search(text[a:b]))
+    if is_title_line(text, a, b) and not available:
         return False
     line_start = text.rfind("\n", 0, a) + 1
     if _ENTRY_LINE.match(text[line_start:line_start + 200]):
@@ -238,6 +240,7 @@ def quotable_span(text: str, a: int, b: int) -> bool:
     if quote.endswith(("?", "？")):  # a question the text asks ("How does ZeRO work with MP?") answers nothing
         return False
     if (_FIGURE_TEXT.match(quote) or _CAPTION_INSIDE.search(quote) or _REFERENCE_ENTRY.search(quote)
-            or _WEB_ADDRESS.search(quote) and not _AVAILABLE_AT.search(quote) or _authors_by_initials(quote) >= 2 or _DECLARATION.search(quote) or _POINTER_ONLY.search(quote)):
+            or _WEB_ADDRESS.search(quote) and not available or _authors_by_initials(quote) >= 2
+            or _DECLARATION.search(quote) or _POINTER_ONLY.search(quote)):
         return False
-    return _pieces_are_words(quote) and _reads_as_prose(quote)
+    return _pieces_are_words(quote) and (_reads_as_prose(quote) or available)
