@@ -817,7 +817,7 @@ def _blocks(pages: list[list[Line]], body: float, front_end: int) -> list[Block]
 
 # A footnote opens with its mark: a symbol before a word ("∗Equal contribution", "∗. contributed
 # equally"; not a formula's "x∗ i"), or a number set against its first word ("2This hypothesis ...",
-# "1https://github.com/..."); a symbol may stand on a line of its own above its note.
+# "1https://github.com/..."); a mark may stand on a line of its own above its note.
 _FOOTNOTE_OPENING = re.compile(r"^(?:[∗*†‡§¶][\s.]*(?=[^\W\d_]{2})|\d{1,2}(?=[^\W\d_]{2}|https?:)|(?:[∗*†‡§¶]|\d{1,2})$)")
 _FOOTNOTE_MARK_ALONE = re.compile(r"^(?:[∗*†‡§¶]|\d{1,2})\.?$")  # a mark set on a line of its own, above its note
 
