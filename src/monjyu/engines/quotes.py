@@ -33,6 +33,7 @@ _REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s|arXiv preprint|\bIn Proceedings\b|
 # sentence says that something is there: "The code we used ... is available at https://...",
 # "Code and pretrained models at https://github.com/...", which a user asks for.
 _WEB_ADDRESS = re.compile(r"https?://", re.I)
+_ANY_ADDRESS = re.compile(r"https?://|www\.", re.I)  # what every statement of _AVAILABLE_AT holds: a cheap test first
 _AVAILABLE_AT = re.compile(r"\b(?:is|are|was|were|be|been)\s+(?:\w+\s+){0,2}?(?:available|released|found|hosted|"
                            r"accessible|downloadable|open[- ]sourced?)\b[^.]{0,40}?\b(?:at|from|on|in|via)\b:?\s*"
                            r"(?:https?://|www\.)|^\W*(?:\w+\s+){0,3}?(?:code|models?|weights|checkpoints|data(?:sets?)?|"
@@ -230,7 +231,8 @@ def quotable_span(text: str, a: int, b: int) -> bool:
     question, a title line, a reference list entry, a caption, a name list, a table row, a formula,
     a declaration or a pointer to a table or a figure. A statement of where something is may be as
     short as a footnote's "Code at: https://...", with no stop."""
-    available = bool(_AVAILABLE_AT.search(text[a:b]))
+    span = text[a:b]
+    available = bool(_ANY_ADDRESS.search(span) and _AVAILABLE_AT.search(span))
     if is_title_line(text, a, b) and not available:
         return False
     line_start = text.rfind("\n", 0, a) + 1
