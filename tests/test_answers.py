@@ -1280,6 +1280,20 @@ def test_a_sentence_that_says_where_the_code_is_is_quoted_with_its_address(tmp_p
         assert answer.kind == "extractive" and address in answer.text.splitlines()[0], (question, answer.text)
 
 
+def test_a_short_answer_does_not_go_on_into_the_next_paragraph(tmp_path, cache_dir):
+    """A footnote of a few words ("Model weights at: https://...") is a short lead, which goes on with
+    the sentence after it only within its paragraph: the body text after the footnote is another
+    paragraph, not the rest of its answer (ViT's footnote had been quoted with "However, ...")."""
+    text = CODE["quorra.md"].replace(
+        "Model weights at: https://huggingface.co/example/quorra-90m\n",
+        "Model weights at: https://huggingface.co/example/quorra-90m\n\nHowever, larger models answer "
+        "more of the questions that need several steps of reasoning.\n")
+    m = _indexed(tmp_path, cache_dir, {"quorra.md": text, "canals.md": CODE["canals.md"]})
+    lines = m.search("Where are the Quorra model weights?", top_k=5).answer.text.splitlines()
+    assert "https://huggingface.co/example/quorra-90m" in lines[0], lines
+    assert not any("However, larger models" in line for line in lines), lines
+
+
 DAYS = {  # a paragraph of a covidqa-dev paper (Chen et al., 2020, CC BY), which pysbd cut before "6." and "7."
     "viral-rna.md": "# Detectable 2019-nCoV viral RNA in blood is a strong indicator for the further clinical "
                     "severity\n\nPatient 5 (Figure 3(C) ) was admitted on illness day 4 and his blood sample was "

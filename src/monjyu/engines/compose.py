@@ -57,7 +57,7 @@ _UNSURE_FACT = Extent(3, 80, 2.0)
 # at 0 (any sentence read better) SQuAD's held-out articles lost 11 first sentences of 1,803.
 MODEL_FIRST = 1.0
 # An answer that is one sentence of fewer words than this goes on with the sentence after it in its
-# passage, whatever it asks for (a fact, a list, a reason; not a choice, which quotes each side): a
+# paragraph (not the next paragraph's, which a footnote or a heading's one line is followed by), whatever it asks for (a fact, a list, a reason; not a choice, which quotes each side): a
 # short sentence the question's words lead to is often one that announces the answer ("NDV has a
 # number of appealing qualities as a vaccine vector."), and the next one gives it. Not fitted: on
 # the validation sets (benchmarks page) 25 held a little more, for 3 more words.
@@ -77,6 +77,13 @@ SET_AGAINST_BEFORE = re.compile(r"^(On the contrary|In contrast|By contrast|Conv
                                 r"In comparison|By comparison)\b|^(一方|これに対し|それに対し|対照的に)")
 
 _WORD = re.compile(r"[^\W_]+")
+
+
+def same_paragraph(first: Sentence, then: Sentence) -> bool:
+    """Whether `then` goes on in the paragraph of `first`, before it in one passage: no blank line
+    between them."""
+    hit = first.source.hit
+    return "\n\n" not in hit.text[first.end_char - hit.start_char:then.start_char - hit.start_char]
 
 
 @dataclass
@@ -493,7 +500,8 @@ class Draft:
         if (not weighs and len(picked) == 1 and self.words < SHORT_ANSWER
                 and lead.language != "ja"):  # a Japanese sentence is not counted in words
             after = at.get((id(lead.sentence.source), lead.position + 1))
-            if after is not None and self.words + len(after.quote.split()) <= extent.words:  # the extent's bound
+            if (after is not None and same_paragraph(lead.sentence, after.sentence)
+                    and self.words + len(after.quote.split()) <= extent.words):  # the extent's bound
                 self.take(after)
         if self.decides and not weighs:  # a choice keeps its sides in the order they came
             # A question asked through something is answered by the step, where the model is unsure
