@@ -1294,6 +1294,30 @@ def test_a_short_answer_does_not_go_on_into_the_next_paragraph(tmp_path, cache_d
     assert not any("However, larger models" in line for line in lines), lines
 
 
+FOOTNOTED = {  # a paper whose code is named in a footnote: its mark glued to the word, as a PDF's text gives it
+    "orca.md": "# Orca: training with less memory\n\n## Abstract\n\nOrca partitions the optimizer states across "
+               "devices so that larger models fit in memory. We share Orca as a part of our open source training "
+               "library called FastTrain2. It trains models of 100B parameters on 400 devices.\n\n"
+               "Memory is the main limit on the size of the models a cluster can train. Data parallelism keeps "
+               "a copy of every state on each device.\n\n2 https://github.com/example/fasttrain\n\n"
+               "## Related work\n\nModel parallelism splits each layer across devices. It needs fast links "
+               "between them. Version 2 of the library added pipelines.\n",
+    "canals.md": CODE["canals.md"],
+}
+
+
+def test_a_quoted_sentence_s_footnote_that_gives_an_address_is_quoted_with_it(tmp_path, cache_dir):
+    """"... library called FastTrain2." marks footnote 2, which is a web address at the page's foot,
+    after the paragraph below it: the answer that quotes the marked sentence shows the note beside it,
+    before its citation. A number that marks nothing ("Version 2 of the library") brings no note."""
+    m = _indexed(tmp_path, cache_dir, FOOTNOTED)
+    lines = m.search("Is there an open-source implementation of Orca?", top_k=5).answer.text.splitlines()
+    assert "library called FastTrain2" in lines[0], lines
+    assert "(footnote 2: https://github.com/example/fasttrain) [1]" in lines[0], lines
+    answer = m.search("What did version 2 of the library add?", top_k=5).answer.text
+    assert "footnote" not in answer, answer
+
+
 DAYS = {  # a paragraph of a covidqa-dev paper (Chen et al., 2020, CC BY), which pysbd cut before "6." and "7."
     "viral-rna.md": "# Detectable 2019-nCoV viral RNA in blood is a strong indicator for the further clinical "
                     "severity\n\nPatient 5 (Figure 3(C) ) was admitted on illness day 4 and his blood sample was "

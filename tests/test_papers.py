@@ -646,3 +646,41 @@ def test_a_quote_opening_with_its_heading_sets_it_apart():
         "Scalability: We observe super linear speedup."
     assert with_heading_set_apart("Scalability is what the system lacks.", section) == "Scalability is what the system lacks."
     assert with_heading_set_apart("We observe it.", section) == "We observe it."
+
+
+def test_a_footnote_that_gives_the_code_s_address_is_quoted_with_its_marked_sentence(tmp_path, make_config):
+    """A PDF page whose body sentence carries a raised footnote mark ("... library called FastTrain²")
+    and whose foot holds the note, in small type ("² https://github.com/example/fasttrain"): the
+    reader sets the note after the paragraph it cut, and the offline answer that quotes the marked
+    sentence shows the note beside it."""
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    c = canvas.Canvas(str(folder / "orca.pdf"), pagesize=letter)
+    width, height = letter
+    body = ["Orca partitions the optimizer states of a model across the devices that train it, so that",
+            "models ten times larger fit in the memory of the same cluster. We share Orca as a part of",
+            "our open source training library called FastTrain",
+            "",
+            "Memory is the main limit on the size of the models that a cluster of devices can train.",
+            "Data parallelism keeps a copy of every optimizer state on each of the devices, and model",
+            "parallelism splits each layer across them, which needs fast links between the devices."]
+    c.setFont("Helvetica", 10)
+    y = height - 72
+    for line in body:
+        c.drawString(72, y, line)
+        if line.endswith("FastTrain"):
+            end = 72 + c.stringWidth(line, "Helvetica", 10)
+            c.setFont("Helvetica", 7)
+            c.drawString(end, y + 4, "2")
+            c.setFont("Helvetica", 10)
+            c.drawString(end + c.stringWidth("2", "Helvetica", 7), y, ".")
+        y -= 12
+    c.setFont("Helvetica", 8)
+    c.drawString(72, 100, "2 https://github.com/example/fasttrain")
+    c.showPage()
+    c.save()
+    m = Monjyu(tmp_path / "idx", make_config())
+    assert not m.index([folder]).failures
+    lines = m.search("Is there an open-source implementation of Orca?", top_k=5).answer.text.splitlines()
+    assert "library called FastTrain2" in lines[0], lines
+    assert "(footnote 2: https://github.com/example/fasttrain) [1]" in lines[0], lines

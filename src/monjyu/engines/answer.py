@@ -61,6 +61,7 @@ class AnswerEngine:
                  first_passage: Callable[[str], SearchHit | None] | None = None,
                  references: Callable[[], CollectionReferences] | None = None,
                  search_within: Callable[[Query, list[str], int], list[SearchHit]] | None = None,
+                 text_after: Callable[[SearchHit, int], str] | None = None,
                  aliases: Callable[[], dict[str, list[str]]] | None = None,
                  titles: Callable[[], PaperTitles] | None = None):
         """`term_weights`: a query term's weight in the collection (its IDF), for the reader and
@@ -69,7 +70,8 @@ class AnswerEngine:
         document's first unit of body text, cited for a paper listed that no source is from;
         `references`: the collection's reference entries, the citations that point at them, and the
         names citing papers give its papers; `search_within`: the passages of some documents a keyword
-        search finds for a query, best first; `aliases`: the names citing papers give each paper of the
+        search finds for a query, best first; `text_after`: the document's text after a passage, up to so
+        many characters (where its footnotes are); `aliases`: the names citing papers give each paper of the
         collection (citations.json), by document id; `titles`: its papers' titles, by document id."""
         self.config = config
         self.unheard = unheard
@@ -77,6 +79,7 @@ class AnswerEngine:
         self.first_passage = first_passage
         self.references = references
         self.search_within = search_within
+        self.text_after = text_after
         self.aliases = aliases
         self.titles = titles
         self.llm = llm
@@ -114,7 +117,7 @@ class AnswerEngine:
 
         def extractive(note: str = "") -> Answer:
             answer = extractive_answer(read, query_vector, self.with_defining_passage(read, sources), self.reader,
-                                       lang, min_score=cfg.min_sentence_score)
+                                       lang, min_score=cfg.min_sentence_score, text_after=self.text_after)
             if note:
                 answer.note = f"{note}; {answer.note}" if answer.note else note
             if on_token and answer.text:

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..query import Query
-from ..types import Answer
+from ..types import Answer, SearchHit
 from .citations import citation_for
+from .compose import Candidate
 from .context import Source
+from .footnotes import LABEL, REACH, footnotes_of
 from .quotes import with_heading_set_apart
 from .reader import Reader
 
@@ -49,9 +51,12 @@ def unheard_answer(language: str, names: Sequence[str]) -> Answer:
 
 
 def extractive_answer(query: Query, query_vector: np.ndarray, sources: Sequence[Source], reader: Reader,
-                      language: str, min_score: float = 3.0) -> Answer:
+                      language: str, min_score: float = 3.0,
+                      text_after: Callable[[SearchHit, int], str] | None = None) -> Answer:
     """One line per quote (adjacent sentences of a passage joined), the best first, each ending
-    with its [n]; the first quote of a source is that source's citation snippet."""
+    with its [n]; the first quote of a source is that source's citation snippet. A quote's footnote
+    that gives a web address follows it (`footnotes.py`; the document's text after the passage from
+    `text_after`)."""
     candidates = reader.candidates(query, query_vector, sources)
     if not candidates:
         return insufficient(language, "no quotable sentence in the retrieved passages")
@@ -65,7 +70,9 @@ def extractive_answer(query: Query, query_vector: np.ndarray, sources: Sequence[
     for quote in quotes:
         source = quote[0].sentence.source
         said = [with_heading_set_apart(c.quote, source.hit.section) for c in quote]
-        lines.append(f"{join_sentences(said)} [{source.number}]")
+        notes = "".join(f" ({LABEL.get(language, LABEL['en'])} {mark}: {note})"
+                        for mark, note in quoted_footnotes(quote, text_after) if all(note not in x for x in lines))
+        lines.append(f"{join_sentences(said)}{notes} [{source.number}]")
         if source.number not in cited:
             cited.add(source.number)
             first, last = quote[0].sentence, quote[-1].sentence
@@ -73,3 +80,14 @@ def extractive_answer(query: Query, query_vector: np.ndarray, sources: Sequence[
             citations.append(citation_for(source, snippet, first.start_char, last.end_char))
     return Answer(text="\n".join(lines), kind="extractive", citations=citations, language=language,
                   note=EXTRACTIVE_NOTE, notice=notice)
+
+
+def quoted_footnotes(quote: list[Candidate],
+                     text_after: Callable[[SearchHit, int], str] | None) -> list[tuple[str, str]]:
+    """(mark, note) of each footnote a quote's sentences mark that gives a web address: looked for
+    in its passage after the quote, then in the document's text after the passage."""
+    hit = quote[0].sentence.source.hit
+    following = hit.text[quote[-1].sentence.end_char - hit.start_char:]
+    if len(following) < REACH and text_after is not None:
+        following += text_after(hit, REACH - len(following))
+    return footnotes_of([c.sentence.text for c in quote], following)

@@ -170,6 +170,7 @@ class Workspace:
                                          first_passage=lambda document_id: self.loaded().first_passage(document_id),
                                          search_within=lambda query, papers, top_k: self.loaded().passages_within(
                                              query, papers, top_k),
+                                         text_after=lambda hit, chars: self.loaded().text_after(hit, chars),
                                          aliases=lambda: self.loaded().paper_aliases(),
                                          titles=lambda: self.loaded().paper_titles(),
                                          references=lambda: self.loaded().references())
@@ -283,6 +284,16 @@ class IndexContext:
         self._authors()
         row = self._first_rows.get(document_id)
         return self.searcher.hit(row, 0.0, 0, None, None) if row is not None else None
+
+    def text_after(self, hit: SearchHit, chars: int) -> str:
+        """The document's text right after a passage (from the unit after its last), up to `chars`:
+        where a footnote marked in the passage is."""
+        unit = hit.parts[-1]["text_unit_id"] if hit.parts else hit.text_unit_id
+        try:
+            row = self.searcher.row_of(unit)
+        except KeyError:  # a passage of another index (a shared level store's)
+            return ""
+        return self.searcher.text_after(row, chars)
 
     def passages_within(self, query: Query, document_ids: list[str], top_k: int) -> list[SearchHit]:
         """The passages of these documents a keyword search finds for the query, best first: those

@@ -69,18 +69,35 @@ class Searcher:
         """The document's text just before and just after the unit (up to `chars` each), from the
         units beside it; units overlap, so only what lies outside this unit is taken."""
         c = self.index.columns
-        if self._by_position is None:
-            self._by_position = {(d, int(i)): r for r, (d, i) in enumerate(zip(c["document_id"], c["chunk_index"]))}
         doc, index = c["document_id"][row], int(c["chunk_index"][row])
         start, end = int(c["start_char"][row]), int(c["end_char"][row])
         before = after = ""
-        prev = self._by_position.get((doc, index - 1))
+        prev = self._row_at(doc, index - 1)
         if prev is not None:
             before = c["text"][prev][:max(0, start - int(c["start_char"][prev]))][-chars:]
-        nxt = self._by_position.get((doc, index + 1))
+        nxt = self._row_at(doc, index + 1)
         if nxt is not None:
             after = c["text"][nxt][max(0, end - int(c["start_char"][nxt])):][:chars]
         return before, after
+
+    def text_after(self, row: int, chars: int) -> str:
+        """The document's text after the unit, from the units after it, up to `chars`; a gap between
+        units (the paragraph break a unit ends at) is read as one."""
+        c = self.index.columns
+        doc, index, end = c["document_id"][row], int(c["chunk_index"][row]), int(c["end_char"][row])
+        out = ""
+        while len(out) < chars and (nxt := self._row_at(doc, index + 1)) is not None:
+            start = int(c["start_char"][nxt])
+            out += ("\n\n" if start > end else "") + c["text"][nxt][max(0, end - start):]
+            index, end = index + 1, max(end, int(c["end_char"][nxt]))
+        return out[:chars]
+
+    def _row_at(self, document_id: str, chunk_index: int) -> int | None:
+        """The row of a document's unit by its place in the document."""
+        if self._by_position is None:
+            c = self.index.columns
+            self._by_position = {(d, int(i)): r for r, (d, i) in enumerate(zip(c["document_id"], c["chunk_index"]))}
+        return self._by_position.get((document_id, chunk_index))
 
 
     def unit_communities(self, row: int) -> list[int]:
