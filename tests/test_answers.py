@@ -1318,6 +1318,20 @@ def test_a_quoted_sentence_s_footnote_that_gives_an_address_is_quoted_with_it(tm
     assert "footnote" not in answer, answer
 
 
+def test_a_where_answer_that_says_there_is_quoted_with_the_place_before_it(tmp_path, cache_dir):
+    """"... will be made available there." answers a "where" question with a pronoun: the sentence
+    before it, in its paragraph, says where ("The benchmark is hosted at https://..."), and is
+    quoted with it, first."""
+    text = ("# Orca on reading benchmarks\n\nWe evaluate Orca on a collaborative benchmark of reading tasks. "
+            "The benchmark is hosted at https://github.com/example/readbench. The full evaluation results of "
+            "Orca on the benchmark will be made available there.\n\nOrca answers 61% of the questions.\n")
+    m = _indexed(tmp_path, cache_dir, {"orca.md": text, "canals.md": CODE["canals.md"]})
+    lines = m.search("Where will the full evaluation results of Orca on the benchmark be made available?",
+                     top_k=5).answer.text.splitlines()
+    assert lines[0].startswith("The benchmark is hosted at https://github.com/example/readbench."), lines
+    assert "will be made available there" in lines[0], lines
+
+
 DAYS = {  # a paragraph of a covidqa-dev paper (Chen et al., 2020, CC BY), which pysbd cut before "6." and "7."
     "viral-rna.md": "# Detectable 2019-nCoV viral RNA in blood is a strong indicator for the further clinical "
                     "severity\n\nPatient 5 (Figure 3(C) ) was admitted on illness day 4 and his blood sample was "

@@ -75,6 +75,10 @@ READ_APART = 10
 # adds one more of a kind; the sentence before it is not the other side.)
 SET_AGAINST_BEFORE = re.compile(r"^(On the contrary|In contrast|By contrast|Conversely|On the other hand|"
                                 r"In comparison|By comparison)\b|^(一方|これに対し|それに対し|対照的に)")
+# A "where" question's lead that gives its place only as "there", its last word ("The full evaluation
+# results of PaLM on BIG-bench will be made available there."): the place is in the sentence before
+# it ("The benchmark is hosted at https://..."), which is quoted with it.
+PLACE_BEFORE = re.compile(r"\bthere\W*$", re.I)
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -476,6 +480,8 @@ class Draft:
             # more of the best, which could fill the answer (a comparison's five sentences of A)
             self.take_set_against(lead)  # one quote with the lead, in the passage's order
             self.speak_to_each()
+        elif self.asks == "place" and PLACE_BEFORE.search(lead.quote):
+            self.take_place_before(lead)
         lead_step = self.take_steps()
         if extent is _UNSURE_FACT:
             # The model is unsure of the lead, which the features and its reading chose together: a
@@ -527,6 +533,14 @@ class Draft:
         before = self.at.get((id(c.sentence.source), c.position - 1))
         if (before is not None and before not in self.picked and SET_AGAINST_BEFORE.match(c.quote)
                 and self.fits(before, parallel=True, before_lead=True)):
+            self.take(before)
+
+    def take_place_before(self, c: Candidate) -> None:
+        """The sentence before `c` in its paragraph, which says where `c`'s "there" is (PLACE_BEFORE),
+        within the answer's words."""
+        before = self.at.get((id(c.sentence.source), c.position - 1))
+        if (before is not None and before not in self.picked and same_paragraph(before.sentence, c.sentence)
+                and carries("place", before.quote) and self.fits(before, parallel=True, before_lead=True)):
             self.take(before)
 
     def quotes(self) -> list[list[Candidate]]:
