@@ -12,7 +12,7 @@ from ..types import Answer, SearchHit
 from .citations import citation_for
 from .compose import Candidate
 from .context import Source
-from .footnotes import LABEL, REACH, footnotes_of
+from .footnotes import LABEL, REACH, footnotes_of, marks
 from .quotes import with_heading_set_apart
 from .reader import Reader
 
@@ -86,8 +86,11 @@ def quoted_footnotes(quote: list[Candidate],
                      text_after: Callable[[SearchHit, int], str] | None) -> list[tuple[str, str]]:
     """(mark, note) of each footnote a quote's sentences mark that gives a web address: looked for
     in its passage after the quote, then in the document's text after the passage."""
+    sentences = [c.sentence.text for c in quote]
+    if not any(marks(s) for s in sentences):  # most quotes: no text after them read
+        return []
     hit = quote[0].sentence.source.hit
     following = hit.text[quote[-1].sentence.end_char - hit.start_char:]
     if len(following) < REACH and text_after is not None:
         following += text_after(hit, REACH - len(following))
-    return footnotes_of([c.sentence.text for c in quote], following)
+    return footnotes_of(sentences, following)
