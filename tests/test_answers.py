@@ -1332,6 +1332,19 @@ def test_a_where_answer_that_says_there_is_quoted_with_the_place_before_it(tmp_p
     assert "will be made available there" in lines[0], lines
 
 
+def test_a_passage_read_again_is_not_split_again(tmp_path, cache_dir):
+    """The reader keeps each passage's sentence spans: a second question over the same passages
+    reads them from memory, and answers as it would have."""
+    from monjyu.engines.relevance import passage_statements
+    m = _indexed(tmp_path, cache_dir, CODE)
+    first = m.search("Where can I get the code for Quorra?", top_k=5).answer.text
+    hits = passage_statements.cache_info().hits
+    again = m.search("Where is the code for Quorra?", top_k=5).answer.text
+    assert passage_statements.cache_info().hits > hits
+    assert "https://github.com/example/quorra" in first.splitlines()[0]
+    assert again.splitlines()[0] == first.splitlines()[0]
+
+
 DAYS = {  # a paragraph of a covidqa-dev paper (Chen et al., 2020, CC BY), which pysbd cut before "6." and "7."
     "viral-rna.md": "# Detectable 2019-nCoV viral RNA in blood is a strong indicator for the further clinical "
                     "severity\n\nPatient 5 (Figure 3(C) ) was admitted on illness day 4 and his blood sample was "
