@@ -57,10 +57,11 @@ _UNSURE_FACT = Extent(3, 80, 2.0)
 # at 0 (any sentence read better) SQuAD's held-out articles lost 11 first sentences of 1,803.
 MODEL_FIRST = 1.0
 # An answer that is one sentence of fewer words than this goes on with the sentence after it in its
-# paragraph (not the next paragraph's, which a footnote or a heading's one line is followed by), whatever it asks for (a fact, a list, a reason; not a choice, which quotes each side): a
-# short sentence the question's words lead to is often one that announces the answer ("NDV has a
-# number of appealing qualities as a vaccine vector."), and the next one gives it. Not fitted: on
-# the validation sets (benchmarks page) 25 held a little more, for 3 more words.
+# paragraph (not the next paragraph's: a footnote's line was followed by body text), whatever it asks
+# for (a fact, a list, a reason; not a choice, which quotes each side): a short sentence the
+# question's words lead to is often one that announces the answer ("NDV has a number of appealing
+# qualities as a vaccine vector."), and the next one gives it. Not fitted: on the validation sets
+# (benchmarks page) 25 held a little more, for 3 more words.
 SHORT_ANSWER = 20
 # Two sentences say the same of two things when they share this many words besides the question's
 # ("step", "time", "seconds"): one about a side that parallels a quote about the other is quoted

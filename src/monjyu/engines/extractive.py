@@ -69,10 +69,11 @@ def extractive_answer(query: Query, query_vector: np.ndarray, sources: Sequence[
     lines, citations, cited = [], [], set()
     for quote in quotes:
         source = quote[0].sentence.source
-        said = [with_heading_set_apart(c.quote, source.hit.section) for c in quote]
+        said = join_sentences([with_heading_set_apart(c.quote, source.hit.section) for c in quote])
         notes = "".join(f" ({LABEL.get(language, LABEL['en'])} {mark}: {note})"
-                        for mark, note in quoted_footnotes(quote, text_after) if all(note not in x for x in lines))
-        lines.append(f"{join_sentences(said)}{notes} [{source.number}]")
+                        for mark, note in quoted_footnotes(quote, text_after)
+                        if all(note not in x for x in (*lines, said)))  # not where it is quoted already
+        lines.append(f"{said}{notes} [{source.number}]")
         if source.number not in cited:
             cited.add(source.number)
             first, last = quote[0].sentence, quote[-1].sentence
