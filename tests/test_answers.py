@@ -1345,6 +1345,19 @@ def test_a_passage_read_again_is_not_split_again(tmp_path, cache_dir):
     assert again.splitlines()[0] == first.splitlines()[0]
 
 
+def test_a_markdown_footnote_that_gives_an_address_is_quoted_with_its_sentence(tmp_path, cache_dir):
+    """A Markdown paper's footnote ("FastTrain[^2]", "[^2]: https://..." at the document's end): the
+    quote leaves the mark out and shows the note beside it."""
+    text = ("# Orca: training with less memory\n\nOrca partitions the optimizer states across devices so that "
+            "larger models fit in memory. We share Orca as a part of our open source training library called "
+            "FastTrain[^2]. It trains models of 100B parameters on 400 devices.\n\n## Related work\n\nModel "
+            "parallelism splits each layer across devices.\n\n## Notes\n\n"
+            "[^2]: https://github.com/example/fasttrain\n")
+    m = _indexed(tmp_path, cache_dir, {"orca.md": text, "canals.md": CODE["canals.md"]})
+    lines = m.search("Is there an open-source implementation of Orca?", top_k=5).answer.text.splitlines()
+    assert "library called FastTrain. (footnote 2: https://github.com/example/fasttrain) [1]" in lines[0], lines
+
+
 DAYS = {  # a paragraph of a covidqa-dev paper (Chen et al., 2020, CC BY), which pysbd cut before "6." and "7."
     "viral-rna.md": "# Detectable 2019-nCoV viral RNA in blood is a strong indicator for the further clinical "
                     "severity\n\nPatient 5 (Figure 3(C) ) was admitted on illness day 4 and his blood sample was "

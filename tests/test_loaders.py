@@ -38,6 +38,22 @@ def test_a_markdown_title_with_a_heading_under_it_is_front_matter(tmp_path):
         assert [s.kind for s in doc.sections] == kinds, body
 
 
+def test_a_markdown_footnote_follows_the_paragraph_that_marks_it(tmp_path):
+    """Footnotes written at a Markdown document's end ("[^2]: https://...", several one under
+    another) are each a paragraph of their own after the first paragraph that marks them, as a PDF's
+    follow the paragraph they cut; a note nothing marks stays where it was."""
+    path = tmp_path / "orca.md"
+    path.write_text("# Orca\n\nWe share Orca in our library FastTrain[^2]. It is fast[^speed].\n\nMore text.\n\n"
+                    "## Notes\n\n[^2]: https://github.com/example/fasttrain\n[^speed]: On 400 devices.\n\n"
+                    "[^x]: A note nothing marks.\n")
+    [doc] = load_file(path, "orca", CFG)
+    paragraphs = doc.text.split("\n\n")
+    at = paragraphs.index("We share Orca in our library FastTrain[^2]. It is fast[^speed].")
+    assert paragraphs[at + 1:at + 4] == ["[^2]: https://github.com/example/fasttrain", "[^speed]: On 400 devices.",
+                                         "More text."], paragraphs
+    assert paragraphs[-1] == "[^x]: A note nothing marks.", paragraphs
+
+
 def test_a_heading_with_only_a_heading_or_a_caption_under_it_makes_no_unit(tmp_path):
     """"## 2 Related Work" straight followed by "### 2.1 ...", or "## Appendix" by "## A ...": the
     section after it opens with it; "## 3 Training" followed by a figure caption is left to the

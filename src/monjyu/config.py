@@ -21,7 +21,8 @@ CONFIG_FILE_NAME = "monjyu.yaml"
 # Bumped when loaders or chunking change what they produce from the same file, so an index built
 # by an earlier MONJYU re-reads its sources instead of keeping stale units. 7: PDF run-in headings
 # (and the sentence, hyphen and float fixes since 6, which had not bumped it). 8: PDF footnotes, a
-# heading alone opens the section after it, a Markdown/HTML/Word title over a heading is front matter.
+# heading alone opens the section after it, a Markdown/HTML/Word title over a heading is front matter,
+# a Markdown footnote follows the paragraph that marks it.
 INGEST_PIPELINE_VERSION = 8
 
 

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import re
 
+from ..ingest.sentences import MARKDOWN_MARK
+
 # A footnote's mark as the PDF's text gives it: one or two digits right after a word of three letters
 # or more ("library called Deep-Speed2 .", "a chat interface4 leverages") or after a sentence's stop
 # ("... to help with reproducibility.1"), and no more digits or letters after it ("ResNet50x",
 # "v2.5" are no marks; "T5" and "L2" are names, their word too short).
 _MARK = re.compile(r"(?:(?<=[^\W\d_]{3})|(?<=[^\W\d_][.!?]))(\d{1,2})(?![^\W_]|[.,]\d)")
+# Markdown's: "FastTrain[^2]", its note a paragraph opening "[^2]:" (the loader sets it after the
+# paragraph that marks it).
 # How far after the sentence its footnote is looked for (characters): about a page's text, as the
 # note may follow the paragraph its page's foot cut, a page after its mark (FlashAttention's: 4,158).
 REACH = 6000
@@ -27,8 +31,8 @@ LABEL = {"en": "footnote", "ja": "脚注"}
 
 
 def marks(sentence: str) -> list[str]:
-    """The footnote marks a sentence carries, in order."""
-    return [m.group(1) for m in _MARK.finditer(sentence)]
+    """The footnote marks a sentence carries, in order: a PDF's numbers, then Markdown's labels."""
+    return [m.group(1) for m in _MARK.finditer(sentence)] + MARKDOWN_MARK.findall(sentence)
 
 
 def footnote_with_address(mark: str, following: str) -> str | None:
@@ -36,7 +40,8 @@ def footnote_with_address(mark: str, following: str) -> str | None:
     `mark` and gives a web address, in at most MOST_WORDS words, without its mark; None if none. A
     number with a stop or bracket after it numbers a list or a reference entry ("1. Benezit F et
     al. ... https://doi.org/..."), not a footnote."""
-    pattern = rf"(?:^|\n\s*\n)\s*{re.escape(mark)}(?![\d.)\]])[ \t]?(?P<note>[^\n]+)"
+    mark = re.escape(mark)
+    pattern = rf"(?:^|\n\s*\n)\s*(?:{mark}(?![\d.)\]])[ \t]?|\[\^{mark}\]:\s*)(?P<note>[^\n]+)"
     for m in re.finditer(pattern, following[:REACH]):
         note = m.group("note").strip()
         if _ADDRESS.search(note) and len(note.split()) <= MOST_WORDS:

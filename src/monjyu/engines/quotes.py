@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ..ingest.sentences import FOOTNOTE_MARK, STOP_THEN_SPACE, is_debris, is_title_line
+from ..ingest.sentences import FOOTNOTE_MARK, MARKDOWN_MARK, STOP_THEN_SPACE, is_debris, is_title_line
 from ..nlp.analyzer import EN_STOPWORDS
 from ..nlp.lang import detect_language
 from ..types import ANNOTATION, TEXT
@@ -144,7 +144,8 @@ _POINTER_WORDS = frozenset({"fig", "figs", "eq", "eqs", "no", "nos", "sec", "ref
 
 
 def _without_footnote_mark(text: str) -> str:
-    text = FOOTNOTE_MARK.sub("", text)  # the mark put before the next sentence's first word
+    # a Markdown mark ("FastTrain[^2]"), and a PDF's mark put before the next sentence's first word
+    text = FOOTNOTE_MARK.sub("", MARKDOWN_MARK.sub("", text))
     m = _MARK_AFTER_STOP.search(text)
     if m and len(m.group(1)) > 1 and m.group(1).lower() not in _POINTER_WORDS:
         return text[:m.end(2)]

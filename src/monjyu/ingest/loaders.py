@@ -18,6 +18,7 @@ from ..errors import IngestError
 from ..types import FRONT, TEXT, Document
 from .clean import clean_text, mend_line_end_hyphens
 from .references import DOI, find_citations, parse_references
+from .sentences import MARKDOWN_MARK, MARKDOWN_NOTE
 from .structure import Block, assemble, normalize, paragraphs_to_blocks
 
 FILE_TYPES = {
@@ -243,8 +244,40 @@ def _markdown_blocks(text: str) -> list[Block]:
     return blocks
 
 
+def _notes_after_their_marks(blocks: list[Block]) -> list[Block]:
+    """Each Markdown footnote a paragraph of its own, right after the first paragraph that marks it,
+    as a PDF's footnotes follow the paragraph they cut: a note written at the document's end is read
+    with its sentence. A note no paragraph marks stays where it is."""
+    split: list[Block] = []
+    for b in blocks:  # definitions written one under another, with no blank line between them
+        lines = b.text.split("\n")
+        starts = [k for k, x in enumerate(lines) if MARKDOWN_NOTE.match(x)] if b.kind != "heading" else []
+        if starts and starts[0] == 0:
+            ends = starts[1:] + [len(lines)]
+            split.extend(Block("\n".join(lines[i:j]), b.kind, b.level) for i, j in zip(starts, ends))
+        else:
+            split.append(b)
+    notes: dict[str, Block] = {}
+    for b in split:
+        if b.kind != "heading" and (m := MARKDOWN_NOTE.match(b.text)):
+            notes.setdefault(m.group(1), b)
+    marked = {label for b in split for label in MARKDOWN_MARK.findall(b.text)}
+    moved = {id(notes[label]) for label in marked if label in notes}
+    out: list[Block] = []
+    placed: set[int] = set()
+    for b in split:
+        if id(b) in moved:
+            continue  # set after the paragraph that marks it
+        out.append(b)
+        for label in dict.fromkeys(MARKDOWN_MARK.findall(b.text)):
+            if label in notes and id(notes[label]) not in placed:
+                placed.add(id(notes[label]))
+                out.append(notes[label])
+    return out
+
+
 def _load_md(name: str, data: bytes, doc_id: str, date: str, cfg: IngestConfig) -> list[Document]:
-    blocks = _markdown_blocks(clean_text(decode_text(name, data)))
+    blocks = _notes_after_their_marks(_markdown_blocks(clean_text(decode_text(name, data))))
     title = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), Path(name).stem)
     return [_structured(doc_id, title, blocks, name, date)]
 

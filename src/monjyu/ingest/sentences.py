@@ -138,6 +138,9 @@ def is_title_line(text: str, a: int, b: int) -> bool:
 # A footnote's mark glued to the first word of its text, or of the sentence after the stop it was
 # set behind ("2Note that ...", "1This finding also matches ...").
 FOOTNOTE_MARK = re.compile(r"^\d{1,2}(?=[A-Z][a-z]+\b)")
+# A Markdown footnote's mark ("FastTrain[^2]") and its definition ("[^2]: https://github.com/...").
+MARKDOWN_MARK = re.compile(r"\[\^([^\]\s]+)\](?!:)")
+MARKDOWN_NOTE = re.compile(r"^\[\^([^\]\s]+)\]:")
 _ALNUM = re.compile(r"[^\W_]+")
 # A number is one word however it is written: "0.9", "1,024", "10−9" (a PDF's minus sign).
 _NUMBER = re.compile(r"\d+(?:[.,\u2212]\d+)*")
