@@ -482,7 +482,9 @@ class Draft:
             self.take_set_against(lead)  # one quote with the lead, in the passage's order
             self.speak_to_each()
         elif self.asks == "place" and PLACE_BEFORE.search(lead.quote):
-            self.take_place_before(lead)
+            # the sentence before, in its paragraph, that says where "there" is
+            self.take_before(lead, lambda before: same_paragraph(before.sentence, lead.sentence)
+                             and carries("place", before.quote))
         lead_step = self.take_steps()
         if extent is _UNSURE_FACT:
             # The model is unsure of the lead, which the features and its reading chose together: a
@@ -529,19 +531,16 @@ class Draft:
 
     def take_set_against(self, c: Candidate) -> None:
         """Where `c` opens by setting itself against the sentence before it (SET_AGAINST_BEFORE), that
-        sentence, the other side's, within the answer's words (`fits`: whatever words the two share,
-        and before the lead too)."""
-        before = self.at.get((id(c.sentence.source), c.position - 1))
-        if (before is not None and before not in self.picked and SET_AGAINST_BEFORE.match(c.quote)
-                and self.fits(before, parallel=True, before_lead=True)):
-            self.take(before)
+        sentence, the other side's."""
+        if SET_AGAINST_BEFORE.match(c.quote):
+            self.take_before(c, lambda before: True)
 
-    def take_place_before(self, c: Candidate) -> None:
-        """The sentence before `c` in its paragraph, which says where `c`'s "there" is (PLACE_BEFORE),
-        within the answer's words."""
+    def take_before(self, c: Candidate, wanted: Callable[[Candidate], bool]) -> None:
+        """The sentence before `c` in its passage, where `wanted`, within the answer's words (`fits`:
+        whatever words the two share, and before the lead too)."""
         before = self.at.get((id(c.sentence.source), c.position - 1))
-        if (before is not None and before not in self.picked and same_paragraph(before.sentence, c.sentence)
-                and carries("place", before.quote) and self.fits(before, parallel=True, before_lead=True)):
+        if (before is not None and before not in self.picked and wanted(before)
+                and self.fits(before, parallel=True, before_lead=True)):
             self.take(before)
 
     def quotes(self) -> list[list[Candidate]]:
