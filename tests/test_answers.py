@@ -1380,6 +1380,25 @@ def test_a_sentence_ending_on_a_day_number_is_quoted_with_its_number(tmp_path, c
         assert answer.kind != "insufficient" and quote in answer.text, (question, answer.text)
 
 
+ITEMS = {  # a paragraph of a covidqa-dev paper (Pang et al., 2020, CC BY), which pysbd cut before "(a)", "(b)" ...
+    "diagnostics.md": "# Potential rapid diagnostics for 2019-nCoV\n\nThe existing practices in detecting genetic "
+                      "material of coronaviruses such as SARS-CoV and MERS-CoV include (a) reverse transcription-"
+                      "polymerase chain reaction (RT-PCR), (b) real-time RT-PCR (rRT-PCR), (c) reverse transcription "
+                      "loop-mediated isothermal amplification (RT-LAMP) and (d) real-time RT-LAMP [104] . Nucleic "
+                      "amplification tests (NAAT) are usually preferred as in the case of MERS-CoV diagnosis.\n",
+}
+
+
+def test_a_sentence_that_lists_its_items_inline_is_quoted_with_them(tmp_path, cache_dir):
+    """"... include (a) RT-PCR, (b) ... and (d) real-time RT-LAMP." is quoted whole, not "... MERS-CoV
+    include" with the items as sentences of their own."""
+    m = _indexed(tmp_path, cache_dir, ITEMS)
+    answer = m.search("What are the existing practices in detecting genetic material of viruses?", top_k=5).answer
+    assert answer.kind != "insufficient"
+    assert "MERS-CoV include (a) reverse transcription-polymerase chain reaction (RT-PCR), (b)" in answer.text
+    assert "and (d) real-time RT-LAMP." in answer.text
+
+
 CITING = {  # sentences of two covidqa-dev papers (Henry et al., 2015; Pan et al., 2019; CC BY)
     "phage.md": "# Beyond phage display\n\nThe phage particle is immunogenic without adjuvant in all species tested "
                 "to date, including mice (Willis et al., 1993) , rats (Dente et al., 1994) , rabbits (de la Cruz et al., "

@@ -58,6 +58,26 @@ def test_a_number_pysbd_cut_off_the_end_of_a_sentence_ends_it():
         "Our contributions:", "1. We propose a model.", "2. We show it works.", "3. We release it."]
 
 
+def test_a_list_written_inside_a_sentence_stays_one_sentence():
+    """pysbd starts a sentence at each item of a list a sentence writes inline (a covidqa-dev paper's
+    text, CC BY): the answer to "What are the existing practices in detecting genetic material of
+    viruses?" was quoted as "... MERS-CoV include"; a citation after an abbreviation's stop does not end
+    it either. An item after a stop, or on a line of its own, still starts one."""
+    text = ("The existing practices in detecting genetic material of coronaviruses such as SARS-CoV and MERS-CoV "
+            "include (a) reverse transcription-polymerase chain reaction (RT-PCR), (b) real-time RT-PCR (rRT-PCR) "
+            "and (c) real-time RT-LAMP [104] . We used three methods: i) dropout, ii) weight decay. The results are "
+            "shown. (a) The first panel shows the cells. We tested: 1) peri-urban areas, as defined by Saksena et al. [9] , "
+            "2) land-use diversity.")
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "The existing practices in detecting genetic material of coronaviruses such as SARS-CoV and MERS-CoV include "
+        "(a) reverse transcription-polymerase chain reaction (RT-PCR), (b) real-time RT-PCR (rRT-PCR) and (c) "
+        "real-time RT-LAMP [104] .", "We used three methods: i) dropout, ii) weight decay.", "The results are shown.",
+        "(a) The first panel shows the cells.",
+        "We tested: 1) peri-urban areas, as defined by Saksena et al. [9] , 2) land-use diversity."]
+    steps = "Steps:\n1) cut the tissue;\n2) stain it."
+    assert [steps[s:e] for s, e in split_sentences(steps)] == ["Steps:", "1) cut the tissue;", "2) stain it."]
+
+
 @pytest.mark.parametrize("text", [
     "Yes. Yes. Yes. No.", "aa. aa. aa.", "It rose.\u00a0\u2003It fell.  It rose.\u3000", "A (i) b. A (i) b.\n",
     "Dr. Smith met Prof. Lee at 3 p.m. on Jan. 5. They discussed BM25. It went well!",

@@ -22,8 +22,9 @@ CONFIG_FILE_NAME = "monjyu.yaml"
 # by an earlier MONJYU re-reads its sources instead of keeping stale units. 7: PDF run-in headings
 # (and the sentence, hyphen and float fixes since 6, which had not bumped it). 8: PDF footnotes, a
 # heading alone opens the section after it, a Markdown/HTML/Word title over a heading is front matter,
-# a Markdown footnote follows the paragraph that marks it.
-INGEST_PIPELINE_VERSION = 8
+# a Markdown footnote follows the paragraph that marks it. 9: a list written inside a sentence ("include
+# (a) ..., (b) ...") stays in it.
+INGEST_PIPELINE_VERSION = 9
 
 
 class UnknownSetting(ValueError):

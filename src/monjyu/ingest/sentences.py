@@ -15,16 +15,23 @@ from .structure import heading_level
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _WRAPPED = re.compile(r"\n(?=[a-z(])")  # a hard line wrap inside a sentence: the next line goes on in lower case
 # What no sentence starts with, so a stop before it ended an abbreviation pysbd does not know
-# ("Eimeria spp., the faecal ..."): a comma, semicolon, colon or closing bracket; and in text that
-# capitalises its sentences, a word in lower case letters alone, after a citation or not ("Ae.
-# aegypti", "Raffel et al. [5] applied"; "mRNA", "p53" and "eIF2" may start one, and "a)" and "ii."
-# enumerate)
-_GOES_ON = re.compile(r"[,;:)\]]")
-_GOES_ON_IN_CASED_TEXT = re.compile(r"(?:\[[\d,;\s–-]+\]\s*)?(?![ivx]+[.)]|[a-z][.)])[a-z]+\b(?![A-Z0-9])")
+# ("Eimeria spp., the faecal ..."): a comma, semicolon, colon or closing bracket, after a citation or
+# not ("Saksena et al. [9] , 2) land-use diversity"); and in text that capitalises its sentences, a
+# word in lower case letters alone, after a citation or not ("Ae. aegypti", "Raffel et al. [5]
+# applied"; "mRNA", "p53" and "eIF2" may start one, and "a)" and "ii." enumerate)
+_CITATION = r"(?:\[[\d,;\s–-]+\]\s*)?"
+_GOES_ON = re.compile(_CITATION + r"[,;:)\]]")
+_GOES_ON_IN_CASED_TEXT = re.compile(_CITATION + r"(?![ivx]+[.)]|[a-z][.)])[a-z]+\b(?![A-Z0-9])")
 # A number with a stop, which pysbd takes for a list item's ("... confirmed on infection day" / "7. Viral
 # RNA was detected ..."): after a piece ending on a letter or digit (no stop, colon or bracket) on the
 # same line, it ends that piece; an item after a colon still starts a sentence.
 _NUMBER_ENDING = re.compile(r"(\d{1,3}\.)\s+")
+# An item of a list written inside a sentence ("... include (a) RT-PCR, (b) real-time RT-PCR and (c)
+# RT-LAMP [104]."), which pysbd starts a sentence at: after a piece that ends no sentence (no stop,
+# on the same line) it goes on. An item after a stop ("The results are shown. (a) The first panel
+# ...") still starts one.
+_INLINE_ITEM = re.compile(r"\(?(?:[a-z]|[ivx]{1,4}|\d{1,2})\)(?!\w)")
+_ENDS_STATEMENT = re.compile(r"[.!?。．！？…][\"'”’)\]]*$")
 
 
 class _Segmenter(pysbd.Segmenter):
@@ -95,8 +102,9 @@ def _paragraph_sentences(text: str, para: str, start: int, lang: str | None) -> 
 
 def _joined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """A paragraph's sentences with each that goes on the one before joined to it: one that starts
-    as no sentence does (`_GOES_ON`), or closes a bracket the one before left open ("(Fig." "2) .");
-    and a number pysbd cut off the end of a sentence (`_NUMBER_ENDING`) given back to it."""
+    as no sentence does (`_GOES_ON`), an item of a list the one before did not end (`_INLINE_ITEM`),
+    or one that closes a bracket the one before left open ("(Fig." "2) ."); and a number pysbd cut
+    off the end of a sentence (`_NUMBER_ENDING`) given back to it."""
     cased = any(text[a].isupper() for a, _ in spans)
     out: list[tuple[int, int]] = []
     for a, b in spans:
@@ -106,6 +114,8 @@ def _joined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
             a = number.end()
         before = text[out[-1][0]:out[-1][1]] if out else ""
         if out and (_GOES_ON.match(text, a) or (cased and _GOES_ON_IN_CASED_TEXT.match(text, a))
+                    or (_INLINE_ITEM.match(text, a) and not _ENDS_STATEMENT.search(before)
+                        and "\n" not in text[out[-1][1]:a])
                     or (before.count("(") > before.count(")") and ")" in text[a:b].split("(")[0])):
             out[-1] = (out[-1][0], b)
         else:
@@ -123,8 +133,6 @@ def statement_spans(text: str, spans: list[tuple[int, int]] | None = None) -> li
     return [(a, b) for a, b in (split_sentences(text) if spans is None else spans)
             if b - a >= MIN_STATEMENT_CHARS and text[a] != "#" and not heading_level(text[a:b])]
 
-
-_ENDS_STATEMENT = re.compile(r"[.!?。．！？…][\"'”’)\]]*$")
 
 
 def is_title_line(text: str, a: int, b: int) -> bool:
