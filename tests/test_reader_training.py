@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "reader"))
 
-from data import paragraph_group, paragraph_groups  # noqa: E402
+from data import paragraph_group, paragraph_groups, restated, with_restated  # noqa: E402
 
 RECORD = {"source": "squad11", "lang": "en", "title": "Normans", "question": "When did the conquest begin?",
           "context": "The Normans came from Normandy. The conquest of England began in 1066. "
@@ -39,3 +39,14 @@ def test_another_paragraph_of_the_article_is_read_as_a_negative_and_validation_c
     assert len(first) == 2 and first[1][1] == [0, 0] and len(first[1][2]) == 1
     covered = paragraph_groups([RECORD], random.Random(0), True, cover=True)
     assert covered[0]["passages"][0][2] is None  # windows over the whole paragraph
+
+
+def test_a_question_said_back_as_a_statement_is_a_negative_of_its_group():
+    """`pack --restated`: the question without its question word, as a statement, answers nothing."""
+    assert restated("What is the size of bovine coronavirus?", "en") == "The size of bovine coronavirus."
+    assert restated("How many cases were estimated in China?", "en") == "Cases were estimated in China."
+    assert restated("東大寺の大仏の高さは何メートルですか？", "ja") == "東大寺の大仏の高さはメートル。"
+    answerable = {"question": "Who wrote it?", "lang": "en", "items": [("Ann wrote it.", 1, ""), ("It rained.", 0, "")]}
+    unanswerable = {"question": "Who sang it?", "lang": "en", "items": [("It rained.", 0, "")]}
+    groups = with_restated([answerable, unanswerable])
+    assert groups[0]["items"][-1] == ("Wrote it.", 0, "") and groups[1] == unanswerable

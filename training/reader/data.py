@@ -172,13 +172,40 @@ def weight_successors(groups: list[dict], copies: int) -> list[dict]:
     return out
 
 
+# A question's opening that asks (its question word or auxiliary), and a Japanese question's ending.
+_ASKING = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how(?: many| much| long| often| far)?|"
+                     r"is|are|was|were|do|does|did|can|could|has|have|had)\b\s*", re.I)
+_ASKING_JA = re.compile(r"(?:何|なに|なん|どこ|いつ|誰|だれ|どの|どれ|どんな|どう|いくつ|いくら|どのくらい|どれくらい)")
+_ASKED_JA = re.compile(r"(?:でしょうか|ですか|ますか|か)?[？?]\s*$")
+
+
+def restated(question: str, lang: str) -> str:
+    """The question said back as a statement, without its answer ("What is the size of bovine
+    coronavirus?" -> "The size of bovine coronavirus."): a sentence that shares every word with the
+    question and answers nothing. The shipped model read such sentences as answers (log-odds 2.6 on
+    average over covidqa-dev test-half questions, above the gold sentence in 79 of 135), as the
+    papers' sentences that restate a question ("Civets were proposed to be an intermediate host of
+    the bat-CoVs ..." for "Why were civets proposed to be ...?") lead answers."""
+    if lang == "ja":
+        return _ASKING_JA.sub("", _ASKED_JA.sub("", question.strip())) + "。"
+    text = _ASKING.sub("", _ASKING.sub("", question.strip())).rstrip("?？ ").strip()  # "What is", "How many were"
+    return text[:1].upper() + text[1:] + "."
+
+
+def with_restated(groups: list[dict]) -> list[dict]:
+    """Each group with a positive gets its question restated (`restated`) as one more negative."""
+    return [{**g, "items": g["items"] + [(restated(g["question"], g["lang"]), 0, "")]}
+            if any(y for _, y, _ in g["items"]) else g for g in groups]
+
+
 def build(reader_data: Path, covidqa: Path, candidates: list[dict], seed: int = 13, jaquad_questions: int = 0,
           unanswerable_questions: int = 0, covidqa_repeat: int = 3,
-          successor_copies: int = 0) -> dict[str, list[dict]]:
+          successor_copies: int = 0, restatements: bool = False) -> dict[str, list[dict]]:
     """{"train", "val", "covidqa-val"} groups. val: every sentence of the paragraph for the held-out
     SQuAD articles' questions, answerable and not; covidqa-val: the candidates of the held-out fit
     papers' questions. `candidates`: reader_fit.py's cached fit-half rows (each with its "doc").
-    0 questions: all of them."""
+    0 questions: all of them. `restatements`: each training question's restatement is a negative of
+    its group (`with_restated`)."""
     rng = random.Random(seed)
     squad = read_jsonl_gz(reader_data / "squad11-dev.jsonl.gz")
     unans = read_jsonl_gz(reader_data / "squad20-dev-unanswerable.jsonl.gz")
@@ -193,6 +220,8 @@ def build(reader_data: Path, covidqa: Path, candidates: list[dict], seed: int = 
     train += [g for g in candidate_groups(candidates) if g["doc"] not in covid_held] * covidqa_repeat
     rng.shuffle(train)
     train = weight_successors(train, successor_copies)
+    if restatements:
+        train = with_restated(train)
     val = squad_groups([r for r in squad if r["title"] in held], rng, True, 99, 0)
     val += squad_groups([r for r in unans if r["title"] in held], rng, False, 99, 0)
     covid_val = [g for g in candidate_groups(candidates) if g["doc"] in covid_held]

@@ -3,9 +3,11 @@ JaQuAD dev and the held-out SQuAD articles. For each answerable question: does t
 sentence of its paragraph hold the answer (best-sentence accuracy; the paragraph's first sentence
 and a random sentence as references); for SQuAD 2.0's unanswerable questions on the same articles:
 how often the best score falls under the model's "insufficient" threshold, and the score 3% of the
-answerable questions' best scores fall under.
+answerable questions' best scores fall under. With `--restatements`, over covidqa-dev's candidates:
+how often the question said back as a statement (`data.restated`), which answers nothing, outscores
+every sentence that holds the gold.
 
-    python training/reader/evaluate.py --sample 800
+    python training/reader/evaluate.py --sample 800 [--restatements CANDIDATES.pkl]
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from data import SHARED_DATA, read_jsonl_gz, sentences, squad_groups, validation_articles, with_before  # noqa: E402
+from data import (SHARED_DATA, covidqa_validation, read_jsonl_gz, restated, sentences, squad_groups,  # noqa: E402
+                  validation_articles, with_before)
 
 from monjyu.engines.cross_encoder import ReaderModel  # noqa: E402
 
@@ -51,6 +54,20 @@ def best_sentence(model: ReaderModel, groups: list[dict]) -> dict:
     return out
 
 
+def restatements_above_gold(model: ReaderModel, rows: list[dict]) -> dict:
+    """Of the questions some candidate of which holds the gold (reader_fit.py's cached rows), those
+    whose restatement the model scores above every such candidate, and its mean log-odds."""
+    above, scores = [], []
+    for r in rows:
+        if r["holds"].any():
+            gold = [q for q, h in zip(r["quotes"], r["holds"]) if h]
+            s = model.scores(r["question"], [restated(r["question"], "en")] + gold)
+            above.append(bool(s[0] > s[1:].max()))
+            scores.append(float(s[0]))
+    return {"questions": len(above), "restatement_above_gold": float(np.mean(above)),
+            "restatement_log_odds": float(np.mean(scores))}
+
+
 def in_paragraph_order(records: list[dict]) -> list[dict]:
     """Every sentence of each question's paragraph, in the paragraph's order (no sampling)."""
     groups = []
@@ -67,6 +84,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sample", type=int, default=800, help="questions of each set (seeded)")
     ap.add_argument("--model", type=Path, help="a folder with reader.int8.onnx and reader.json (default: the shipped one)")
+    ap.add_argument("--restatements", type=Path, help="reader_fit.py's --cache file: restatements against the gold "
+                    "on the held quarter of covidqa-dev's fit papers and on its test half")
     args = ap.parse_args()
     model = ReaderModel(args.model, threads=1)
     rng = random.Random(7)
@@ -81,6 +100,14 @@ def main() -> None:
             + [{"question": g["question"], "items": g["items"]}
                for g in squad_groups([r for r in unans if r["title"] in held][:args.sample], rng, False, 99, 0)]),
     }
+    if args.restatements:
+        import pickle
+
+        rows = pickle.loads(args.restatements.read_bytes())
+        held_papers = covidqa_validation(SHARED_DATA.parent / "bench-data" / "covidqa-dev")
+        report["covidqa-dev held quarter, restatements"] = restatements_above_gold(
+            model, [r for r in rows["fit"] if r["doc"] in held_papers])
+        report["covidqa-dev test half, restatements"] = restatements_above_gold(model, rows["test"])
     print(json.dumps(report, indent=1))
 
 

@@ -77,7 +77,7 @@ def pack(args: argparse.Namespace) -> None:
     if args.successor_copies and not args.before:
         raise SystemExit("--successor-copies weighs sentences read after an answer: it needs --before")
     groups = build(SHARED / "reader-data", SHARED / "bench-data" / "covidqa-dev", candidates, seed=args.seed,
-                   successor_copies=args.successor_copies)
+                   successor_copies=args.successor_copies, restatements=args.restated)
     tok = shared_tokenizer(default_model_path())
     index: dict[tuple[str, str, str], int] = {}  # (kind, text, the sentence before) -> sequence
     sequences: list[list[int]] = []
@@ -549,6 +549,8 @@ def main() -> None:
                    help="train, export: a --before pack's sentences without the sentence before (its ablation)")
     p.add_argument("--before", action="store_true",
                    help="pack: each sentence with the one before it in its paragraph (the model reads context)")
+    p.add_argument("--restated", action="store_true",
+                   help="pack: each training question said back as a statement is a negative of its group")
     p.add_argument("--windows", action="store_true",
                    help="pack, train, export: the model that reads each sentence among its neighbours (windows.py)")
     p.add_argument("--window-tokens", type=int, default=WINDOW_TOKENS,
