@@ -65,9 +65,9 @@ def test_a_list_written_inside_a_sentence_stays_one_sentence():
     it either. An item after a stop, or on a line of its own, still starts one."""
     text = ("The existing practices in detecting genetic material of coronaviruses such as SARS-CoV and MERS-CoV "
             "include (a) reverse transcription-polymerase chain reaction (RT-PCR), (b) real-time RT-PCR (rRT-PCR) "
-            "and (c) real-time RT-LAMP [104] . We used three methods: i) dropout, ii) weight decay. The results are "
-            "shown. (a) The first panel shows the cells. We tested: 1) peri-urban areas, as defined by Saksena et al. [9] , "
-            "2) land-use diversity.")
+            "and (c) real-time RT-LAMP [104] . We used three methods: i) dropout, ii) weight decay. The results "
+            "are shown. (a) The first panel shows the cells. We tested: 1) peri-urban areas, as defined by "
+            "Saksena et al. [9] , 2) land-use diversity.")
     assert [text[s:e] for s, e in split_sentences(text)] == [
         "The existing practices in detecting genetic material of coronaviruses such as SARS-CoV and MERS-CoV include "
         "(a) reverse transcription-polymerase chain reaction (RT-PCR), (b) real-time RT-PCR (rRT-PCR) and (c) "

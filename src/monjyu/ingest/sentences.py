@@ -134,7 +134,6 @@ def statement_spans(text: str, spans: list[tuple[int, int]] | None = None) -> li
             if b - a >= MIN_STATEMENT_CHARS and text[a] != "#" and not heading_level(text[a:b])]
 
 
-
 def is_title_line(text: str, a: int, b: int) -> bool:
     """A line standing alone without a sentence end: a title or an unnumbered heading (a document's
     title at the top of its first unit, "Page two: using communities"). Not something to quote."""
