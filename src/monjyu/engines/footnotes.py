@@ -19,8 +19,6 @@ from ..ingest.sentences import MARKDOWN_MARK
 # ("... to help with reproducibility.1"), and no more digits or letters after it ("ResNet50x",
 # "v2.5" are no marks; "T5" and "L2" are names, their word too short).
 _MARK = re.compile(r"(?:(?<=[^\W\d_]{3})|(?<=[^\W\d_][.!?]))(\d{1,2})(?![^\W_]|[.,]\d)")
-# Markdown's: "FastTrain[^2]", its note a paragraph opening "[^2]:" (the loader sets it after the
-# paragraph that marks it).
 # How far after the sentence its footnote is looked for (characters): about a page's text, as the
 # note may follow the paragraph its page's foot cut, a page after its mark (FlashAttention's: 4,158).
 REACH = 6000
@@ -31,7 +29,9 @@ LABEL = {"en": "footnote", "ja": "脚注"}
 
 
 def marks(sentence: str) -> list[str]:
-    """The footnote marks a sentence carries, in order: a PDF's numbers, then Markdown's labels."""
+    """The footnote marks a sentence carries, in order: a PDF's numbers, then Markdown's labels
+    ("FastTrain[^2]", its note a paragraph opening "[^2]:", which the loader sets after the paragraph
+    that marks it)."""
     return [m.group(1) for m in _MARK.finditer(sentence)] + MARKDOWN_MARK.findall(sentence)
 
 

@@ -99,7 +99,6 @@ class Searcher:
             self._by_position = {(d, int(i)): r for r, (d, i) in enumerate(zip(c["document_id"], c["chunk_index"]))}
         return self._by_position.get((document_id, chunk_index))
 
-
     def unit_communities(self, row: int) -> list[int]:
         """The unit's community at each level, coarsest first: of the communities at a level that
         hold the unit, the one holding most of its phrases (the smallest id on a tie)."""
