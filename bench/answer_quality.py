@@ -17,7 +17,9 @@ answers of an earlier commit, run from a `git worktree` over the same indexes.
     python bench/answer_quality.py --covidqa ... --sample 200 --seed 13 --papers ... \
         --compare-config smollm2.yaml                   # an LLM writer beside the offline reader
 
-Figures (monjyu.eval.answers): holds, first (covidqa), precision / recall / f1 (papers),
+Figures (monjyu.eval.answers): holds, first (covidqa; with top_holds, the share of questions
+whose top passage holds the gold, and misread, the share of those whose answer does not: a miss the
+reading's, not the retrieval's), precision / recall / f1 (papers),
 cites_gold / cites_all_gold (BEIR: one / every gold passage cited; the reference row: the top
 passage's document), words
 (mean and 90th percentile), debris; for a yes/no or comparison question (--choice) whose two
@@ -131,6 +133,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     import numpy as np
 
     from monjyu.eval.answers import answer_figures, answer_sentences
+    from monjyu.eval.qa import holds_answer
     from monjyu.nlp.lang import detect_language
 
     by_id = {q["id"]: q for q in questions}
@@ -138,6 +141,7 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
     cites_gold: list[float] = []
     both_found, both_answered, both_each, both_spoken, both_stated = 0, 0, 0, 0, 0  # choice questions whose two sides are in the top 5
     refused = 0
+    top_holds = misread = 0  # gold-span questions whose top passage holds the gold; of those, answers without it
     authors_rows: list[tuple[bool, bool, bool | None, bool]] = []
     by_author_rows: list[tuple[float, bool, bool]] = []
     for rec in records:
@@ -156,6 +160,9 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
         # in that language (reference_en) is what the quotes are compared with.
         reference = q.get("reference_en") if q.get("language", "en") not in collection_langs else q.get("reference")
         rows.append(answer_figures(text, q.get("answers", ()), reference or q.get("reference")))
+        if q.get("answers") and holds_answer(rec["top_passage"], q["answers"]):
+            top_holds += 1
+            misread += not rows[-1].holds
         if "gold" in q:  # BEIR: which gold documents the answer cites (the reference: the top passage's)
             cited_docs = {rec["top_document_id"]} if use_reference_passage else \
                 {c["document_id"] for c in rec["citations"]}
@@ -190,6 +197,9 @@ def figures(records: list[dict], questions: list[dict], use_reference_passage: b
             out["with_span"] = len(spanned)
         out["holds"] = sum(bool(r.holds) for r in spanned) / len(spanned)
         out["first"] = sum(bool(r.first) for r in spanned) / len(spanned)
+        if not use_reference_passage:  # where a miss is the retrieval's, where the reading's
+            out["top_holds"] = top_holds / len(spanned)
+            out["misread"] = misread / max(top_holds, 1)
     if rows and rows[0].f1 is not None:
         for k in ("precision", "recall", "f1"):
             out[k] = float(np.mean([getattr(r, k) for r in rows]))
