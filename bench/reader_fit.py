@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from answer_quality import covidqa_questions  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "reader"))
-from data import covidqa_validation  # noqa: E402
+from data import FOLDS, covidqa_folds, covidqa_validation  # noqa: E402
 
 from monjyu import Monjyu, load_config  # noqa: E402
 from monjyu.engines.context import select_sources  # noqa: E402
@@ -126,6 +126,11 @@ def main() -> None:
     ap.add_argument("--model", action="store_true", help="the trained model's log-odds as a further column "
                     "(answer.reader: model): fits MODEL_WEIGHTS and the model's 'insufficient' threshold")
     ap.add_argument("--model-dir", type=Path, help="--model: a folder with reader.int8.onnx (default: the shipped one)")
+    ap.add_argument("--fold-models", type=Path, nargs=FOLDS, metavar="DIR",
+                    help="--model: the four models trained each without one quarter of the fit papers (train.py "
+                         "--covidqa-fold 0 1 2 3, in that order): every fit question is scored by the one that never "
+                         "saw its paper, so that the weight and the threshold are fitted on all of them (--fit-on fit); "
+                         "the other halves by --model-dir's")
     ap.add_argument("--candidates", type=int, default=40, help="--model: the sentences the model reads (answer.reader_candidates)")
     ap.add_argument("--halves", nargs="+", default=["fit", "test"], choices=["fit", "held", "test"],
                     help="held: the quarter of the fit half's papers the trained model never saw "
@@ -140,6 +145,8 @@ def main() -> None:
                     help="--model: the share of fit-half questions whose candidates hold the gold that the "
                          "threshold may call insufficient")
     args = ap.parse_args()
+    if args.fold_models and not args.model:
+        ap.error("--fold-models are read with --model only")
     wanted = list(dict.fromkeys([*args.halves, args.fit_on]))
     searched = list(dict.fromkeys(h if h != "held" else "fit" for h in wanted))  # "held" is part of "fit"
     halves = {h: covidqa_questions(args.covidqa, h) for h in searched}
@@ -157,8 +164,13 @@ def main() -> None:
         from monjyu.engines.cross_encoder import ReaderModel
 
         model = ReaderModel(args.model_dir)
+        folds, by_fold = covidqa_folds(args.covidqa), [ReaderModel(d) for d in args.fold_models or ()]
         for h in rows:
-            add_model_column(rows[h], model, args.candidates)
+            if h == "fit" and by_fold:  # out of fold: no question is scored by a model that trained on its paper
+                for r in rows[h]:
+                    add_model_column([r], by_fold[folds[r["doc"]]], args.candidates)
+            else:
+                add_model_column(rows[h], model, args.candidates)
     if "held" in wanted:
         held = covidqa_validation(args.covidqa)
         halves["held"] = [q for q in halves["fit"] if q["doc"] in held]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "reader"))
 
-from data import paragraph_group, paragraph_groups, restated, with_restated  # noqa: E402
+from data import (covidqa_folds, covidqa_validation, paragraph_group, paragraph_groups, restated,  # noqa: E402
+                  with_restated)
 
 RECORD = {"source": "squad11", "lang": "en", "title": "Normans", "question": "When did the conquest begin?",
           "context": "The Normans came from Normandy. The conquest of England began in 1066. "
@@ -50,3 +51,15 @@ def test_a_question_said_back_as_a_statement_is_a_negative_of_its_group():
     unanswerable = {"question": "Who sang it?", "lang": "en", "items": [("It rained.", 0, "")]}
     groups = with_restated([answerable, unanswerable])
     assert groups[0]["items"][-1] == ("Wrote it.", 0, "") and groups[1] == unanswerable
+
+
+def test_the_fit_papers_fall_in_four_quarters_and_the_held_one_is_the_fourth(tmp_path):
+    """Every other paper in name order is a fit paper; every fourth of those shares a quarter. The
+    shipped model's held quarter (`covidqa_validation`'s default) is the fourth: papers 6, 14, ..."""
+    docs = [f"{i:03d}.txt" for i in range(20)]
+    (tmp_path / "questions.jsonl").write_text("".join(f'{{"doc": "{d}"}}\n' for d in reversed(docs)))
+    folds = covidqa_folds(tmp_path)
+    assert set(folds) == set(docs[0::2])  # the test half is in no quarter
+    assert [folds[d] for d in docs[0::2]] == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
+    assert covidqa_validation(tmp_path) == set(docs[0::2][3::4]) == {"006.txt", "014.txt"}
+    assert covidqa_validation(tmp_path, 0) == {"000.txt", "008.txt", "016.txt"}

@@ -16,7 +16,8 @@ Sources (`../shared/reader-data`, see its README; covidqa-dev from `../shared/be
   negatives those of the same paper that share most words with the question;
 - the same questions over the candidates the search and the feature reader give them
   (`bench/reader_fit.py --cache`): the sentences the model has to choose between at run time.
-  A quarter of the fit half's papers are kept out of training for validation (`covidqa_validation`).
+  A quarter of the fit half's papers are kept out of training for validation (`covidqa_validation`),
+  or, in a pack built for folds, the quarter each training run names (`covidqa_folds`).
 """
 
 from __future__ import annotations
@@ -153,11 +154,22 @@ def candidate_groups(rows: list[dict]) -> list[dict]:
             for r in rows if r["y"].any()]
 
 
-def covidqa_validation(covidqa: Path) -> set[str]:
-    """The fit half's papers kept out of training (every fourth of them, in name order): the
-    in-domain check for choosing depth and checkpoint. covidqa-dev's test half is never seen."""
+FOLDS = 4  # the fit half's papers in quarters (`covidqa_folds`)
+COVIDQA_REPEAT = 3  # a covidqa-dev training group is seen this many times an epoch (the data are few)
+HELD_FOLD = 3  # the quarter the shipped model was validated on
+
+
+def covidqa_folds(covidqa: Path) -> dict[str, int]:
+    """Each of the fit half's papers -> its quarter (every fourth paper in name order shares one).
+    covidqa-dev's test half is in none: it is never seen."""
     docs = sorted({json.loads(line)["doc"] for line in open(covidqa / "questions.jsonl", encoding="utf-8") if line.strip()})
-    return set(docs[0::2][3::4])
+    return {doc: i % FOLDS for i, doc in enumerate(docs[0::2])}
+
+
+def covidqa_validation(covidqa: Path, fold: int = HELD_FOLD) -> set[str]:
+    """The fit half's papers of one quarter, kept out of training: the in-domain check for choosing
+    depth and checkpoint (the shipped model's: `HELD_FOLD`)."""
+    return {doc for doc, f in covidqa_folds(covidqa).items() if f == fold}
 
 
 def weight_successors(groups: list[dict], copies: int) -> list[dict]:
@@ -200,13 +212,15 @@ def with_restated(groups: list[dict]) -> list[dict]:
 
 
 def build(reader_data: Path, covidqa: Path, candidates: list[dict], seed: int = 13, jaquad_questions: int = 0,
-          unanswerable_questions: int = 0, covidqa_repeat: int = 3,
-          successor_copies: int = 0, restatements: bool = False) -> dict[str, list[dict]]:
+          unanswerable_questions: int = 0, covidqa_repeat: int = COVIDQA_REPEAT,
+          successor_copies: int = 0, restatements: bool = False, folds: bool = False) -> dict[str, list[dict]]:
     """{"train", "val", "covidqa-val"} groups. val: every sentence of the paragraph for the held-out
     SQuAD articles' questions, answerable and not; covidqa-val: the candidates of the held-out fit
     papers' questions. `candidates`: reader_fit.py's cached fit-half rows (each with its "doc").
     0 questions: all of them. `restatements`: each training question's restatement is a negative of
-    its group (`with_restated`)."""
+    its group (`with_restated`). `folds`: no quarter held out here; every fit paper's groups go
+    once to "covidqa-train" and its candidates to "covidqa-val", each with its "doc", and training
+    chooses the quarter it leaves out (train.py --covidqa-fold), `covidqa_repeat` times the rest."""
     rng = random.Random(seed)
     squad = read_jsonl_gz(reader_data / "squad11-dev.jsonl.gz")
     unans = read_jsonl_gz(reader_data / "squad20-dev-unanswerable.jsonl.gz")
@@ -216,17 +230,19 @@ def build(reader_data: Path, covidqa: Path, candidates: list[dict], seed: int = 
     train += squad_groups(rng.sample(u, min(unanswerable_questions or len(u), len(u))), rng, False, 99, 0)
     ja = read_jsonl_gz(reader_data / "jaquad-train.jsonl.gz")
     train += squad_groups(rng.sample(ja, min(jaquad_questions or len(ja), len(ja))), rng, True, 99, 0)
-    covid_held = covidqa_validation(covidqa)
-    train += [g for g in covidqa_groups(covidqa, rng) if g["doc"] not in covid_held] * covidqa_repeat
-    train += [g for g in candidate_groups(candidates) if g["doc"] not in covid_held] * covidqa_repeat
+    covid_held = set() if folds else covidqa_validation(covidqa)
+    own = [g for g in covidqa_groups(covidqa, rng) if g["doc"] not in covid_held]
+    searched = [g for g in candidate_groups(candidates) if g["doc"] not in covid_held]
+    train += [] if folds else own * covidqa_repeat + searched * covidqa_repeat
     rng.shuffle(train)
-    train = weight_successors(train, successor_copies)
-    if restatements:
-        train = with_restated(train)
+    out = {"train": train, "covidqa-train": own + searched} if folds else {"train": train}
+    for split, gs in out.items():
+        gs = weight_successors(gs, successor_copies)
+        out[split] = with_restated(gs) if restatements else gs
     val = squad_groups([r for r in squad if r["title"] in held], rng, True, 99, 0)
     val += squad_groups([r for r in unans if r["title"] in held], rng, False, 99, 0)
-    covid_val = [g for g in candidate_groups(candidates) if g["doc"] in covid_held]
-    return {"train": train, "val": val, "covidqa-val": covid_val}
+    covid_val = [g for g in candidate_groups(candidates) if folds or g["doc"] in covid_held]
+    return {**out, "val": val, "covidqa-val": covid_val}
 
 
 # --------------------------------------------------------------------------- windows (a model that reads context)

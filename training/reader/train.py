@@ -27,8 +27,12 @@ Validation (held-out SQuAD articles, answerable and not; the
 candidates of the held-out quarter of covidqa-dev's fit papers) runs every `--eval-pairs` and is
 logged against pairs seen to `W/curve-L{layers}.jsonl`: the learning curve of the model card.
 The state with the best mean top-1 of the two is kept as `W/model-L{layers}.pt`, written when
-found. `--seconds` fits the schedule to a time limit (a lent GPU's): measured pairs a second,
-validations included, shorten `--pairs` so that the learning rate reaches zero in time.
+found (`--keep last`: the last state). A pack built `pack --folds` holds no quarter out: each run
+names the one it validates on (`--covidqa-fold 0`-`3`; `none` trains on every fit paper), and its
+files end `-fold0` ... `-all`, so that four runs score every fit question with a model that never
+saw its paper (`bench/reader_fit.py --fold-models`). `--seconds` fits the schedule to a time limit
+(a lent GPU's): measured pairs a second, validations included, shorten `--pairs` so that the
+learning rate reaches zero in time.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ def pack(args: argparse.Namespace) -> None:
         return pack_windows(args)
     import pickle
 
-    from data import build
+    from data import COVIDQA_REPEAT, build, covidqa_folds
 
     from monjyu.embed.e5_numpy import default_model_path, shared_tokenizer
     from monjyu.engines.cross_encoder import question_ids, sentence_ids
@@ -76,8 +80,9 @@ def pack(args: argparse.Namespace) -> None:
     candidates = pickle.loads(Path(args.candidates).read_bytes())["fit"]
     if args.successor_copies and not args.before:
         raise SystemExit("--successor-copies weighs sentences read after an answer: it needs --before")
-    groups = build(SHARED / "reader-data", SHARED / "bench-data" / "covidqa-dev", candidates, seed=args.seed,
-                   successor_copies=args.successor_copies, restatements=args.restated)
+    covidqa = SHARED / "bench-data" / "covidqa-dev"
+    groups = build(SHARED / "reader-data", covidqa, candidates, seed=args.seed,
+                   successor_copies=args.successor_copies, restatements=args.restated, folds=args.folds)
     tok = shared_tokenizer(default_model_path())
     index: dict[tuple[str, str, str], int] = {}  # (kind, text, the sentence before) -> sequence
     sequences: list[list[int]] = []
@@ -90,15 +95,19 @@ def pack(args: argparse.Namespace) -> None:
         return index[kind, value, before]
 
     sources = sorted({g["source"] for gs in groups.values() for g in gs})
+    docs = sorted({g["doc"] for gs in groups.values() for g in gs if "doc" in g})
     arrays: dict[str, np.ndarray] = {}
     for split, gs in groups.items():
+        arrays[f"{split}.doc"] = np.array([docs.index(g["doc"]) if "doc" in g else -1 for g in gs], np.int16)
         arrays[f"{split}.question"] = np.array([text("q", g["question"]) for g in gs], np.int32)
         arrays[f"{split}.offsets"] = np.cumsum([0] + [len(g["items"]) for g in gs]).astype(np.int64)
         arrays[f"{split}.sentence"] = np.array([text("s", s, b) for g in gs for s, _, b in g["items"]], np.int32)
         arrays[f"{split}.label"] = np.array([y for g in gs for _, y, _ in g["items"]], np.int8)
         arrays[f"{split}.source"] = np.array([sources.index(g["source"]) for g in gs], np.int8)
     meta = pack_base(arrays, sequences, tok, args.pack_layers)
-    meta.update(sources=sources, seed=args.seed, reads=READS_BEFORE if args.before else READS_SENTENCE)
+    meta.update(sources=sources, seed=args.seed, reads=READS_BEFORE if args.before else READS_SENTENCE, docs=docs)
+    if args.folds:
+        meta.update(folds=covidqa_folds(covidqa), covidqa_repeat=COVIDQA_REPEAT)
     arrays["meta"] = np.array(json.dumps(meta))
     work = Path(args.work).expanduser()
     work.mkdir(parents=True, exist_ok=True)
@@ -176,7 +185,17 @@ class Pack:
                 texts = [t[:t.index(eos)] if eos in t else t for t in texts]
             out.append({"ids": [join_pair(q, t, bos, eos) for t in texts],
                         "labels": [int(label[i]) for i in items], "source": self.meta["sources"][source[g]]})
+            if f"{split}.doc" in a and a[f"{split}.doc"][g] >= 0:
+                out[-1]["doc"] = self.meta["docs"][a[f"{split}.doc"][g]]
         return out
+
+    def fold(self, split: str, fold: str, held_out: bool, sentence_only: bool = False) -> list[dict]:
+        """A pack built `--folds`: the split's covidqa-dev groups of the quarter `fold` ("0"-"3";
+        "none": no quarter) with `held_out`, or those of the other quarters."""
+        if "folds" not in self.meta:
+            raise SystemExit("--covidqa-fold: this pack holds out its quarter already; build it with `pack --folds`")
+        quarter = {doc for doc, f in self.meta["folds"].items() if str(f) == fold}
+        return [g for g in self.groups(split, sentence_only) if (g["doc"] in quarter) == held_out]
 
     def word_rows(self) -> "WordRows":
         return WordRows(self.arrays["vocab"], dequantize(self.arrays["word_q4"]))
@@ -412,7 +431,12 @@ def train(args: argparse.Namespace) -> None:
     refuse_sentence_only(args, pk, Path(args.work).expanduser())
     size = lambda g: len(g["ids"])  # noqa: E731  (pairs, the unit a batch and the schedule count)
     length = lambda g: max(map(len, g["ids"]))  # noqa: E731
-    run_schedule(args, pk, size, length, pair_loss, validate)
+    run_schedule(args, pk, size, length, pair_loss, validate, fold_suffix(args))
+
+
+def fold_suffix(args: argparse.Namespace) -> str:
+    """The run's files are named for the quarter it holds out (a pack built --folds trains several)."""
+    return {None: "", "none": "-all"}.get(args.covidqa_fold, f"-fold{args.covidqa_fold}")
 
 
 def run_schedule(args: argparse.Namespace, pk: Pack, size, length, batch_loss, validate, suffix: str = "") -> None:
@@ -424,6 +448,13 @@ def run_schedule(args: argparse.Namespace, pk: Pack, size, length, batch_loss, v
     device = torch.device(args.device)
     work = Path(args.work).expanduser()
     train_groups = pk.groups("train", args.sentence_only)
+    covidqa_val = pk.groups("covidqa-val", args.sentence_only)
+    if args.covidqa_fold is not None:  # a pack built --folds: the named quarter validates, the others train
+        train_groups += pk.fold("covidqa-train", args.covidqa_fold, False, args.sentence_only) * pk.meta["covidqa_repeat"]
+        covidqa_val = pk.fold("covidqa-val", args.covidqa_fold, True, args.sentence_only)
+    elif "folds" in pk.meta:
+        raise SystemExit(f"{work / 'pack.npz'} was built --folds: name the quarter to hold out (--covidqa-fold 0-3, "
+                         "or none)")
     if args.focus:
         # the focused sources whole, and a share of the others so that they are not forgotten
         focus = set(args.focus.split(","))
@@ -433,8 +464,9 @@ def run_schedule(args: argparse.Namespace, pk: Pack, size, length, batch_loss, v
         train_groups = ([g for g in train_groups if g["source"] in focus]
                         + random.Random(args.seed).sample(others, round(args.replay * len(others))))
     squad = pk.groups("val", args.sentence_only)
-    checks = {"squad": random.Random(args.seed).sample(squad, min(args.val_groups, len(squad))),
-              "covidqa": pk.groups("covidqa-val", args.sentence_only)}
+    checks = {"squad": random.Random(args.seed).sample(squad, min(args.val_groups, len(squad)))}
+    if covidqa_val:
+        checks["covidqa"] = covidqa_val
     rows = pk.word_rows().to(device)
     model = CrossEncoder(pk, args.layers)
     if args.init:
@@ -496,6 +528,11 @@ def run_schedule(args: argparse.Namespace, pk: Pack, size, length, batch_loss, v
             epoch += 1
     if validated_at != seen:
         evaluate()
+    if args.keep == "last":  # the schedule's length was chosen elsewhere (on folds): no checkpoint is chosen
+        torch.save({k: v.detach().to("cpu").half() for k, v in model.state_dict().items()},
+                   work / f"model-L{args.layers}{suffix}.pt")
+        print(f"kept the last state; {seen} seen in {time.time() - t0:.0f} s", flush=True)
+        return
     print(f"kept the state with mean top-1 {best:.4f}; {seen} seen in {time.time() - t0:.0f} s", flush=True)
 
 
@@ -509,7 +546,7 @@ def export(args: argparse.Namespace) -> None:
 
         pk, source = WindowPack(work / "windows.npz"), work / f"model-L{args.layers}-windows.pt"
     else:
-        pk, source = Pack(work / "pack.npz"), work / f"model-L{args.layers}.pt"
+        pk, source = Pack(work / "pack.npz"), work / f"model-L{args.layers}{fold_suffix(args)}.pt"
     refuse_sentence_only(args, pk, work)
     model = CrossEncoder(pk, args.layers)
     model.load_state_dict({k: v.float() for k, v in torch.load(source).items()})
@@ -551,6 +588,15 @@ def main() -> None:
                    help="pack: each sentence with the one before it in its paragraph (the model reads context)")
     p.add_argument("--restated", action="store_true",
                    help="pack: each training question said back as a statement is a negative of its group")
+    p.add_argument("--folds", action="store_true",
+                   help="pack: hold no quarter of covidqa-dev's fit papers out; each training run names one "
+                        "(--covidqa-fold), so that four runs score every fit question with a model that never saw its paper")
+    p.add_argument("--covidqa-fold", choices=["0", "1", "2", "3", "none"],
+                   help="train, export (a pack built --folds): the quarter of the fit papers held out to validate "
+                        "(none: train on them all); the run's files end -foldN (-all)")
+    p.add_argument("--keep", choices=["best", "last"], default="best",
+                   help="train: the state with the best validation (default), or the last one (a schedule whose "
+                        "length was chosen on folds)")
     p.add_argument("--windows", action="store_true",
                    help="pack, train, export: the model that reads each sentence among its neighbours (windows.py)")
     p.add_argument("--window-tokens", type=int, default=WINDOW_TOKENS,
@@ -583,6 +629,14 @@ def main() -> None:
         p.error("--windows reads whole windows: --before, --sentence-only and --successor-copies do not apply")
     if args.replay is not None and not args.focus:
         p.error("--replay applies with --focus only")
+    if args.windows and (args.folds or args.covidqa_fold is not None):
+        p.error("--folds and --covidqa-fold apply to the pair model (windows.py holds its quarter out itself)")
+    if args.folds and args.command != "pack":
+        p.error("--folds applies to pack only (train and export name the quarter: --covidqa-fold)")
+    if args.covidqa_fold is not None and args.command == "pack":
+        p.error("--covidqa-fold applies to train and export (pack --folds leaves the choice to them)")
+    if args.keep != "best" and args.command != "train":
+        p.error("--keep applies to train only")
     if args.focus and args.replay is None:
         args.replay = 0.1
     {"pack": pack, "train": train, "export": export}[args.command](args)
