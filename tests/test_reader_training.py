@@ -1,6 +1,7 @@
 """The reader's training data (training/reader/data.py; training itself needs torch and never runs
 here): a window model's groups label every sentence of a paragraph and centre its windows on the
-answer, and the windows are cut as the reader cuts them at run time."""
+answer, and the windows are cut as the reader cuts them at run time; the fit papers' quarters, and
+where runs on them stop (folds.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "reade
 
 from data import (covidqa_folds, covidqa_validation, paragraph_group, paragraph_groups, restated,  # noqa: E402
                   with_restated)
+from folds import choose  # noqa: E402
 
 RECORD = {"source": "squad11", "lang": "en", "title": "Normans", "question": "When did the conquest begin?",
           "context": "The Normans came from Normandy. The conquest of England began in 1066. "
@@ -63,3 +65,18 @@ def test_the_fit_papers_fall_in_four_quarters_and_the_held_one_is_the_fourth(tmp
     assert [folds[d] for d in docs[0::2]] == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
     assert covidqa_validation(tmp_path) == set(docs[0::2][3::4]) == {"006.txt", "014.txt"}
     assert covidqa_validation(tmp_path, 0) == {"000.txt", "008.txt", "016.txt"}
+
+
+def test_the_fold_runs_stop_where_they_read_best_together():
+    """folds.py: the same validation of the four runs, by order; a quarter's top-1 counts by its questions."""
+    def row(pairs, squad, covidqa, answerable):
+        return {"pairs": pairs, "squad": {"top1": squad}, "covidqa": {"top1": covidqa, "answerable": answerable}}
+
+    curves = [[row(100, 0.8, 0.5, 10), row(200, 0.8, 0.6, 10), row(300, 0.8, 0.5, 10)],
+              [row(102, 0.8, 0.9, 90), row(198, 0.8, 0.7, 90)],  # shortened by its time limit
+              [row(100, 0.8, 0.5, 10), row(200, 0.8, 0.6, 10), row(300, 0.8, 0.5, 10)],
+              [row(100, 0.8, 0.5, 10), row(200, 0.8, 0.6, 10), row(300, 0.8, 0.5, 10)]]
+    choice = choose(curves)
+    assert choice["stop"] == 100  # (0.5 * 30 + 0.9 * 90) / 120 = 0.8 at the first, 0.675 at the second
+    assert choice["chosen"]["covidqa_top1"] == 0.8 and len(choice["points"]) == 2
+    assert choice["schedule"] == 274  # the pairs the four reached: (300 + 198 + 300 + 300) / 4

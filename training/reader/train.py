@@ -500,9 +500,9 @@ def run_schedule(args: argparse.Namespace, pk: Pack, size, length, batch_loss, v
     if args.init:
         evaluate()  # where training starts from
     model.train()
-    while seen < total:
+    while seen < min(total, args.stop or total):
         for batch in batches(train_groups, size, length, args.batch, random.Random(args.seed + epoch)):
-            if seen >= total:
+            if seen >= min(total, args.stop or total):
                 break
             for group in opt.param_groups:
                 group["lr"] = args.lr * min(seen / warmup, max(0.0, (total - seen) / max(1, total - warmup)))
@@ -594,6 +594,8 @@ def main() -> None:
     p.add_argument("--covidqa-fold", choices=["0", "1", "2", "3", "none"],
                    help="train, export (a pack built --folds): the quarter of the fit papers held out to validate "
                         "(none: train on them all); the run's files end -foldN (-all)")
+    p.add_argument("--stop", type=int, help="train: stop after this many pairs, the learning rate following the "
+                                            "schedule of --pairs (the state a longer run had there)")
     p.add_argument("--keep", choices=["best", "last"], default="best",
                    help="train: the state with the best validation (default), or the last one (a schedule whose "
                         "length was chosen on folds)")
@@ -635,8 +637,8 @@ def main() -> None:
         p.error("--folds applies to pack only (train and export name the quarter: --covidqa-fold)")
     if args.covidqa_fold is not None and args.command == "pack":
         p.error("--covidqa-fold applies to train and export (pack --folds leaves the choice to them)")
-    if args.keep != "best" and args.command != "train":
-        p.error("--keep applies to train only")
+    if (args.keep != "best" or args.stop) and args.command != "train":
+        p.error("--keep and --stop apply to train only")
     if args.focus and args.replay is None:
         args.replay = 0.1
     {"pack": pack, "train": train, "export": export}[args.command](args)
