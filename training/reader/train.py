@@ -448,13 +448,14 @@ def run_schedule(args: argparse.Namespace, pk: Pack, size, length, batch_loss, v
     device = torch.device(args.device)
     work = Path(args.work).expanduser()
     train_groups = pk.groups("train", args.sentence_only)
-    covidqa_val = pk.groups("covidqa-val", args.sentence_only)
     if args.covidqa_fold is not None:  # a pack built --folds: the named quarter validates, the others train
         train_groups += pk.fold("covidqa-train", args.covidqa_fold, False, args.sentence_only) * pk.meta["covidqa_repeat"]
         covidqa_val = pk.fold("covidqa-val", args.covidqa_fold, True, args.sentence_only)
     elif "folds" in pk.meta:
         raise SystemExit(f"{work / 'pack.npz'} was built --folds: name the quarter to hold out (--covidqa-fold 0-3, "
                          "or none)")
+    else:
+        covidqa_val = pk.groups("covidqa-val", args.sentence_only)
     if args.focus:
         # the focused sources whole, and a share of the others so that they are not forgotten
         focus = set(args.focus.split(","))
